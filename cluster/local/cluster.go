@@ -1,0 +1,201 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zkchaos/zkchaos/cluster"
+)
+
+// Cluster is an ensemble of local JVMs. It implements cluster.Cluster.
+type Cluster struct {
+	cfg    Config
+	nodes  []*Node
+	ports  []int
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ cluster.Cluster = (*Cluster)(nil)
+
+// New writes every server's configuration and, in netns mode, creates the
+// hosts n1..nN on cfg.Network. Nothing runs until Start.
+func New(ctx context.Context, cfg Config) (*Cluster, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, fmt.Errorf("new local cluster: %w", err)
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("new local cluster: %w", err)
+	}
+	cfg.Dir = dir
+	c := &Cluster{cfg: cfg}
+	if err := c.build(ctx); err != nil {
+		if cerr := c.removeHosts(context.WithoutCancel(ctx)); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		releasePorts(c.ports...)
+		return nil, fmt.Errorf("new local cluster: %w", err)
+	}
+	return c, nil
+}
+
+func (c *Cluster) build(ctx context.Context) error {
+	if c.cfg.Network == nil {
+		ps, err := freePorts(3 * c.cfg.Nodes)
+		if err != nil {
+			return err
+		}
+		c.ports = ps
+	}
+	for i := 1; i <= c.cfg.Nodes; i++ {
+		d := filepath.Join(c.cfg.Dir, fmt.Sprintf("n%d", i))
+		n := &Node{id: i, c: c, dir: d, cfgPath: filepath.Join(d, "zoo.cfg"), logPath: filepath.Join(d, "zk.log")}
+		if c.cfg.Network != nil {
+			h, err := c.cfg.Network.AddHost(ctx, fmt.Sprintf("n%d", i))
+			if err != nil {
+				return fmt.Errorf("zk node %d: %w", i, err)
+			}
+			n.host, n.ip = h, h.IP
+			n.clientPort, n.quorumPort, n.electionPort = 2181, 2888, 3888
+		} else {
+			p := c.ports[3*(i-1):]
+			n.ip = "127.0.0.1"
+			n.clientPort, n.quorumPort, n.electionPort = p[0], p[1], p[2]
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		if err := n.writeConfig(c.nodes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Nodes returns the servers in id order.
+func (c *Cluster) Nodes() []cluster.Node {
+	out := make([]cluster.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n
+	}
+	return out
+}
+
+// Node returns server id (1-based) with its concrete type, for what only
+// local nodes offer (Host, IP, Exited).
+func (c *Cluster) Node(id int) *Node {
+	if id < 1 || id > len(c.nodes) {
+		return nil
+	}
+	return c.nodes[id-1]
+}
+
+// ConnectString is the comma-separated client addresses.
+func (c *Cluster) ConnectString() string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.ClientAddr()
+	}
+	return strings.Join(addrs, ",")
+}
+
+// Start starts every server.
+func (c *Cluster) Start(ctx context.Context) error {
+	for _, n := range c.nodes {
+		if err := n.Start(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitReady polls srvr on every server until exactly one leader and N−1
+// followers answer (a single server: standalone or leader). On ctx's end
+// the error lists each server's last status.
+func (c *Cluster) WaitReady(ctx context.Context) error {
+	start := time.Now()
+	last := ""
+	for {
+		states := make([]string, len(c.nodes))
+		leaders, followers := 0, 0
+		for i, n := range c.nodes {
+			sctx, cancel := context.WithTimeout(ctx, time.Second)
+			st, err := n.Status(sctx)
+			cancel()
+			switch {
+			case err != nil:
+				states[i] = fmt.Sprintf("n%d: %v", n.id, err)
+				if exited, xerr := n.Exited(); exited {
+					states[i] = fmt.Sprintf("n%d: exited (%v)", n.id, xerr)
+				}
+			case !st.Serving:
+				states[i] = fmt.Sprintf("n%d: not serving", n.id)
+			default:
+				states[i] = fmt.Sprintf("n%d: %s", n.id, st.Mode)
+				switch st.Mode {
+				case "leader", "standalone":
+					leaders++
+				case "follower":
+					followers++
+				}
+			}
+		}
+		summary := strings.Join(states, "; ")
+		if leaders == 1 && followers == len(c.nodes)-1 {
+			c.cfg.Logger.Info("zk ensemble ready", "elapsed", time.Since(start).Round(time.Millisecond), "status", summary)
+			return nil
+		}
+		if summary != last {
+			c.cfg.Logger.Info("waiting for zk ensemble", "elapsed", time.Since(start).Round(time.Millisecond), "status", summary)
+			last = summary
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("zk ensemble not ready after %s: %s: %w", time.Since(start).Round(time.Millisecond), summary, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops every server (resuming paused ones first) and removes the
+// hosts New created; logs and data stay in Dir. It is idempotent.
+func (c *Cluster) Close(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Go(func() { errs[i] = n.Stop(ctx) })
+	}
+	wg.Wait()
+	errs = append(errs, c.removeHosts(ctx))
+	releasePorts(c.ports...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close local cluster: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) removeHosts(ctx context.Context) error {
+	var errs []error
+	for _, n := range c.nodes {
+		if n.host != nil {
+			errs = append(errs, c.cfg.Network.RemoveHost(ctx, n.host))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Dir is the absolute directory holding the servers' files.
+func (c *Cluster) Dir() string { return c.cfg.Dir }

@@ -1,0 +1,117 @@
+// Package local runs a ZooKeeper ensemble as JVMs started directly by the
+// controller, each in its own network namespace (netns mode) or all on
+// 127.0.0.1 with their own ports (loopback mode, no root needed).
+package local
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/netns"
+)
+
+// Config describes the ensemble.
+type Config struct {
+	Nodes int
+	// Dir is the run folder's sub-directory for the servers (e.g.
+	// <run>/zk); n<i>/ in it holds each server's config, data and log, and
+	// is left in place by Close.
+	Dir string
+	// TickTime is ZooKeeper's time unit (default 200ms): small so that
+	// elections and session expiries happen within a short run.
+	TickTime time.Duration
+	// MaxSessionTimeout raises the server's cap above 20 ticks when the
+	// workload asks for longer sessions.
+	MaxSessionTimeout time.Duration
+	ForceSync         bool
+	// Network gives each server its own namespace (host n<i>); nil means
+	// loopback mode. The caller owns it: Close removes only the hosts.
+	Network *netns.Network
+	// Env is the run's process tag (proc.Env), added to every JVM.
+	Env []string
+	// Java is the java binary (default "java").
+	Java string
+	// ClassPath defaults to $ZOOKEEPER_HOME's jars and conf when
+	// ZOOKEEPER_HOME is set, else Debian's libzookeeper-java jars.
+	ClassPath string
+	Logger    *slog.Logger
+}
+
+// DebianClassPath works because zookeeper.jar's manifest Class-Path names
+// its dependencies; slf4j-simple gives the server a logger.
+const DebianClassPath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+
+func (c *Config) defaults() error {
+	if c.Nodes < 1 {
+		return fmt.Errorf("config: Nodes must be ≥ 1, got %d", c.Nodes)
+	}
+	if c.Dir == "" {
+		return errors.New("config: Dir is required")
+	}
+	if c.TickTime <= 0 {
+		c.TickTime = 200 * time.Millisecond
+	}
+	if c.TickTime%time.Millisecond != 0 {
+		return fmt.Errorf("config: TickTime %s is not whole milliseconds", c.TickTime)
+	}
+	if c.Java == "" {
+		c.Java = "java"
+	}
+	if c.ClassPath == "" {
+		cp, err := DefaultClassPath()
+		if err != nil {
+			return err
+		}
+		c.ClassPath = cp
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// DefaultClassPath is the class path used when Config.ClassPath is empty.
+// It fails when the jars are missing, so a missing install is reported
+// before any JVM starts (and tests can skip on it).
+func DefaultClassPath() (string, error) {
+	if home := os.Getenv("ZOOKEEPER_HOME"); home != "" {
+		jars, err := filepath.Glob(filepath.Join(home, "lib", "*.jar"))
+		if err != nil || len(jars) == 0 {
+			return "", fmt.Errorf("no jars in $ZOOKEEPER_HOME/lib (%s)", home)
+		}
+		return strings.Join(append(jars, filepath.Join(home, "conf")), ":"), nil
+	}
+	for _, p := range strings.Split(DebianClassPath, ":") {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("zookeeper jars not found (set ZOOKEEPER_HOME or install libzookeeper-java): %w", err)
+		}
+	}
+	return DebianClassPath, nil
+}
+
+// zooCfg is the server's configuration. Ports are those of the node; in
+// netns mode every server has its own IP and the default ports.
+func zooCfg(c *Config, dataDir string, self *Node, all []*Node) string {
+	tick := c.TickTime.Milliseconds()
+	maxSess := max(20*c.TickTime, c.MaxSessionTimeout).Milliseconds()
+	forceSync := "no"
+	if c.ForceSync {
+		forceSync = "yes"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=10\nsyncLimit=5\n", tick)
+	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", 2*tick, maxSess)
+	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
+	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", self.clientPort, self.ip)
+	fmt.Fprintf(&b, "4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+	fmt.Fprintf(&b, "forceSync=%s\nautopurge.purgeInterval=0\n", forceSync)
+	for _, n := range all {
+		fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", n.id, n.ip, n.quorumPort, n.electionPort)
+	}
+	return b.String()
+}

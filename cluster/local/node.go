@@ -1,0 +1,278 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/proc"
+)
+
+// stopGrace is how long Stop waits after SIGTERM before SIGKILL.
+const stopGrace = 10 * time.Second
+
+// signalWait bounds how long Pause/Resume wait for the kernel to show the
+// new state.
+const signalWait = 5 * time.Second
+
+// Node is one ZooKeeper JVM. It implements cluster.Node.
+type Node struct {
+	id                                   int
+	ip                                   string
+	clientPort, quorumPort, electionPort int
+	dir, cfgPath, logPath                string
+	host                                 *netns.Host // nil in loopback mode
+	c                                    *Cluster
+
+	mu      sync.Mutex
+	pid     int
+	done    chan struct{} // closed when the JVM has been reaped
+	exitErr error
+	paused  bool
+}
+
+var _ cluster.Node = (*Node)(nil)
+
+func (n *Node) ID() int { return n.id }
+
+// ClientAddr is ip:port for clients and four-letter words.
+func (n *Node) ClientAddr() string {
+	return net.JoinHostPort(n.ip, strconv.Itoa(n.clientPort))
+}
+
+// IP is the server's address: its namespace's, or 127.0.0.1.
+func (n *Node) IP() string { return n.ip }
+
+// Host is the server's namespace, for partition faults; nil in loopback
+// mode.
+func (n *Node) Host() *netns.Host { return n.host }
+
+// LogPath is the JVM's stdout and stderr, appended across restarts.
+func (n *Node) LogPath() string { return n.logPath }
+
+// PID is the JVM's PID while it runs (paused counts), else 0.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.running() {
+		return n.pid
+	}
+	return 0
+}
+
+// running must be called with mu held.
+func (n *Node) running() bool {
+	if n.done == nil {
+		return false
+	}
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Exited reports whether the JVM was started and has ended, and how.
+func (n *Node) Exited() (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.done != nil && !n.running(), n.exitErr
+}
+
+func (n *Node) jvmArgs() []string {
+	return []string{
+		"-Xmx256m", "-XX:+UseSerialGC",
+		// C1 only: on a small machine several JVMs compiling with C2 at once
+		// slow each other's start, and throughput does not matter here.
+		"-XX:TieredStopAtLevel=1",
+		// No hsperfdata files in /tmp to clean up after a SIGKILL.
+		"-XX:-UsePerfData",
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dzookeeper.admin.enableServer=false",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ",
+		"-cp", n.c.cfg.ClassPath,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", n.cfgPath,
+	}
+}
+
+// Start launches the JVM (again after Stop or Kill, with its data intact).
+// It returns once the process exists, not when it serves: WaitReady or
+// Status tell that.
+func (n *Node) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start zk node %d: %w", n.id, err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.running() {
+		return fmt.Errorf("start zk node %d: already running as pid %d", n.id, n.pid)
+	}
+	f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("start zk node %d: open log: %w", n.id, err)
+	}
+	fmt.Fprintf(f, "=== zkchaos: starting node %d at %s ===\n", n.id, time.Now().Format(time.RFC3339Nano))
+	// The JVM outlives ctx (which only bounds the start), so it is not
+	// tied to it.
+	var cmd *exec.Cmd
+	if n.host != nil {
+		cmd = n.host.Command(context.Background(), n.c.cfg.Java, n.jvmArgs()...)
+	} else {
+		cmd = exec.Command(n.c.cfg.Java, n.jvmArgs()...)
+	}
+	cmd.Dir = n.dir
+	cmd.Env = append(os.Environ(), n.c.cfg.Env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// Own process group: a Ctrl-C in the terminal reaches the controller
+	// only, which then stops the servers in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("start zk node %d: %w", n.id, err)
+	}
+	done := make(chan struct{})
+	n.pid, n.done, n.exitErr, n.paused = cmd.Process.Pid, done, nil, false
+	go func() {
+		err := cmd.Wait() // reaps: no zombies
+		f.Close()
+		n.mu.Lock()
+		n.exitErr = err
+		n.mu.Unlock()
+		close(done)
+	}()
+	n.c.cfg.Logger.Info("zk node started", "node", n.id, "pid", n.pid, "addr", n.ClientAddr())
+	return nil
+}
+
+// Stop ends the JVM gracefully: SIGTERM, and SIGKILL if it has not exited
+// after stopGrace or when ctx ends. A paused JVM is resumed first, since it
+// cannot act on SIGTERM while stopped.
+func (n *Node) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	if !n.running() {
+		n.mu.Unlock()
+		return nil
+	}
+	pid, done, paused := n.pid, n.done, n.paused
+	n.paused = false
+	n.mu.Unlock()
+	if paused {
+		_ = proc.Resume(pid, signalWait)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop zk node %d: SIGTERM pid %d: %w", n.id, pid, err)
+	}
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		n.c.cfg.Logger.Info("zk node stopped", "node", n.id, "pid", pid)
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	n.c.cfg.Logger.Warn("zk node ignored SIGTERM, killing", "node", n.id, "pid", pid)
+	return n.kill(pid, done)
+}
+
+// Kill SIGKILLs the JVM's process group and waits until it is reaped, so
+// that on return the PID is gone and the ports are free.
+func (n *Node) Kill(ctx context.Context) error {
+	n.mu.Lock()
+	if !n.running() {
+		n.mu.Unlock()
+		return nil
+	}
+	pid, done := n.pid, n.done
+	n.paused = false
+	n.mu.Unlock()
+	if err := n.kill(pid, done); err != nil {
+		return err
+	}
+	n.c.cfg.Logger.Info("zk node killed", "node", n.id, "pid", pid)
+	return nil
+}
+
+func (n *Node) kill(pid int, done chan struct{}) error {
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill zk node %d: SIGKILL pid %d: %w", n.id, pid, err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("kill zk node %d: pid %d not reaped 10s after SIGKILL", n.id, pid)
+	}
+}
+
+// Pause stops the JVM with SIGSTOP and returns once the kernel shows it
+// stopped, so that a pause recorded in the history really happened.
+func (n *Node) Pause(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.running() {
+		return fmt.Errorf("pause zk node %d: not running", n.id)
+	}
+	if err := proc.Pause(n.pid, signalWait); err != nil {
+		return fmt.Errorf("pause zk node %d: %w", n.id, err)
+	}
+	n.paused = true
+	return nil
+}
+
+// Resume continues a paused JVM and returns once it runs again.
+func (n *Node) Resume(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.running() {
+		return fmt.Errorf("resume zk node %d: not running", n.id)
+	}
+	if err := proc.Resume(n.pid, signalWait); err != nil {
+		return fmt.Errorf("resume zk node %d: %w", n.id, err)
+	}
+	n.paused = false
+	return nil
+}
+
+// Paused reports whether the node was paused and not resumed since.
+func (n *Node) Paused() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.paused && n.running()
+}
+
+// Status asks the server itself (srvr). A server that does not answer is
+// an error with a zero Status.
+func (n *Node) Status(ctx context.Context) (cluster.Status, error) {
+	out, err := cluster.FourLetter(ctx, n.ClientAddr(), "srvr")
+	if err != nil {
+		return cluster.Status{}, fmt.Errorf("status of zk node %d: %w", n.id, err)
+	}
+	return cluster.ParseSrvr(out), nil
+}
+
+func (n *Node) writeConfig(all []*Node) error {
+	data := filepath.Join(n.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return fmt.Errorf("zk node %d: %w", n.id, err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(n.id)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("zk node %d: write myid: %w", n.id, err)
+	}
+	if err := os.WriteFile(n.cfgPath, []byte(zooCfg(&n.c.cfg, data, n, all)), 0o644); err != nil {
+		return fmt.Errorf("zk node %d: write zoo.cfg: %w", n.id, err)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/runner"
+)
+
+func cmdCheck(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("chaos check", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: chaos check [--gate LIST] RUN-DIR")
+		fs.PrintDefaults()
+	}
+	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate)")
+	// Accept the run folder before or after the flags.
+	var dir string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		dir, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitHarness
+	}
+	if dir == "" && fs.NArg() > 0 {
+		dir = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "chaos check: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return exitHarness
+	}
+	if dir == "" {
+		fs.Usage()
+		return exitHarness
+	}
+	out, err := runner.Check(ctx, dir, splitList(*gate), 0)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chaos check: %v\n", err)
+		return exitHarness
+	}
+	printSummary(os.Stdout, out)
+	return exitCode(out)
+}
+
+func exitCode(c *runner.CheckOutcome) int {
+	switch c.Results.Valid {
+	case checker.Valid:
+		return exitValid
+	case checker.Invalid:
+		return exitInvalid
+	}
+	return exitUnknown
+}
+
+// printSummary is what a person at a terminal (or a CI log) needs: the
+// verdict, each checker's, the evidence in a line or two, and where the
+// report is.
+func printSummary(w io.Writer, c *runner.CheckOutcome) {
+	r := c.Results
+	fmt.Fprintf(w, "valid: %s (gate: %s)\n", r.Valid, strings.Join(r.Gate, ","))
+	names := append([]string(nil), r.Order...)
+	if len(names) == 0 {
+		for n := range r.Checkers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	for _, n := range names {
+		res := r.Checkers[n]
+		line := fmt.Sprintf("  %-14s %s", n, res.Valid)
+		if res.Gating {
+			line += " (gating)"
+		}
+		if res.Error != "" {
+			line += ": " + res.Error
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, reason := range r.Reasons {
+		fmt.Fprintf(w, "  - %s\n", reason)
+	}
+	var dw checker.DoubleWriterDetails
+	if res, ok := r.Checkers[checker.NameDoubleWriter]; ok && res.DecodeDetails(&dw) == nil && len(dw.Violations) > 0 {
+		fmt.Fprintf(w, "double writes: %d violations, e.g.:\n", len(dw.Violations))
+		for i, v := range dw.Violations {
+			if i == 3 {
+				break
+			}
+			fmt.Fprintf(w, "  %s\n", v.Message)
+		}
+	}
+	var st checker.StatsDetails
+	if res, ok := r.Checkers[checker.NameStats]; ok && res.DecodeDetails(&st) == nil {
+		if a, ok := st.Ops["acquire"]; ok {
+			fmt.Fprintf(w, "acquire: %d ok, %d fail, %d info\n", a.OK, a.Fail, a.Info)
+		}
+	}
+	if c.Truncated {
+		fmt.Fprintln(w, "note: the history's last line was cut off (the run was killed) and was dropped")
+	}
+	fmt.Fprintf(w, "report: %s\n", c.Report)
+}

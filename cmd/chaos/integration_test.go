@@ -1,0 +1,436 @@
+package main
+
+// Integration tests: the real chaos binary, a real 3-node ZooKeeper
+// ensemble, real worker processes, real SIGSTOP, and (as root) real network
+// namespaces. They are slow (about a minute per run) and they are the
+// contract of the foundation: a fenced run is valid, an unfenced run is
+// caught, and nothing a run started survives it, even when its controller
+// is SIGKILLed mid-fault.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/proc"
+)
+
+var (
+	buildOnce sync.Once
+	chaosBin  string
+	buildErr  error
+)
+
+// binary builds the chaos command once per test process.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "zkchaos-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		chaosBin = filepath.Join(dir, "chaos")
+		out, err := exec.Command("go", "build", "-o", chaosBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build chaos: %v", buildErr)
+	}
+	return chaosBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chaosBin != "" {
+		os.RemoveAll(filepath.Dir(chaosBin))
+	}
+	os.Exit(code)
+}
+
+func needEnsemble(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skip("no java on PATH: run scripts/install-deps.sh (make test does)")
+	}
+	if os.Getenv("ZOOKEEPER_HOME") == "" {
+		if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+			t.Skip("no ZooKeeper jars: run scripts/install-deps.sh (make test does)")
+		}
+	}
+}
+
+type runResult struct {
+	code   int
+	stdout string
+	stderr string
+	dir    string // the run folder
+}
+
+// chaosRun runs `chaos run` with args and returns its exit code and folder.
+func chaosRun(t *testing.T, results string, args ...string) runResult {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"run", "--results", results}, args...)...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("chaos run: %v", err)
+	}
+	r := runResult{code: code, stdout: so.String(), stderr: se.String()}
+	if dir, err := filepath.EvalSymlinks(filepath.Join(results, "latest")); err == nil {
+		r.dir = dir
+	}
+	return r
+}
+
+type resultsJSON struct {
+	Valid    any `json:"valid"`
+	Checkers map[string]struct {
+		Valid      any              `json:"valid"`
+		Violations []map[string]any `json:"violations"`
+		Ops        map[string]struct {
+			OK   int `json:"ok"`
+			Fail int `json:"fail"`
+			Info int `json:"info"`
+		} `json:"ops"`
+	} `json:"checkers"`
+}
+
+func readResults(t *testing.T, dir string) resultsJSON {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	var r resultsJSON
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	return r
+}
+
+type testJSON struct {
+	RunID   string `json:"run_id"`
+	NetMode string `json:"net_mode"`
+}
+
+func readTest(t *testing.T, dir string) testJSON {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "test.json"))
+	if err != nil {
+		t.Fatalf("test.json: %v", err)
+	}
+	var tj testJSON
+	if err := json.Unmarshal(b, &tj); err != nil {
+		t.Fatalf("test.json: %v", err)
+	}
+	return tj
+}
+
+// assertNothingLeft checks that no process of the run exists (none
+// stopped, none running) and, as root, that no namespace, bridge or
+// FORWARD rule of a run slot is left.
+func assertNothingLeft(t *testing.T, runID string) {
+	t.Helper()
+	tagged, err := proc.FindTagged(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tagged {
+		st, _ := proc.State(p.PID)
+		t.Errorf("process %d of run %s still exists (state %c)", p.PID, runID, st)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	slots, err := netns.Slots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		if s.RunID == runID || (s.RunID == "" && !s.ControllerAlive) {
+			t.Errorf("network slot %d of run %s left: %+v", s.Slot, runID, s)
+		}
+	}
+	out, _ := exec.Command("iptables", "-S", "ZKCHAOS-FWD").CombinedOutput()
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "-A ZKCHAOS-FWD") {
+			// Another run may be in progress in parallel; only rules of
+			// slots that no longer exist are leftovers.
+			if !slotAlive(slots, line) {
+				t.Errorf("FORWARD rule left: %s", line)
+			}
+		}
+	}
+}
+
+func slotAlive(slots []netns.SlotInfo, rule string) bool {
+	for _, s := range slots {
+		if s.ControllerAlive && strings.Contains(rule, "zkc"+strconv.Itoa(s.Slot)+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	results := t.TempDir()
+	cases := [][]string{
+		{"--workers", "0"},
+		{"--fencing", "maybe"},
+		{"--nemesis", "pause-holder,explode"},
+		{"--time-limit", "ten seconds"},
+		{"--seed", "x"},
+		{"--no-such-flag"},
+		{"--session-timeout", "100ms"},
+		{"--gate", "nonsense"},
+		{"--name", "../escape"},
+		{"extra-argument"},
+	}
+	for _, args := range cases {
+		r := chaosRun(t, results, args...)
+		if r.code != 255 {
+			t.Errorf("chaos run %v: exit %d, want 255\nstderr: %s", args, r.code, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "chaos run") && !strings.Contains(r.stderr, "flag") {
+			t.Errorf("chaos run %v: no clear error on stderr: %q", args, r.stderr)
+		}
+	}
+	entries, _ := os.ReadDir(results)
+	if len(entries) != 0 {
+		t.Errorf("bad flags still created %d entries in the results folder", len(entries))
+	}
+}
+
+func TestFencedRunIsValid(t *testing.T) {
+	needEnsemble(t)
+	results := t.TempDir()
+	r := chaosRun(t, results, "--fencing", "on", "--nemesis", "pause-holder", "--time-limit", "40s", "--seed", "1", "--name", "fenced")
+	t.Logf("stdout:\n%s", r.stdout)
+	if r.code != 0 {
+		t.Fatalf("fenced run exited %d, want 0 (valid)\nstdout: %s\nstderr tail: %s", r.code, r.stdout, tail(r.stderr, 3000))
+	}
+	res := readResults(t, r.dir)
+	if res.Valid != true {
+		t.Errorf("results.json valid = %v, want true", res.Valid)
+	}
+	acq := res.Checkers["stats"].Ops["acquire"]
+	if acq.OK < 24 {
+		t.Errorf("only %d acquisitions completed; want dozens", acq.OK)
+	}
+	assertPausesHappened(t, r.dir)
+	assertNothingLeft(t, readTest(t, r.dir).RunID)
+}
+
+func TestUnfencedRunFindsDoubleWrite(t *testing.T) {
+	needEnsemble(t)
+	results := t.TempDir()
+	r := chaosRun(t, results, "--fencing", "off", "--nemesis", "pause-holder", "--time-limit", "40s", "--seed", "2", "--name", "unfenced")
+	t.Logf("stdout:\n%s", r.stdout)
+	if r.code != 1 {
+		t.Fatalf("unfenced run exited %d, want 1 (invalid)\nstdout: %s\nstderr tail: %s", r.code, r.stdout, tail(r.stderr, 3000))
+	}
+	res := readResults(t, r.dir)
+	if res.Valid != false {
+		t.Errorf("results.json valid = %v, want false", res.Valid)
+	}
+	dw := res.Checkers["double-writer"]
+	if dw.Valid != false || len(dw.Violations) == 0 {
+		t.Errorf("double-writer: valid %v with %d violations; want false with at least one", dw.Valid, len(dw.Violations))
+	}
+	for _, f := range []string{"history.jsonl", "register.jsonl", "test.json", "results.json", "report.html"} {
+		if _, err := os.Stat(filepath.Join(r.dir, f)); err != nil {
+			t.Errorf("run folder lacks %s", f)
+		}
+	}
+	html, _ := os.ReadFile(filepath.Join(r.dir, "report.html"))
+	if !bytes.Contains(html, []byte("SKU-")) {
+		t.Errorf("report.html names no key of a double write")
+	}
+	// chaos check re-judges the stored run the same way.
+	cmd := exec.Command(binary(t), "check", r.dir)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("chaos check on the unfenced run: %v, want exit 1\n%s", err, out)
+	}
+	assertNothingLeft(t, readTest(t, r.dir).RunID)
+}
+
+// assertPausesHappened checks the nemesis really paused holders, verified.
+func assertPausesHappened(t *testing.T, dir string) {
+	t.Helper()
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verified := 0
+	for _, e := range h.Events {
+		if e.Process == history.Nemesis && e.F == history.FPause && e.Type == history.OK &&
+			e.Value != nil && e.Value.Verified != nil && *e.Value.Verified {
+			verified++
+		}
+	}
+	if verified == 0 {
+		t.Errorf("no verified pause in the history")
+	}
+}
+
+// TestKilledControllerLeavesNothing SIGKILLs the controller while a
+// holder is paused: within 2 seconds the janitor must have resumed and
+// killed every process of the run and removed its namespaces, and the
+// history written so far must still be checkable.
+func TestKilledControllerLeavesNothing(t *testing.T) {
+	needEnsemble(t)
+	results := t.TempDir()
+	cmd := exec.Command(binary(t), "run", "--results", results, "--name", "killed", "--fencing", "on",
+		"--time-limit", "5m", "--nemesis-interval", "1s", "--pause", "30s", "--seed", "3")
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	// Wait for a verified pause in the history.
+	var dir string
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if d, err := filepath.EvalSymlinks(filepath.Join(results, "latest")); err == nil {
+			dir = d
+			if pausedNow(dir) {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if dir == "" || !pausedNow(dir) {
+		t.Fatalf("no pause within 90s\nstderr: %s", tail(se.String(), 3000))
+	}
+	runID := readTest(t, dir).RunID
+	tagged, _ := proc.FindTagged(runID)
+	stopped := 0
+	for _, p := range tagged {
+		if proc.Stopped(p.PID) {
+			stopped++
+		}
+	}
+	if stopped == 0 {
+		t.Fatalf("history says a holder is paused but no process of the run is stopped")
+	}
+	t.Logf("killing controller pid %d with %d run processes alive, %d stopped", cmd.Process.Pid, len(tagged), stopped)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed = true
+	time.Sleep(2 * time.Second)
+	assertNothingLeft(t, runID)
+
+	// What was recorded is still there and checkable.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary(t), "check", dir).CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() == 255) {
+		t.Errorf("chaos check after SIGKILL: %v\n%s", err, out)
+	}
+}
+
+// pausedNow reports whether the history's last nemesis event is a
+// verified pause (a holder is stopped right now).
+func pausedNow(dir string) bool {
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return false
+	}
+	for i := len(h.Events) - 1; i >= 0; i-- {
+		e := h.Events[i]
+		if e.Process != history.Nemesis {
+			continue
+		}
+		return e.F == history.FPause && e.Type == history.OK
+	}
+	return false
+}
+
+// TestInterruptedRunStillChecks sends SIGINT mid-run: the run must heal,
+// stop everything, and still write its verdict.
+func TestInterruptedRunStillChecks(t *testing.T) {
+	needEnsemble(t)
+	results := t.TempDir()
+	cmd := exec.Command(binary(t), "run", "--results", results, "--name", "interrupted",
+		"--time-limit", "5m", "--nemesis-interval", "1s", "--seed", "4")
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if d, err := filepath.EvalSymlinks(filepath.Join(results, "latest")); err == nil {
+			if pausedNow(d) {
+				dir = d
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if dir == "" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("no pause within 90s\nstderr: %s", tail(se.String(), 3000))
+	}
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	}
+	if code == 255 {
+		t.Fatalf("interrupted run: harness failure\nstdout: %s\nstderr: %s", so.String(), tail(se.String(), 3000))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results.json")); err != nil {
+		t.Errorf("interrupted run wrote no results.json")
+	}
+	if !strings.Contains(so.String(), "valid:") {
+		t.Errorf("interrupted run printed no verdict: %s", so.String())
+	}
+	assertNothingLeft(t, readTest(t, dir).RunID)
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

@@ -1,0 +1,85 @@
+// Command chaos is zkchaos: a Jepsen-style chaos and correctness harness
+// for locks and leader election on Apache ZooKeeper.
+//
+//	chaos run [flags]          one chaos run; exit 0 valid, 1 invalid, 2 unknown, 255 harness failure
+//	chaos check [flags] DIR    re-run the checkers on a stored run, same exit codes
+//	chaos cleanup [--all]      remove what earlier runs left behind
+//	chaos register ...         the fenced register (started by chaos run)
+//	chaos worker ...           a worker process (started by chaos run)
+//	chaos janitor ...          the dead-man switch (started by chaos run)
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: chaos COMMAND [flags]
+
+commands:
+  run       run a chaos test and check it (chaos run -h for flags)
+  check     re-check a stored run: chaos check [--gate LIST] RUN-DIR
+  cleanup   remove processes, namespaces and rules left by earlier runs
+  register  the fenced register process (started by run)
+  worker    a worker process speaking the worker protocol (started by run)
+  janitor   the dead-man switch (started by run)
+
+exit codes: 0 valid, 1 invalid, 2 unknown, 255 the harness failed
+`
+
+func main() {
+	os.Exit(realMain(os.Args[1:]))
+}
+
+func realMain(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return exitHarness
+	}
+	// The first SIGINT/SIGTERM cancels ctx: a run stops its workload, heals,
+	// tears down and still checks what it recorded. A second one cancels
+	// hard: stop now (the janitor undoes the faults); a third exits.
+	ctx, cancel := context.WithCancel(context.Background())
+	hard, cancelHard := context.WithCancel(context.Background())
+	defer cancel()
+	defer cancelHard()
+	sigs := make(chan os.Signal, 3)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		n := 0
+		for range sigs {
+			n++
+			switch n {
+			case 1:
+				cancel()
+			case 2:
+				cancelHard()
+			default:
+				os.Exit(exitHarness)
+			}
+		}
+	}()
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return cmdRun(ctx, hard, rest)
+	case "check":
+		return cmdCheck(ctx, rest)
+	case "cleanup":
+		return cmdCleanup(ctx, rest)
+	case "register":
+		return cmdRegister(ctx, rest)
+	case "worker":
+		return cmdWorker(ctx, rest)
+	case "janitor":
+		return cmdJanitor(ctx, rest)
+	case "help", "-h", "--help":
+		fmt.Fprint(os.Stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "chaos: unknown command %q\n\n%s", cmd, usage)
+	return exitHarness
+}

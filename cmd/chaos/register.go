@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/zkchaos/zkchaos/register"
+)
+
+// cmdRegister runs the fenced register until ctx is cancelled. Its only
+// stdout output is one JSON line with the bound address, because the
+// controller starts it with --listen port 0 and must learn the real port.
+func cmdRegister(ctx context.Context, args []string) int {
+	return runRegister(ctx, args, os.Stdout, os.Stderr)
+}
+
+func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("chaos register", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (port 0 picks a free one)")
+	logPath := fs.String("log", "", "apply log file (required; an existing one is replayed and continued)")
+	mode := fs.String("fencing", register.ModeOn, "fencing mode: off, on or strict")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: chaos register --log PATH [--listen ADDR] [--fencing off|on|strict]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 255 // flag has already said what was wrong
+	}
+	bad := func(msg string) int {
+		fmt.Fprintf(stderr, "chaos register: %s\n", msg)
+		fs.Usage()
+		return 255
+	}
+	if fs.NArg() > 0 {
+		return bad(fmt.Sprintf("unexpected arguments: %q", fs.Args()))
+	}
+	if *logPath == "" {
+		return bad("--log is required")
+	}
+	switch *mode {
+	case register.ModeOff, register.ModeOn, register.ModeStrict:
+	default:
+		return bad(fmt.Sprintf("--fencing %q: want off, on or strict", *mode))
+	}
+
+	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "register")
+	var announceErr error
+	err := register.Serve(ctx, register.Config{
+		Listen:  *listen,
+		LogPath: *logPath,
+		Mode:    *mode,
+		Logger:  logger,
+	}, func(addr string) {
+		line, err := json.Marshal(struct {
+			Listen string `json:"listen"`
+		}{addr})
+		if err == nil {
+			_, err = fmt.Fprintf(stdout, "%s\n", line)
+		}
+		announceErr = err
+	})
+	if announceErr != nil {
+		// The controller cannot find a register that did not announce
+		// itself; it will time out waiting, so say why here.
+		logger.Error("cannot announce listen address", "err", announceErr)
+	}
+	if err != nil {
+		logger.Error("register failed", "err", err)
+		return 1
+	}
+	return 0
+}

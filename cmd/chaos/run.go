@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/runner"
+)
+
+// Exit codes: Jepsen's, so CI systems can gate on them.
+const (
+	exitValid   = 0
+	exitInvalid = 1
+	exitUnknown = 2
+	exitHarness = 255
+)
+
+// parseRunFlags turns `chaos run` arguments into a validated Config. Every
+// problem is reported before anything starts.
+func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
+	cfg := runner.Defaults()
+	fs := flag.NewFlagSet("chaos run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker processes (logical clients) at once")
+	fs.IntVar(&cfg.Keys, "keys", cfg.Keys, "lock keys SKU-1..K, each guarding one register key")
+	fs.DurationVar(&cfg.TimeLimit, "time-limit", cfg.TimeLimit, "how long the workload runs")
+	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", cfg.SessionTimeout, "ZooKeeper session timeout of each worker")
+	fs.StringVar(&cfg.Fencing, "fencing", cfg.Fencing, "register fencing: on, off or strict")
+	nem := fs.String("nemesis", strings.Join(cfg.Nemesis, ","), "comma-separated faults: none, pause-holder")
+	fs.DurationVar(&cfg.NemesisInterval, "nemesis-interval", cfg.NemesisInterval, "quiet time between faults")
+	fs.DurationVar(&cfg.PauseFor, "pause", 0, "how long a pause lasts (default: twice the session timeout)")
+	seed := fs.String("seed", "", "random seed (default: from the clock; recorded in test.json)")
+	fs.StringVar(&cfg.ResultsDir, "results", cfg.ResultsDir, "results folder")
+	fs.StringVar(&cfg.Name, "name", cfg.Name, "test name (a folder under --results)")
+	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "ZooKeeper servers in the ensemble")
+	fs.StringVar(&cfg.Recipe, "recipe", cfg.Recipe, "lock recipe the workers run")
+	fs.StringVar(&cfg.Token, "token", cfg.Token, "fencing token source: czxid or seq")
+	fs.DurationVar(&cfg.Hold, "hold", cfg.Hold, "time between a holder's read and its write")
+	fs.DurationVar(&cfg.Think, "think", cfg.Think, "time between critical sections")
+	fs.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", cfg.AcquireTimeout, "how long acquire waits for a lock")
+	fs.DurationVar(&cfg.OpTimeout, "op-timeout", cfg.OpTimeout, "time after which an operation is recorded as info")
+	fs.DurationVar(&cfg.TickTime, "tick", cfg.TickTime, "ZooKeeper tickTime")
+	fs.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "quiet time after healing, before teardown")
+	fs.StringVar(&cfg.Net, "net", cfg.Net, "auto (namespaces when root), netns or loopback")
+	gate := fs.String("gate", strings.Join(cfg.Gate, ","), "checkers that decide the verdict")
+	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	cfg.Nemesis = splitList(*nem)
+	cfg.Gate = splitList(*gate)
+	if *seed == "" {
+		cfg.Seed = time.Now().UnixNano() & (1<<53 - 1)
+	} else {
+		n, err := strconv.ParseInt(*seed, 10, 64)
+		if err != nil {
+			return cfg, fmt.Errorf("--seed %q: not an integer", *seed)
+		}
+		cfg.Seed = n
+	}
+	if err := runner.ValidateGate(cfg.Gate); err != nil {
+		return cfg, fmt.Errorf("--gate: %w", err)
+	}
+	return cfg, cfg.Validate()
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func cmdRun(ctx, hard context.Context, args []string) int {
+	cfg, err := parseRunFlags(args, os.Stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stderr, "chaos run: %v\n", err)
+		}
+		return exitHarness
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chaos run: find own executable: %v\n", err)
+		return exitHarness
+	}
+	out, err := runner.Run(ctx, hard, cfg, exe, os.Args, os.Stderr)
+	if out != nil && out.Check != nil {
+		printSummary(os.Stdout, out.Check)
+		fmt.Fprintf(os.Stdout, "timings: ensemble ready %.1fs, setup %.1fs, workload %.1fs, teardown %.1fs, total %.1fs, %d worker processes\n",
+			out.Timings.Ensemble.Seconds(), out.Timings.Setup.Seconds(), out.Timings.Workload.Seconds(),
+			out.Timings.Teardown.Seconds(), out.Timings.Total.Seconds(), out.Timings.Processes)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chaos run: harness failure: %v\n", err)
+		if out != nil && out.Run != nil {
+			fmt.Fprintf(os.Stderr, "chaos run: what was recorded is in %s (chaos check %s)\n", out.Run.Dir, out.Run.Dir)
+		}
+		return exitHarness
+	}
+	return exitCode(out.Check)
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/recipes"
+	"github.com/zkchaos/zkchaos/worker"
+)
+
+// cmdWorker runs one worker process: the protocol on stdin/stdout, logs on
+// stderr. The controller starts one per logical process.
+func cmdWorker(ctx context.Context, args []string) int {
+	return runWorker(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("chaos worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	zkList := fs.String("zk", "", "ZooKeeper servers, host:port,... (required)")
+	reg := fs.String("register", "", "register base URL, e.g. http://127.0.0.1:7000 (required)")
+	process := fs.Int("process", 0, "logical process number (reported to the register)")
+	sessionTimeout := fs.Duration("session-timeout", 3*time.Second, "ZooKeeper session timeout")
+	recipe := fs.String("recipe", "seed", "lock recipe: "+strings.Join(recipes.Names(), ", "))
+	token := fs.String("token", recipes.TokenCzxid, "fencing token: czxid or seq")
+	root := fs.String("root", recipes.DefaultRoot, "persistent parent of the lock nodes")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: chaos worker --zk HOST:PORT,... --register URL [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 255
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "chaos worker: "+format+"\n", a...)
+		return 255
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected arguments %q", fs.Args())
+	}
+	servers, err := parseServers(*zkList)
+	if err != nil {
+		return bad("--zk: %v", err)
+	}
+	if u, err := url.Parse(*reg); *reg == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("--register must be an http(s) URL, got %q", *reg)
+	}
+	if *process < 0 {
+		return bad("--process must be >= 0, got %d", *process)
+	}
+	if *sessionTimeout <= 0 {
+		return bad("--session-timeout must be positive, got %s", *sessionTimeout)
+	}
+	if !contains(recipes.Names(), *recipe) {
+		return bad("unknown --recipe %q (known: %s)", *recipe, strings.Join(recipes.Names(), ", "))
+	}
+	if *token != recipes.TokenCzxid && *token != recipes.TokenSeq {
+		return bad("--token must be czxid or seq, got %q", *token)
+	}
+	if !strings.HasPrefix(*root, "/") || (len(*root) > 1 && strings.HasSuffix(*root, "/")) {
+		return bad("--root must be an absolute ZooKeeper path, got %q", *root)
+	}
+
+	log := slog.New(slog.NewTextHandler(stderr, nil)).With("process", *process, "pid", os.Getpid())
+	err = worker.Run(ctx, worker.Config{
+		ZK:             servers,
+		Register:       *reg,
+		Process:        *process,
+		SessionTimeout: *sessionTimeout,
+		Recipe:         *recipe,
+		Token:          *token,
+		Root:           *root,
+		Logger:         log,
+	}, stdin, stdout)
+	if err != nil {
+		log.Error("worker stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// parseServers splits and checks a host:port list.
+func parseServers(s string) ([]string, error) {
+	if s == "" {
+		return nil, errors.New("required")
+	}
+	var out []string
+	for _, hp := range strings.Split(s, ",") {
+		hp = strings.TrimSpace(hp)
+		if _, port, err := net.SplitHostPort(hp); err != nil || port == "" {
+			return nil, fmt.Errorf("bad host:port %q", hp)
+		}
+		out = append(out, hp)
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,147 @@
+// Package history holds the run's record of operations, in Jepsen's model:
+// every operation is an invocation followed by a completion of type ok
+// (it happened), fail (it certainly did not happen) or info (unknown: it may
+// take effect at any time after its invocation, or never).
+//
+// The history is the only thing the checkers trust besides the register's
+// apply log, so it is written as the run goes (see Writer) and read back
+// tolerantly (see Read): a run killed half-way still leaves a history that
+// can be checked.
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Type is the kind of an event: an invocation or one of three completions.
+type Type string
+
+// The four event types of Jepsen's model.
+const (
+	Invoke Type = "invoke"
+	OK     Type = "ok"
+	Fail   Type = "fail"
+	Info   Type = "info"
+)
+
+// Valid reports whether t is one of the four event types.
+func (t Type) Valid() bool {
+	switch t {
+	case Invoke, OK, Fail, Info:
+		return true
+	}
+	return false
+}
+
+// Operation names recorded for the lock workload and the nemesis.
+const (
+	FAcquire = "acquire"
+	FRelease = "release"
+	FRead    = "read"
+	FWrite   = "write"
+	// FLost is recorded (invoke and ok at the same instant) when the recipe
+	// itself learns that it no longer holds a lock.
+	FLost = "lost"
+	// FSession is a session state change reported by a worker (connected,
+	// disconnected, expired), recorded as an instant operation.
+	FSession = "session"
+	// FLate records a response that a retired process sent after its
+	// operation had already been completed as info. Checkers ignore it; it
+	// is evidence for the reader of the report.
+	FLate = "late"
+	// Nemesis operations.
+	FPause  = "pause"
+	FResume = "resume"
+)
+
+// Process identifies a logical process. Workers are numbered from 0; a
+// process that completed an operation with info is retired and its
+// successor gets a fresh number. Nemesis is the nemesis.
+type Process int
+
+// Nemesis is the process of every nemesis operation, written as "nemesis".
+const Nemesis Process = -1
+
+// MarshalJSON writes workers as numbers and the nemesis as "nemesis".
+func (p Process) MarshalJSON() ([]byte, error) {
+	if p == Nemesis {
+		return []byte(`"nemesis"`), nil
+	}
+	return strconv.AppendInt(nil, int64(p), 10), nil
+}
+
+// UnmarshalJSON accepts a non-negative integer or the string "nemesis".
+func (p *Process) UnmarshalJSON(b []byte) error {
+	if string(b) == `"nemesis"` {
+		*p = Nemesis
+		return nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 32)
+	if err != nil || n < 0 {
+		return fmt.Errorf("process must be a non-negative integer or \"nemesis\", got %s", b)
+	}
+	*p = Process(n)
+	return nil
+}
+
+func (p Process) String() string {
+	if p == Nemesis {
+		return "nemesis"
+	}
+	return strconv.Itoa(int(p))
+}
+
+// Value carries the arguments and results of an operation. It is one flat
+// struct rather than a per-operation type so that the checkers can read
+// millions of events without a second decoding pass; which fields are set
+// depends on F and Type:
+//
+//	acquire ok:      Token, Node, Session
+//	read ok:         N (value read), Token (the register's token for the key)
+//	write invoke:    N (value to write)
+//	write ok/fail:   N, Token (the token the worker wrote with), Current (the
+//	                 register's token when it rejected the write)
+//	release:         Token, Node
+//	lost:            Token, Node, State (why: "expired", "session-changed", ...)
+//	session:         State, Session
+//	pause/resume:    PID, Target, Verified
+type Value struct {
+	Token    *int64 `json:"token,omitempty"`
+	N        *int64 `json:"n,omitempty"`
+	Current  *int64 `json:"current_token,omitempty"`
+	Node     string `json:"node,omitempty"`
+	Session  string `json:"session,omitempty"`
+	State    string `json:"state,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Target   string `json:"target,omitempty"`
+	Verified *bool  `json:"verified,omitempty"`
+	// Of names the original operation of a late response (F == FLate).
+	Of string `json:"of,omitempty"`
+	// Detail is free text for the report (e.g. how a fault was verified).
+	Detail string `json:"detail,omitempty"`
+}
+
+// Event is one line of history.jsonl.
+type Event struct {
+	// Index is the position in the history, from 0, without gaps.
+	Index int64 `json:"index"`
+	// Time is nanoseconds since the run started, on one monotonic clock.
+	Time    int64   `json:"time"`
+	Process Process `json:"process"`
+	Type    Type    `json:"type"`
+	F       string  `json:"f"`
+	Key     string  `json:"key"`
+	Value   *Value  `json:"value"`
+	Error   string  `json:"error"`
+}
+
+// Int64 returns a pointer to v, for the optional fields of Value.
+func Int64(v int64) *int64 { return &v }
+
+// Bool returns a pointer to v, for the optional fields of Value.
+func Bool(v bool) *bool { return &v }
+
+// Marshal encodes e as one JSON line without the trailing newline.
+func (e *Event) Marshal() ([]byte, error) { return json.Marshal(e) }

@@ -1,0 +1,131 @@
+package history
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// Writer appends events to history.jsonl as the run goes. Every event is
+// handed to the kernel when it is appended (so a SIGKILLed controller loses
+// nothing the kernel has), and the file is fsync'd at least every second and
+// on Close (so a crashed machine loses at most a second).
+type Writer struct {
+	mu     sync.Mutex
+	f      *os.File
+	buf    *bufio.Writer
+	start  time.Time
+	next   int64
+	dirty  bool
+	err    error
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// Create opens path for writing (truncating it) and starts the fsync loop.
+// start is the run's origin: every event's Time is measured from it on the
+// monotonic clock.
+func Create(path string, start time.Time) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create history %s: %w", path, err)
+	}
+	w := &Writer{f: f, buf: bufio.NewWriterSize(f, 64<<10), start: start,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go w.syncLoop()
+	return w, nil
+}
+
+// Since is the run clock: nanoseconds since the run's origin.
+func (w *Writer) Since() int64 { return int64(time.Since(w.start)) }
+
+// Append assigns the event its index and time, writes it and returns it.
+// Index and time are assigned under one lock so that index order is time
+// order.
+func (w *Writer) Append(e Event) (Event, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return e, fmt.Errorf("append to closed history")
+	}
+	if w.err != nil {
+		return e, w.err
+	}
+	e.Index = w.next
+	e.Time = w.Since()
+	b, err := e.Marshal()
+	if err != nil {
+		return e, fmt.Errorf("encode history event: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := w.buf.Write(b); err != nil {
+		w.err = fmt.Errorf("write history: %w", err)
+		return e, w.err
+	}
+	if err := w.buf.Flush(); err != nil {
+		w.err = fmt.Errorf("write history: %w", err)
+		return e, w.err
+	}
+	w.next++
+	w.dirty = true
+	return e, nil
+}
+
+func (w *Writer) syncLoop() {
+	defer close(w.done)
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.mu.Lock()
+			if w.dirty && w.err == nil {
+				if err := w.f.Sync(); err != nil {
+					w.err = fmt.Errorf("fsync history: %w", err)
+				}
+				w.dirty = false
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// Close flushes, fsyncs and closes the file. It is safe to call twice.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.mu.Unlock()
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.err
+	if ferr := w.buf.Flush(); ferr != nil && err == nil {
+		err = fmt.Errorf("flush history: %w", ferr)
+	}
+	if serr := w.f.Sync(); serr != nil && err == nil {
+		err = fmt.Errorf("fsync history: %w", serr)
+	}
+	if cerr := w.f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close history: %w", cerr)
+	}
+	return err
+}
+
+// Recorder is what the controller's parts need to write history; tests
+// give them an in-memory one.
+type Recorder interface {
+	Append(e Event) (Event, error)
+	Since() int64
+}
+
+var _ Recorder = (*Writer)(nil)

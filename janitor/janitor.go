@@ -1,0 +1,215 @@
+// Package janitor is the dead-man switch of a run: a separate process,
+// started before anything else, that undoes every fault and removes every
+// process and namespace of the run as soon as the controller dies, however
+// it dies (SIGKILL and OOM included).
+//
+// The controller holds the write end of a pipe that is the janitor's
+// stdin. The kernel closes it when the controller dies, so EOF is the
+// signal; nothing depends on the controller running any code at death.
+// While alive, the controller tells the janitor what it cannot discover
+// alone (the network slot); processes need no telling, they are found by
+// their environment tag (package proc).
+package janitor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/proc"
+)
+
+// Message is one line the controller writes to the janitor.
+type Message struct {
+	// Slot is the network slot the run took (netns mode).
+	Slot *int `json:"slot,omitempty"`
+	// Done says the controller tore down by itself; the janitor sweeps once
+	// more (idempotent) and exits.
+	Done bool `json:"done,omitempty"`
+}
+
+// Serve runs the janitor: read messages until EOF, then sweep. It returns
+// when the sweep is done.
+func Serve(ctx context.Context, run string, in io.Reader, log *slog.Logger) error {
+	var slots []int
+	sc := bufio.NewScanner(in)
+	done := false
+	for sc.Scan() {
+		var m Message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			log.Warn("janitor: bad message", "line", sc.Text(), "err", err)
+			continue
+		}
+		if m.Slot != nil {
+			slots = append(slots, *m.Slot)
+			log.Info("janitor: watching network slot", "slot", *m.Slot)
+		}
+		if m.Done {
+			done = true
+		}
+	}
+	if !done {
+		log.Warn("janitor: controller gone without saying done; sweeping the run", "run", run)
+	}
+	return Sweep(ctx, run, slots, log)
+}
+
+// Sweep resumes and kills every process of the run, then removes its
+// network slots. Processes go first: a paused server must not outlive its
+// namespace, and a namespace is only removable once its processes are gone.
+func Sweep(ctx context.Context, run string, slots []int, log *slog.Logger) error {
+	start := time.Now()
+	var errs []error
+	pids, err := proc.SweepRun(run, 1500*time.Millisecond)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, s := range slots {
+		if err := netns.SweepSlot(ctx, s); err != nil {
+			errs = append(errs, fmt.Errorf("sweep network slot %d: %w", s, err))
+		}
+	}
+	log.Info("janitor: swept", "run", run, "killed", len(pids), "slots", slots,
+		"took", time.Since(start).String(), "errors", len(errs))
+	return errors.Join(errs...)
+}
+
+// Handle is the controller's end of the janitor.
+type Handle struct {
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	w    io.WriteCloser
+	done chan struct{}
+}
+
+// Start launches `exe janitor --run RUN --log LOGPATH` in its own session,
+// so that neither a Ctrl-C at the terminal nor the controller's process
+// group being killed reaches it.
+func Start(exe, run, logPath string) (*Handle, error) {
+	cmd := exec.Command(exe, "janitor", "--run", run, "--log", logPath)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start janitor: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start janitor: %w", err)
+	}
+	h := &Handle{cmd: cmd, w: w, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(h.done) }()
+	return h, nil
+}
+
+// PID of the janitor process.
+func (h *Handle) PID() int { return h.cmd.Process.Pid }
+
+// Tell sends a message. A failure means the janitor is gone: the run is no
+// longer protected, which the caller must treat as a harness failure.
+func (h *Handle) Tell(m Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("tell janitor: %w", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, err := h.w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("tell janitor: %w", err)
+	}
+	return nil
+}
+
+// Finish says done, closes the pipe and waits (bounded) for the final sweep.
+func (h *Handle) Finish(timeout time.Duration) error {
+	err := h.Tell(Message{Done: true})
+	h.mu.Lock()
+	_ = h.w.Close()
+	h.mu.Unlock()
+	select {
+	case <-h.done:
+	case <-time.After(timeout):
+		return fmt.Errorf("janitor did not finish within %s", timeout)
+	}
+	return err
+}
+
+// Alive reports whether the janitor still runs.
+func (h *Handle) Alive() bool {
+	select {
+	case <-h.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Main is `chaos janitor`. It ignores SIGINT and SIGHUP: those are aimed at
+// the controller (a terminal's Ctrl-C or hang-up), and the janitor must
+// outlive it to clean up after it.
+func Main(run, logPath string) int {
+	signalIgnore()
+	var out io.Writer = os.Stderr
+	if logPath != "" {
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			defer f.Close()
+			out = f
+		}
+	}
+	log := slog.New(slog.NewTextHandler(out, nil))
+	if err := Serve(context.Background(), run, os.Stdin, log); err != nil {
+		log.Error("janitor: sweep incomplete", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// Cleanup removes what earlier runs left: every process tagged with a run
+// whose controller is dead, and every network slot whose controller is
+// dead. With all, runs in progress go too. It returns one line per thing
+// removed, and is safe to run twice.
+func Cleanup(ctx context.Context, all bool) ([]string, error) {
+	var report []string
+	var errs []error
+	tagged, err := proc.FindTagged("")
+	if err != nil {
+		errs = append(errs, err)
+	}
+	runs := map[string][]int{}
+	for _, t := range tagged {
+		if all || t.Controller == 0 || !proc.Alive(t.Controller) {
+			runs[t.Run] = append(runs[t.Run], t.PID)
+		}
+	}
+	for run, pids := range runs {
+		killed, err := proc.SweepRun(run, 3*time.Second)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		report = append(report, fmt.Sprintf("run %s: killed %d processes %v", run, len(killed), pids))
+	}
+	slots, err := netns.Slots()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, s := range slots {
+		if !all && !s.Leftover() {
+			continue
+		}
+		if err := netns.SweepSlot(ctx, s.Slot); err != nil {
+			errs = append(errs, fmt.Errorf("network slot %d: %w", s.Slot, err))
+			continue
+		}
+		report = append(report, fmt.Sprintf("network slot %d (run %s): removed", s.Slot, s.RunID))
+	}
+	return report, errors.Join(errs...)
+}

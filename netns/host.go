@@ -1,0 +1,57 @@
+package netns
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
+)
+
+// hostChain is the chain in every host namespace that partition faults
+// fill; INPUT and OUTPUT jump to it, so flushing it heals the host.
+const hostChain = "ZKCHAOS"
+
+// Host is one namespace on a Network.
+type Host struct {
+	Name string
+	NS   string // namespace name, zkc<s>-<name>
+	IP   string
+
+	vethRoot, vethNS string
+}
+
+// Command runs name inside the host's namespace. ip netns exec execs the
+// program in place, so cmd.Process.Pid is the program's own PID (the one
+// to pause, kill or find in /proc), not a wrapper's.
+func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.NS, name}, args...)...)
+}
+
+// Block drops all traffic between the host and the given peer IPs, in both
+// directions, by rules in the host's own namespace. Cutting both directions
+// at one end is enough for a partition and keeps a fault to one namespace.
+func (h *Host) Block(ctx context.Context, peers ...string) error {
+	for _, p := range peers {
+		if _, err := netip.ParseAddr(p); err != nil {
+			return fmt.Errorf("block %s on host %s: not an IP address", p, h.Name)
+		}
+		for _, dir := range []string{"-s", "-d"} {
+			if _, err := h.iptables(ctx, "-A", hostChain, dir, p, "-j", "DROP"); err != nil {
+				return fmt.Errorf("block %s on host %s: %w", p, h.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Heal removes every block of the host.
+func (h *Host) Heal(ctx context.Context) error {
+	if _, err := h.iptables(ctx, "-F", hostChain); err != nil {
+		return fmt.Errorf("heal host %s: %w", h.Name, err)
+	}
+	return nil
+}
+
+func (h *Host) iptables(ctx context.Context, args ...string) (string, error) {
+	return run(ctx, "ip", append([]string{"netns", "exec", h.NS, "iptables", "-w"}, args...)...)
+}

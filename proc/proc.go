@@ -1,0 +1,172 @@
+// Package proc finds, pauses, resumes and kills the OS processes of a run.
+//
+// Every process a run starts (servers, register, workers) carries two
+// environment variables: the run id and the controller's PID. That tag is
+// what lets the janitor and chaos cleanup find every process of a run from
+// /proc alone, however the controller died and whatever it failed to record.
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Environment variables that tag a run's processes.
+const (
+	EnvRun        = "ZKCHAOS_RUN"
+	EnvController = "ZKCHAOS_CONTROLLER"
+)
+
+// Env returns the tag to add to the environment of every process a run
+// starts.
+func Env(runID string, controllerPID int) []string {
+	return []string{EnvRun + "=" + runID, EnvController + "=" + strconv.Itoa(controllerPID)}
+}
+
+// Tagged is a process found by its tag.
+type Tagged struct {
+	PID        int
+	Run        string
+	Controller int
+}
+
+// FindTagged lists the processes carrying a run tag. With run != "" only
+// that run's. The calling process is never listed.
+func FindTagged(run string) ([]Tagged, error) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list /proc: %w", err)
+	}
+	self := os.Getpid()
+	var out []Tagged
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		t := Tagged{PID: pid}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			s := string(kv)
+			if v, ok := strings.CutPrefix(s, EnvRun+"="); ok {
+				t.Run = v
+			} else if v, ok := strings.CutPrefix(s, EnvController+"="); ok {
+				t.Controller, _ = strconv.Atoi(v)
+			}
+		}
+		if t.Run == "" || (run != "" && t.Run != run) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// State returns the state letter of /proc/PID/stat ('R', 'S', 'T' for
+// stopped, 'Z', ...).
+func State(pid int) (byte, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read state of pid %d: %w", pid, err)
+	}
+	// The command name is in parentheses and may contain spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	return b[i+2], nil
+}
+
+// Alive reports whether pid exists and is not a zombie.
+func Alive(pid int) bool {
+	s, err := State(pid)
+	return err == nil && s != 'Z' && s != 'X'
+}
+
+// Stopped reports whether pid is stopped by a signal.
+func Stopped(pid int) bool {
+	s, err := State(pid)
+	return err == nil && (s == 'T' || s == 't')
+}
+
+// Pause sends SIGSTOP and waits until the kernel shows the process stopped,
+// so that a pause recorded in the history really happened.
+func Pause(pid int, timeout time.Duration) error {
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("SIGSTOP pid %d: %w", pid, err)
+	}
+	return waitFor(pid, timeout, Stopped, "stopped")
+}
+
+// Resume sends SIGCONT and waits until the process no longer shows stopped.
+func Resume(pid int, timeout time.Duration) error {
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil // gone: nothing left paused
+		}
+		return fmt.Errorf("SIGCONT pid %d: %w", pid, err)
+	}
+	return waitFor(pid, timeout, func(p int) bool { return !Stopped(p) }, "running")
+}
+
+func waitFor(pid int, timeout time.Duration, cond func(int) bool, what string) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond(pid) {
+			return nil
+		}
+		if !Alive(pid) {
+			return fmt.Errorf("pid %d exited while waiting for it to be %s", pid, what)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pid %d not %s after %s", pid, what, timeout)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// KillAll resumes then SIGKILLs every listed process: a stopped process
+// dies from SIGKILL too, but resuming first means nothing stays stopped if
+// the kill is refused.
+func KillAll(pids []int) {
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGCONT)
+	}
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// SweepRun resumes and kills every process tagged with run, and waits (up
+// to timeout) until they are gone. It returns the PIDs it killed.
+func SweepRun(run string, timeout time.Duration) ([]int, error) {
+	ts, err := FindTagged(run)
+	if err != nil {
+		return nil, err
+	}
+	pids := make([]int, 0, len(ts))
+	for _, t := range ts {
+		pids = append(pids, t.PID)
+	}
+	KillAll(pids)
+	deadline := time.Now().Add(timeout)
+	for _, p := range pids {
+		for Alive(p) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if Alive(p) {
+			return pids, fmt.Errorf("pid %d of run %s still alive after SIGKILL", p, run)
+		}
+	}
+	return pids, nil
+}

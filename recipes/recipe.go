@@ -1,0 +1,159 @@
+// Package recipes holds the lock recipes a worker can run, one file each,
+// behind the one small Lock interface. A recipe is the subject under test:
+// the worker only ever asks it "may I do protected work now" (Held) right
+// before touching the register, so a recipe's bugs show up as register
+// writes from two holders, never hidden by extra checks in the worker.
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Grant is one lock held: enough to fence with it and to tell it apart from
+// other grants of the same key.
+type Grant struct {
+	Key  string
+	Node string
+	// Token is the fencing token (czxid, or the sequence number).
+	Token int64
+	// Session is the ZooKeeper session id the grant was taken under; the
+	// grant dies with it.
+	Session int64
+}
+
+// Session states carried by SessionEvent. The strings are those of the
+// worker protocol so the worker forwards them unchanged.
+const (
+	StateConnected      = "connected"
+	StateDisconnected   = "disconnected"
+	StateExpired        = "expired"
+	StateSessionChanged = "session-changed"
+)
+
+// SessionEvent is a session change or, with Lost set, a lock the recipe
+// learned it no longer holds (State says why).
+type SessionEvent struct {
+	State   string
+	Session int64
+	// Lost is the grant revoked by this event; nil for a plain session
+	// change.
+	Lost *Grant
+}
+
+// Lock is a distributed lock recipe. Acquire and Release may block on the
+// coordination service, so they take a context; Held never blocks because
+// the worker calls it right before every protected operation.
+type Lock interface {
+	// Acquire waits up to timeout for the lock on key. Any error means the
+	// lock was not granted; unless errors.Is(err, ErrUnknown), the caller
+	// may also rely on the recipe's queue entry being gone.
+	Acquire(ctx context.Context, key string, timeout time.Duration) (Grant, error)
+	// Release gives the lock up: nil, ErrNotHeld (never held or already
+	// released), ErrRevoked (lost to a session expiry before the release),
+	// or an error wrapping ErrUnknown.
+	Release(ctx context.Context, key string) error
+	// Held reports whether the caller holds key and its session is
+	// connected right now, i.e. may do protected work.
+	Held(key string) (Grant, bool)
+	// Events delivers session changes and lost locks in order; it is closed
+	// by Close. The recipe buffers without bound, so a slow reader never
+	// stalls the client library.
+	Events() <-chan SessionEvent
+	// Close ends the session; the server then drops what it still holds.
+	Close() error
+}
+
+// Errors of Acquire and Release.
+var (
+	// ErrTimeout: the acquire timed out; the lock was certainly not
+	// granted and the queue entry is removed.
+	ErrTimeout = errors.New("acquire timed out")
+	// ErrNotHeld: release of a key not held.
+	ErrNotHeld = errors.New("not held")
+	// ErrRevoked: release of a lock that was already lost (session
+	// expired). It is also an ErrNotHeld.
+	ErrRevoked = fmt.Errorf("%w: revoked", ErrNotHeld)
+	// ErrAlreadyHeld: acquire of a key this recipe already holds or is
+	// acquiring; recipes are not reentrant.
+	ErrAlreadyHeld = errors.New("already holding or acquiring")
+	// ErrUnknown marks outcomes the recipe cannot know (a request whose
+	// reply was lost); the caller must record them as info.
+	ErrUnknown = errors.New("outcome unknown")
+)
+
+// unknown wraps err as an unknown outcome of op.
+func unknown(op string, err error) error {
+	return fmt.Errorf("%s: %w: %w", op, ErrUnknown, err)
+}
+
+// Config configures any recipe; a recipe ignores what it does not use.
+type Config struct {
+	Servers        []string
+	SessionTimeout time.Duration
+	// Root is the persistent parent of the per-key lock directories.
+	Root string
+	// Token is TokenCzxid or TokenSeq.
+	Token  string
+	Logger *slog.Logger
+}
+
+// Token kinds.
+const (
+	// TokenCzxid fences with the lock node's creation zxid: globally
+	// increasing, so it survives deleting and recreating the key's parent.
+	TokenCzxid = "czxid"
+	// TokenSeq fences with the sequence suffix: increasing per parent only.
+	TokenSeq = "seq"
+)
+
+// DefaultRoot is where locks live when Config.Root is empty.
+const DefaultRoot = "/locks/inventory"
+
+// Factory builds a recipe from its configuration.
+type Factory func(Config) (Lock, error)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Factory{}
+)
+
+// Register makes a recipe available to New by name; recipes call it from
+// init so adding one is adding one file.
+func Register(name string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("recipes: duplicate recipe " + name)
+	}
+	registry[name] = f
+}
+
+// Names lists the registered recipes, sorted.
+func Names() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New builds the recipe registered as name.
+func New(name string, cfg Config) (Lock, error) {
+	registryMu.Lock()
+	f, ok := registry[name]
+	registryMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown recipe %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return f(cfg)
+}

@@ -1,0 +1,146 @@
+package register
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Client talks to a register over HTTP. It is safe for concurrent use.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// NewClient returns a client for the register at baseURL ("http://host:port"
+// or just "host:port"). timeout bounds each request on top of the ctx.
+func NewClient(baseURL string, timeout time.Duration) *Client {
+	if !strings.Contains(baseURL, "://") {
+		baseURL = "http://" + baseURL
+	}
+	tr := &http.Transport{
+		// Never through a proxy: the register lives on the run's private
+		// address (198.18.0.0/15), which an HTTP_PROXY from the environment
+		// would happily capture, making partitions meaningless.
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        64,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &Client{
+		base: strings.TrimRight(baseURL, "/"),
+		http: &http.Client{Transport: tr, Timeout: timeout},
+	}
+}
+
+// StatusError is a definite answer from the register that the request was
+// refused (or failed inside the register). Only a 4xx is definite: the
+// register refuses those before logging anything, so the operation surely
+// did not happen.
+type StatusError struct {
+	Op         string
+	StatusCode int
+	Message    string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("register %s: HTTP %d: %s", e.Op, e.StatusCode, e.Message)
+}
+
+// IsDefinite reports whether err proves the operation did not take effect
+// (a 4xx from the register: history records fail). Anything else — timeout,
+// refused connection, reset, 5xx, an unreadable reply — leaves the outcome
+// unknown (history records info), since the entry may already be in the
+// apply log.
+func IsDefinite(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.StatusCode >= 400 && se.StatusCode < 500
+}
+
+// Write sends a write. A rejected write is not an error: it is a Reply with
+// Accepted false.
+func (c *Client) Write(ctx context.Context, req WriteRequest) (Reply, error) {
+	var rep Reply
+	if err := c.do(ctx, "write", http.MethodPost, "/write", req, &rep); err != nil {
+		return Reply{}, err
+	}
+	return rep, nil
+}
+
+// Read sends a read; with a token it raises the fence (see the package
+// comment). A rejected read is a Reply with Accepted false.
+func (c *Client) Read(ctx context.Context, req ReadRequest) (Reply, error) {
+	var rep Reply
+	if err := c.do(ctx, "read", http.MethodPost, "/read", req, &rep); err != nil {
+		return Reply{}, err
+	}
+	return rep, nil
+}
+
+// State returns every key the register has seen.
+func (c *Client) State(ctx context.Context) (map[string]KeyState, error) {
+	var st map[string]KeyState
+	if err := c.do(ctx, "state", http.MethodGet, "/state", nil, &st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Healthy returns nil if the register answers and its apply log works.
+func (c *Client) Healthy(ctx context.Context) error {
+	var h Health
+	if err := c.do(ctx, "healthz", http.MethodGet, "/healthz", nil, &h); err != nil {
+		return err
+	}
+	if !h.OK {
+		return fmt.Errorf("register healthz: not ok")
+	}
+	return nil
+}
+
+func (c *Client) do(ctx context.Context, op, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("register %s: encode request: %w", op, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("register %s: %w", op, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("register %s: %w", op, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return fmt.Errorf("register %s: read reply: %w", op, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var eb errorBody
+		msg := strings.TrimSpace(string(raw))
+		if json.Unmarshal(raw, &eb) == nil && eb.Error != "" {
+			msg = eb.Error
+		}
+		return &StatusError{Op: op, StatusCode: resp.StatusCode, Message: msg}
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("register %s: decode reply: %w", op, err)
+	}
+	return nil
+}

@@ -1,0 +1,416 @@
+// Package report writes report.html: one self-contained page (no scripts,
+// no external assets) that a user can open from a CI artifact or mail to a
+// colleague and still read in a year. Everything on it comes from files
+// beside it, which it links, so the page is a summary, never the only copy
+// of the evidence.
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// Link is a relative href to a file of the run, so the results folder can
+// be moved or archived without breaking the page.
+type Link struct {
+	Name string
+	Href string
+}
+
+// DefaultLinks are the raw files every run folder holds (DESIGN.md 10).
+func DefaultLinks() []Link {
+	return []Link{
+		{"history", "history.jsonl"},
+		{"register apply log", "register.jsonl"},
+		{"configuration", "test.json"},
+		{"results", "results.json"},
+		{"logs", "logs/"},
+	}
+}
+
+// Page is what the report shows.
+type Page struct {
+	// Name is the test name; Start is when the run started; Dir is the
+	// run folder, shown so a printed or mailed report can be traced back.
+	Name  string
+	Dir   string
+	Start time.Time
+	// Config is the raw test.json; it is summarised key by key when it is
+	// a JSON object and shown verbatim otherwise. ConfigMap, when set, is
+	// used instead (for callers that have the configuration in hand).
+	Config    []byte
+	ConfigMap map[string]any
+	Results   checker.Results
+	// Nemesis holds the nemesis events of the history (invocations and
+	// completions); other events are ignored, so passing the whole
+	// history is fine.
+	Nemesis []history.Event
+	// HistoryTruncated says the history's last line was cut off (the run
+	// was killed mid-write) and dropped; the reader should know.
+	HistoryTruncated bool
+	// Links to the raw files; nil means DefaultLinks.
+	Links []Link
+}
+
+// pageSource lives in the code rather than beside it so the package is
+// one file to vendor; html/template escapes every value it inserts.
+const pageSource = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8"/>
+<title>zkchaos: {{.Name}} {{.Verdict}}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+h1 { margin-bottom: 0.2em; }
+.meta { color: #666; }
+.verdict { font-size: 3em; font-weight: bold; padding: 0.3em 0.6em; display: inline-block; border-radius: 0.2em; color: #fff; margin: 0.5em 0; }
+.verdict.valid { background: #2e7d32; }
+.verdict.invalid { background: #c62828; }
+.verdict.unknown { background: #ef8f00; }
+td.valid { color: #2e7d32; font-weight: bold; }
+td.invalid { color: #c62828; font-weight: bold; }
+td.unknown { color: #ef8f00; font-weight: bold; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.violation { border-left: 4px solid #c62828; padding: 0.3em 0.8em; margin: 0.6em 0; background: #fff5f5; }
+code, pre { font-family: ui-monospace, monospace; }
+</style>
+</head>
+<body>
+<h1>{{.Name}}</h1>
+<p class="meta">run started {{if .Time}}{{.Time}}{{else}}(unknown){{end}}; report written {{.GeneratedAt}}; gate: {{.Gate}}{{if .Dir}}; folder <code>{{.Dir}}</code>{{end}}</p>
+{{if .Truncated}}<p><strong>Note:</strong> the history's last line was cut off (the run was killed mid-write) and was dropped before checking.</p>{{end}}
+<div class="verdict {{.VerdictClass}}" id="verdict">{{.Verdict}}</div>
+{{if .Reasons}}<ul>{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
+
+<h2>Checkers</h2>
+<table>
+<tr><th>checker</th><th>valid</th><th>gating</th><th>elapsed (ms)</th><th>error</th></tr>
+{{range .Checkers}}<tr><td>{{.Name}}</td><td class="{{.Class}}">{{.Valid}}</td><td>{{if .Gating}}yes{{else}}no{{end}}</td><td class="n">{{ms .ElapsedMS}}</td><td>{{.Error}}</td></tr>
+{{end}}</table>
+
+<h2>Double writes</h2>
+{{with .DW}}
+<p>{{len .Violations}} shown{{if .ViolationsOmitted}}, {{.ViolationsOmitted}} more omitted{{end}};
+by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
+{{.AcceptedWrites}} accepted writes, {{.TokenRejections}} token rejections in {{.Entries}} apply-log entries.</p>
+{{if .FirstViolationSeq}}<p>First violation at apply-log seq {{.FirstViolationSeq}}{{if $.FirstAfterSec}}, {{$.FirstAfterSec}} after the start{{end}}.</p>{{end}}
+{{if .Reason}}<p><strong>Undecided:</strong> {{.Reason}}</p>{{end}}
+{{range .Violations}}<div class="violation">
+<p><strong>{{.Kind}}</strong> on key <code>{{.Key}}</code>: tokens {{join .Tokens}}; processes {{joinInts .Processes}}; seqs {{join .Seqs}}; values {{join .Values}}{{if .Expected}}; expected {{.Expected}}, actual {{.Actual}}{{end}}</p>
+<p>{{.Message}}</p>
+</div>
+{{else}}<p>None found.</p>
+{{end}}
+{{else}}<p>No double-writer result{{if .DWError}}: {{.DWError}}{{end}}.</p>
+{{end}}
+
+<h2>Operations</h2>
+{{with .Stats}}
+<table>
+<tr><th>f</th><th>ok</th><th>fail</th><th>info</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th></tr>
+{{range $.Ops}}<tr><td>{{.F}}</td><td class="n">{{.C.OK}}</td><td class="n">{{.C.Fail}}</td><td class="n">{{.C.Info}}</td>{{if .Latency.Count}}<td class="n">{{ms .Latency.P50}}</td><td class="n">{{ms .Latency.P95}}</td><td class="n">{{ms .Latency.P99}}</td><td class="n">{{ms .Latency.Max}}</td>{{else}}<td colspan="4">no ok or fail completions</td>{{end}}</tr>
+{{end}}</table>
+<table>
+<tr><th>measure</th><th>count</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th></tr>
+<tr><td>lock wait (ok acquires)</td><td class="n">{{.LockWaitMS.Count}}</td><td class="n">{{ms .LockWaitMS.P50}}</td><td class="n">{{ms .LockWaitMS.P95}}</td><td class="n">{{ms .LockWaitMS.P99}}</td><td class="n">{{ms .LockWaitMS.Max}}</td></tr>
+<tr><td>hold time</td><td class="n">{{.HoldMS.Count}}</td><td class="n">{{ms .HoldMS.P50}}</td><td class="n">{{ms .HoldMS.P95}}</td><td class="n">{{ms .HoldMS.P99}}</td><td class="n">{{ms .HoldMS.Max}}</td></tr>
+</table>
+<table>
+<tr><th>duration</th><td class="n">{{f2 .DurationS}} s</td></tr>
+<tr><th>acquisitions per second</th><td class="n">{{f2 .AcquiresPerS}}</td></tr>
+<tr><th>processes</th><td class="n">{{.Processes}}</td></tr>
+<tr><th>token rejections (register)</th><td class="n">{{.TokenRejections}}</td></tr>
+<tr><th>timeouts</th><td class="n">{{.Timeouts}}</td></tr>
+<tr><th>locks lost</th><td class="n">{{.Lost}}{{range $k, $n := .LostByState}} ({{$k}}: {{$n}}){{end}}</td></tr>
+<tr><th>late responses</th><td class="n">{{.Late}}</td></tr>
+<tr><th>session events</th><td>{{range $k, $n := .Sessions}}{{$k}}: {{$n}}; {{end}}</td></tr>
+<tr><th>nemesis operations not verified</th><td class="n">{{.NemesisUnverified}}</td></tr>
+<tr><th>unmatched completions</th><td class="n">{{.UnmatchedCompletions}}</td></tr>
+</table>
+{{else}}<p>No stats result{{if .StatsError}}: {{.StatsError}}{{end}}.</p>
+{{end}}
+
+<h2>Nemesis</h2>
+{{if .Nemesis}}<table>
+<tr><th>time (s)</th><th>f</th><th>outcome</th><th>target</th><th>pid</th><th>verified</th><th>detail</th></tr>
+{{range .Nemesis}}<tr><td class="n">{{.Time}}</td><td>{{.F}}</td><td>{{.Outcome}}</td><td>{{.Target}}</td><td class="n">{{if .PID}}{{.PID}}{{end}}</td><td>{{.Verified}}</td><td>{{.Detail}}</td></tr>
+{{end}}</table>
+{{else}}<p>No nemesis operations.</p>{{end}}
+
+<h2>Configuration</h2>
+{{if .Config}}<table>
+{{range .Config}}<tr><th>{{.Key}}</th><td><code>{{.Value}}</code></td></tr>
+{{end}}</table>
+{{else if .ConfigRaw}}<pre>{{.ConfigRaw}}</pre>
+{{else}}<p>Not recorded.</p>{{end}}
+
+<h2>Raw files</h2>
+<ul>
+{{range .Links}}<li><a href="{{.Href}}">{{.Name}}</a> <code>{{.Href}}</code></li>
+{{end}}</ul>
+</body>
+</html>
+`
+
+var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	"ms": func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"f2": func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"join": func(xs []int64) string {
+		s := make([]string, len(xs))
+		for i, x := range xs {
+			s[i] = fmt.Sprint(x)
+		}
+		return strings.Join(s, ", ")
+	},
+	"joinInts": func(xs []int) string {
+		s := make([]string, len(xs))
+		for i, x := range xs {
+			s[i] = fmt.Sprint(x)
+		}
+		return strings.Join(s, ", ")
+	},
+}).Parse(pageSource))
+
+// Write renders the page to path, replacing it atomically so that a
+// reader never sees half a report.
+func Write(path string, in Page) error {
+	var buf bytes.Buffer
+	if err := pageTmpl.Execute(&buf, build(in)); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".report-*.html")
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(buf.Bytes())
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp, 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write report %s: %w", path, werr)
+	}
+	return nil
+}
+
+type view struct {
+	Name, Time    string
+	Dir           string
+	Truncated     bool
+	Verdict       string
+	VerdictClass  string
+	Reasons       []string
+	Gate          string
+	Config        []kv
+	ConfigRaw     string
+	Checkers      []checkerRow
+	DW            *checker.DoubleWriterDetails
+	DWError       string
+	Stats         *checker.StatsDetails
+	StatsError    string
+	Ops           []opRow
+	Nemesis       []nemesisRow
+	Links         []Link
+	GeneratedAt   string
+	FirstAfterSec string
+}
+
+type kv struct{ Key, Value string }
+
+type checkerRow struct {
+	Name, Valid, Class, Error string
+	Gating                    bool
+	ElapsedMS                 float64
+}
+
+type opRow struct {
+	F       string
+	C       checker.OpCounts
+	Latency checker.Percentiles
+}
+
+type nemesisRow struct {
+	Time     string
+	F        string
+	Outcome  string
+	Target   string
+	PID      int
+	Verified string
+	Detail   string
+}
+
+func validClass(v checker.Validity) string {
+	switch v {
+	case checker.Valid:
+		return "valid"
+	case checker.Invalid:
+		return "invalid"
+	}
+	return "unknown"
+}
+
+func verdictText(v checker.Validity) string {
+	switch v {
+	case checker.Valid:
+		return "VALID"
+	case checker.Invalid:
+		return "INVALID"
+	}
+	return "UNKNOWN"
+}
+
+func build(in Page) view {
+	v := view{Name: in.Name, Dir: in.Dir, Truncated: in.HistoryTruncated, Verdict: verdictText(in.Results.Valid), VerdictClass: validClass(in.Results.Valid),
+		Reasons: in.Results.Reasons, Gate: strings.Join(in.Results.Gate, ", "), Links: in.Links,
+		GeneratedAt: time.Now().UTC().Format(time.RFC3339)}
+	if !in.Start.IsZero() {
+		v.Time = in.Start.Format(time.RFC3339)
+	}
+	if v.Links == nil {
+		v.Links = DefaultLinks()
+	}
+	v.Config, v.ConfigRaw = config(in)
+
+	order := in.Results.Order
+	if len(order) == 0 {
+		for name := range in.Results.Checkers {
+			order = append(order, name)
+		}
+		sort.Strings(order)
+	}
+	for _, name := range order {
+		r, ok := in.Results.Checkers[name]
+		if !ok {
+			continue
+		}
+		v.Checkers = append(v.Checkers, checkerRow{Name: name, Valid: r.Valid.String(), Class: validClass(r.Valid),
+			Error: r.Error, Gating: r.Gating, ElapsedMS: float64(r.Elapsed) / float64(time.Millisecond)})
+	}
+
+	if r, ok := in.Results.Checkers[checker.NameDoubleWriter]; ok && r.Details != nil {
+		var d checker.DoubleWriterDetails
+		if err := r.DecodeDetails(&d); err != nil {
+			v.DWError = err.Error()
+		} else {
+			v.DW = &d
+			if d.FirstViolationAfterNS != nil {
+				v.FirstAfterSec = fmt.Sprintf("%.3f s", float64(*d.FirstViolationAfterNS)/1e9)
+			}
+		}
+	}
+	if r, ok := in.Results.Checkers[checker.NameStats]; ok && r.Details != nil {
+		var d checker.StatsDetails
+		if err := r.DecodeDetails(&d); err != nil {
+			v.StatsError = err.Error()
+		} else {
+			v.Stats = &d
+			fs := make([]string, 0, len(d.Ops))
+			for f := range d.Ops {
+				fs = append(fs, f)
+			}
+			sort.Strings(fs)
+			for _, f := range fs {
+				v.Ops = append(v.Ops, opRow{F: f, C: d.Ops[f], Latency: d.LatencyMS[f]})
+			}
+		}
+	}
+	v.Nemesis = nemesisRows(in.Nemesis)
+	return v
+}
+
+func config(in Page) ([]kv, string) {
+	m := in.ConfigMap
+	if m == nil && len(in.Config) > 0 {
+		if err := json.Unmarshal(in.Config, &m); err != nil || m == nil {
+			return nil, string(in.Config)
+		}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]kv, 0, len(keys))
+	for _, k := range keys {
+		val := fmt.Sprint(m[k])
+		if b, err := json.Marshal(m[k]); err == nil {
+			val = string(b)
+			if s, ok := m[k].(string); ok {
+				val = s
+			}
+		}
+		out = append(out, kv{k, val})
+	}
+	return out, ""
+}
+
+// nemesisRows pairs each nemesis invocation with its completion, so a
+// fault the nemesis started but never confirmed shows as such.
+func nemesisRows(events []history.Event) []nemesisRow {
+	var rows []nemesisRow
+	pending := map[string][]int{} // f -> indexes of rows awaiting completion
+	for _, e := range events {
+		if e.Process != history.Nemesis {
+			continue
+		}
+		if e.Type == history.Invoke {
+			r := nemesisRow{Time: fmt.Sprintf("%.3f", float64(e.Time)/1e9), F: e.F, Outcome: "no completion"}
+			fillNemesis(&r, e)
+			rows = append(rows, r)
+			pending[e.F] = append(pending[e.F], len(rows)-1)
+			continue
+		}
+		q := pending[e.F]
+		if len(q) == 0 {
+			r := nemesisRow{Time: fmt.Sprintf("%.3f", float64(e.Time)/1e9), F: e.F, Outcome: string(e.Type)}
+			fillNemesis(&r, e)
+			rows = append(rows, r)
+			continue
+		}
+		r := &rows[q[0]]
+		pending[e.F] = q[1:]
+		r.Outcome = string(e.Type)
+		fillNemesis(r, e)
+	}
+	return rows
+}
+
+func fillNemesis(r *nemesisRow, e history.Event) {
+	if e.Value != nil {
+		if e.Value.Target != "" {
+			r.Target = e.Value.Target
+		}
+		if e.Value.PID != 0 {
+			r.PID = e.Value.PID
+		}
+		if e.Value.Verified != nil {
+			r.Verified = fmt.Sprint(*e.Value.Verified)
+		}
+		if e.Value.Detail != "" {
+			r.Detail = e.Value.Detail
+		}
+	}
+	if e.Error != "" {
+		r.Detail = strings.TrimSpace(r.Detail + " " + e.Error)
+	}
+}

@@ -1,0 +1,177 @@
+package report
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/register"
+)
+
+const hostile = `<script>alert("x")</script>`
+
+func entry(seq int64, key string, token int64, process int, value int64) register.Entry {
+	return register.Entry{Seq: seq, Op: register.OpWrite, Key: key, Token: token, HasToken: true,
+		Value: value, Process: process, Accepted: true}
+}
+
+func page(t *testing.T) Page {
+	t.Helper()
+	hist := []history.Event{
+		{Index: 0, Time: 1e9, Process: history.Nemesis, Type: history.Invoke, F: history.FPause, Value: &history.Value{Target: "worker-1"}},
+		{Index: 1, Time: 2e9, Process: history.Nemesis, Type: history.OK, F: history.FPause, Value: &history.Value{Target: "worker-1", PID: 4242, Verified: history.Bool(true)}},
+		{Index: 2, Time: 3e9, Process: 0, Type: history.Invoke, F: history.FAcquire, Key: hostile},
+		{Index: 3, Time: 4e9, Process: 0, Type: history.OK, F: history.FAcquire, Key: hostile, Value: &history.Value{Token: history.Int64(6)}},
+		{Index: 4, Time: 5e9, Process: history.Nemesis, Type: history.Invoke, F: history.FResume, Value: &history.Value{Target: hostile}},
+	}
+	log := []register.Entry{
+		entry(1, "SKU-1", 5, 1, 1), entry(2, "SKU-1", 6, 2, 1),
+		entry(3, hostile, 6, 0, 1), entry(4, hostile, 5, 3, 2),
+	}
+	res := checker.RunAll(context.Background(), checker.Input{History: hist, ApplyLog: log}, nil)
+	if res.Valid != checker.Invalid {
+		t.Fatalf("fixture verdict = %v", res.Valid)
+	}
+	return Page{Name: "lock-" + hostile, Dir: "results/lock/20250102T030405Z", HistoryTruncated: true, Start: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		Config:  []byte(`{"workers": 8, "fencing": "off", "note": "` + strings.ReplaceAll(hostile, `"`, `\"`) + `"}`),
+		Results: res, Nemesis: hist}
+}
+
+// parse checks the page is well-formed HTML as far as a tokenizer that
+// knows HTML's void elements and entities can tell, and returns its text.
+func parse(t *testing.T, b []byte) string {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(string(b)))
+	d.Strict = false
+	d.AutoClose = xml.HTMLAutoClose
+	d.Entity = xml.HTMLEntity
+	var text strings.Builder
+	var stack []string
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("report does not parse: %v", err)
+		}
+		switch x := tok.(type) {
+		case xml.StartElement:
+			stack = append(stack, x.Name.Local)
+			if x.Name.Local == "script" {
+				t.Error("report contains a script element")
+			}
+		case xml.EndElement:
+			if len(stack) == 0 || stack[len(stack)-1] != x.Name.Local {
+				t.Fatalf("unbalanced </%s> (open: %v)", x.Name.Local, stack)
+			}
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			text.Write(x)
+		}
+	}
+	if len(stack) != 0 {
+		t.Fatalf("unclosed elements %v", stack)
+	}
+	return text.String()
+}
+
+func TestWrite(t *testing.T) {
+	p := page(t)
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := Write(path, p); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := parse(t, b)
+	html := string(b)
+
+	if !strings.Contains(html, `class="verdict invalid"`) || !strings.Contains(text, "INVALID") {
+		t.Error("verdict missing or not coloured as invalid")
+	}
+	var d checker.DoubleWriterDetails
+	if err := p.Results.Checkers[checker.NameDoubleWriter].DecodeDetails(&d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Violations) < 2 {
+		t.Fatalf("fixture has %d violations", len(d.Violations))
+	}
+	for _, v := range d.Violations {
+		if !strings.Contains(text, v.Key) || !strings.Contains(text, v.Message) {
+			t.Errorf("violation on %q not shown", v.Key)
+		}
+	}
+	if strings.Contains(html, "<script>") || !strings.Contains(html, "&lt;script&gt;") {
+		t.Error("hostile key not escaped")
+	}
+	for _, want := range []string{"double-writer", "stats", "acquire", "pause", "resume", "4242", "no completion",
+		"workers", "fencing", "2025-01-02T03:04:05Z", "results/lock/20250102T030405Z", "cut off"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, href := range []string{"history.jsonl", "register.jsonl", "test.json", "results.json", "logs/"} {
+		if !strings.Contains(html, `href="`+href+`"`) {
+			t.Errorf("no link to %s", href)
+		}
+	}
+	for _, ext := range []string{"http://", "https://", "<link", "src="} {
+		if strings.Contains(html, ext) {
+			t.Errorf("report is not self-contained: has %q", ext)
+		}
+	}
+}
+
+func TestWriteFromResultsFile(t *testing.T) {
+	// chaos check re-renders from results.json, where details come back raw.
+	dir := t.TempDir()
+	p := page(t)
+	if err := checker.WriteResults(filepath.Join(dir, "results.json"), p.Results); err != nil {
+		t.Fatal(err)
+	}
+	res, err := checker.ReadResults(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Results = res
+	p.Config = []byte("not json <b>")
+	if err := Write(filepath.Join(dir, "report.html"), p); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := parse(t, b)
+	if !strings.Contains(text, "SKU-1") || !strings.Contains(text, "lost-update") || !strings.Contains(text, "not json <b>") {
+		t.Error("report from results.json lacks the violations or the raw config")
+	}
+}
+
+func TestWriteEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := Write(path, Page{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := parse(t, b); !strings.Contains(text, "UNKNOWN") {
+		t.Error("an empty page must say unknown")
+	}
+	if err := Write(filepath.Join(t.TempDir(), "no", "such", "report.html"), Page{}); err == nil {
+		t.Error("writing into a missing directory succeeded")
+	}
+}

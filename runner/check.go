@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/report"
+	"github.com/zkchaos/zkchaos/store"
+)
+
+// CheckOutcome is the checkers' judgement of a stored run.
+type CheckOutcome struct {
+	Results checker.Results
+	Report  string
+	// Truncated says the history's last line was cut (the run was killed
+	// mid-write) and dropped.
+	Truncated bool
+}
+
+// ValidateGate checks a --gate list against the known checkers.
+func ValidateGate(gate []string) error { return checker.ValidateGate(gate) }
+
+// Check reads a run folder exactly as chaos run left it (or as a killed run
+// left it), runs the checkers, and writes results.json and report.html.
+// startWall is the run's start (Unix ns); 0 reads it from test.json. The
+// same code judges a live run and `chaos check`, so the two cannot differ.
+func Check(ctx context.Context, dir string, gate []string, startWall int64) (*CheckOutcome, error) {
+	run, err := store.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	rawTest, _ := os.ReadFile(run.Path(store.TestFile))
+	var tf testFile
+	if len(rawTest) > 0 {
+		if err := json.Unmarshal(rawTest, &tf); err != nil {
+			return nil, fmt.Errorf("%s: %w", run.Path(store.TestFile), err)
+		}
+	}
+	if startWall == 0 {
+		startWall = tf.StartWall
+	}
+	if len(gate) == 0 {
+		gate = tf.Gate
+	}
+	if err := checker.ValidateGate(gate); err != nil {
+		return nil, err
+	}
+	h, err := history.ReadFile(run.Path(store.HistoryFile))
+	if err != nil {
+		return nil, err
+	}
+	applyLog, err := register.ReadApplyLog(run.Path(store.ApplyLogFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	res := checker.RunAll(ctx, checker.Input{History: h.Events, ApplyLog: applyLog, StartWall: startWall}, gate)
+	if err := checker.WriteResults(run.Path(store.ResultsFile), res); err != nil {
+		return nil, err
+	}
+	out := &CheckOutcome{Results: res, Report: run.Path(store.ReportFile), Truncated: h.Truncated}
+	var nem []history.Event
+	for _, e := range h.Events {
+		if e.Process == history.Nemesis {
+			nem = append(nem, e)
+		}
+	}
+	page := report.Page{Name: tf.Name, Dir: run.Dir, Start: tf.Start, Config: rawTest, Results: res,
+		Nemesis: nem, HistoryTruncated: h.Truncated}
+	if err := report.Write(out.Report, page); err != nil {
+		return out, fmt.Errorf("write report: %w", err)
+	}
+	return out, nil
+}

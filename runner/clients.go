@@ -1,0 +1,343 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/worker"
+	"github.com/zkchaos/zkchaos/workloads"
+)
+
+// fleet is every worker process of the run: one slot per logical client,
+// each running one live process at a time, plus the retired processes that
+// may still be alive (paused, or finishing an operation the history already
+// closed as info).
+type fleet struct {
+	cfg     Config
+	exe     string
+	env     []string
+	zk      string
+	reg     string
+	pl      placement
+	run     *store.Run
+	hist    history.Recorder
+	log     *slog.Logger
+	hardCtx context.Context // cancelled only when the controller must stop now
+
+	mu      sync.Mutex
+	slots   []*slot
+	all     []*live // every process ever started, for teardown
+	spawned int
+}
+
+// live is one worker OS process.
+type live struct {
+	process int
+	p       *worker.Proc
+	host    *netns.Host
+	logf    *os.File
+
+	mu      sync.Mutex
+	retired bool
+	pending map[int64]string // request id -> f, to name late responses
+}
+
+// slot is one logical client.
+type slot struct {
+	f       *fleet
+	index   int
+	process int
+	cur     *live
+
+	mu    sync.Mutex
+	phase workloads.Phase
+	key   string
+	token int64
+}
+
+func newFleet(cfg Config, exe string, env []string, zk, reg string, pl placement, run *store.Run, hist history.Recorder, log *slog.Logger, hardCtx context.Context) *fleet {
+	f := &fleet{cfg: cfg, exe: exe, env: env, zk: zk, reg: reg, pl: pl, run: run, hist: hist, log: log, hardCtx: hardCtx}
+	for i := 0; i < cfg.Workers; i++ {
+		f.slots = append(f.slots, &slot{f: f, index: i, process: i})
+	}
+	return f
+}
+
+// Holders is the nemesis's view: the live processes that hold a lock now.
+func (f *fleet) Holders() []nemesis.Holder {
+	var hs []nemesis.Holder
+	for _, s := range f.slots {
+		s.mu.Lock()
+		if s.phase != workloads.Idle && s.cur != nil {
+			hs = append(hs, nemesis.Holder{Process: s.process, PID: s.cur.p.PID(), Key: s.key,
+				Token: s.token, InCriticalSection: s.phase == workloads.Critical})
+		}
+		s.mu.Unlock()
+	}
+	return hs
+}
+
+// spawn starts a worker process for a logical process id.
+func (f *fleet) spawn(ctx context.Context, process int) (*live, error) {
+	args := []string{"worker",
+		"--zk", f.zk, "--register", f.reg, "--process", strconv.Itoa(process),
+		"--session-timeout", f.cfg.SessionTimeout.String(), "--recipe", f.cfg.Recipe,
+		"--token", f.cfg.Token, "--root", f.cfg.LockRoot}
+	cmd, host, err := f.pl.command(ctx, fmt.Sprintf("w%d", process), f.exe, f.env, args...)
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(f.run.WorkerLog(process), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		f.removeHost(host)
+		return nil, fmt.Errorf("worker log: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	p, err := worker.Start(sctx, cmd, logf)
+	if err != nil {
+		logf.Close()
+		f.removeHost(host)
+		return nil, fmt.Errorf("start worker process %d: %w", process, err)
+	}
+	l := &live{process: process, p: p, host: host, logf: logf, pending: map[int64]string{}}
+	f.mu.Lock()
+	f.all = append(f.all, l)
+	f.spawned++
+	f.mu.Unlock()
+	go f.drain(l)
+	go func() {
+		<-p.Done()
+		logf.Close()
+		f.removeHost(host)
+	}()
+	f.log.Debug("worker started", "process", process, "pid", p.PID())
+	return l, nil
+}
+
+func (f *fleet) removeHost(h *netns.Host) {
+	if h == nil || f.pl.net == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.pl.net.RemoveHost(ctx, h); err != nil {
+		f.log.Warn("remove worker namespace", "ns", h.NS, "err", err)
+	}
+}
+
+// drain records what a worker says unasked: session changes, lost locks,
+// and responses that came after their operation was closed as info. A
+// retired process is told to finish once its late answer is in: it has
+// done the (possibly stale) thing it was paused in the middle of.
+func (f *fleet) drain(l *live) {
+	for m := range l.p.Events() {
+		switch {
+		case m.Event == worker.EventSession:
+			f.instant(l.process, history.FSession, "", &history.Value{State: m.State, Session: m.Session, PID: l.p.PID()}, "")
+		case m.Event == worker.EventLost:
+			f.instant(l.process, history.FLost, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State}, m.Error)
+			f.lost(l, m.Key)
+		case m.ID != 0:
+			l.mu.Lock()
+			of := l.pending[m.ID]
+			delete(l.pending, m.ID)
+			retired := l.retired
+			l.mu.Unlock()
+			v := valueOf(m)
+			v.Of = of
+			v.State = m.Type
+			f.instant(l.process, history.FLate, m.Key, v, m.Error)
+			if retired {
+				_ = l.p.CloseInput()
+			}
+		}
+	}
+}
+
+// lost clears the holder view of a slot whose live process lost key, so
+// the nemesis does not pause a worker that no longer holds anything.
+func (f *fleet) lost(l *live, key string) {
+	for _, s := range f.slots {
+		s.mu.Lock()
+		if s.cur == l && s.key == key {
+			s.phase = workloads.Idle
+		}
+		s.mu.Unlock()
+	}
+}
+
+// instant records an event that has no duration as an invoke and an ok at
+// once, so every operation in the history is a pair.
+func (f *fleet) instant(process int, fn, key string, v *history.Value, errText string) {
+	for _, t := range []history.Type{history.Invoke, history.OK} {
+		if _, err := f.hist.Append(history.Event{Process: history.Process(process), Type: t, F: fn, Key: key, Value: v, Error: errText}); err != nil {
+			f.log.Error("record", "err", err)
+		}
+	}
+}
+
+func valueOf(m worker.Message) *history.Value {
+	return &history.Value{Token: m.Token, N: m.Value, Current: m.CurrentToken, Node: m.Node, Session: m.Session}
+}
+
+// loop is one logical client: critical sections until gen ends.
+func (s *slot) loop(gen context.Context, wl *workloads.Lock, r *rand.Rand) {
+	for gen.Err() == nil {
+		if s.cur == nil {
+			l, err := s.f.spawn(s.f.hardCtx, s.process)
+			if err != nil {
+				s.f.log.Warn("cannot start worker; retrying", "process", s.process, "err", err)
+				sleepCtx(gen, time.Second)
+				continue
+			}
+			s.mu.Lock()
+			s.cur = l
+			s.mu.Unlock()
+		}
+		wl.Step(gen, s, r)
+	}
+}
+
+// SetPhase is the workload telling where it is in the critical section.
+func (s *slot) SetPhase(p workloads.Phase, key string, token int64) {
+	s.mu.Lock()
+	s.phase, s.key, s.token = p, key, token
+	s.mu.Unlock()
+}
+
+// Do performs one operation on the slot's live process and records it. An
+// operation in flight is never cut short by the end of generation, only by
+// its own timeout: cutting it would turn a clean completion into info.
+func (s *slot) Do(_ context.Context, op workloads.Op) workloads.Result {
+	l := s.cur
+	if l == nil {
+		return workloads.Result{Type: history.Fail, Error: "no worker process"}
+	}
+	inv := history.Event{Process: history.Process(s.process), Type: history.Invoke, F: op.F, Key: op.Key}
+	if op.Value != nil {
+		inv.Value = &history.Value{N: op.Value}
+	}
+	if _, err := s.f.hist.Append(inv); err != nil {
+		s.f.log.Error("record", "err", err)
+	}
+	req := worker.Request{F: op.F, Key: op.Key, Value: op.Value}
+	timeout := s.f.cfg.OpTimeout
+	if op.F == history.FAcquire {
+		req.TimeoutMS = op.Timeout.Milliseconds()
+		timeout += op.Timeout
+	}
+	if op.Work > 0 {
+		req.WorkMS = op.Work.Milliseconds()
+		timeout += op.Work
+	}
+	ctx, cancel := context.WithTimeout(s.f.hardCtx, timeout)
+	defer cancel()
+	m, err := l.p.Do(ctx, req)
+	res := workloads.Result{}
+	if err != nil {
+		res.Type = history.Info
+		res.Error = infoReason(err)
+		// The request's id is what a late answer will carry.
+		l.mu.Lock()
+		l.pending[m.ID] = op.F
+		l.mu.Unlock()
+	} else {
+		res.Type = history.Type(m.Type)
+		if !res.Type.Valid() || res.Type == history.Invoke {
+			res.Type = history.Info
+			res.Error = fmt.Sprintf("worker answered type %q", m.Type)
+		} else {
+			res.Error = m.Error
+		}
+		res.Value = valueOf(m)
+	}
+	if _, err := s.f.hist.Append(history.Event{Process: history.Process(s.process), Type: res.Type, F: op.F, Key: op.Key, Value: res.Value, Error: res.Error}); err != nil {
+		s.f.log.Error("record", "err", err)
+	}
+	if res.Type == history.Info {
+		s.retire()
+	}
+	return res
+}
+
+func infoReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "controller stopping"
+	}
+	return strings.TrimSpace(err.Error())
+}
+
+// retire ends the slot's current process as a logical process: it keeps
+// running (it may be paused and may still act), and a fresh process id with
+// a fresh worker takes the slot.
+func (s *slot) retire() {
+	s.mu.Lock()
+	l := s.cur
+	s.cur = nil
+	s.phase = workloads.Idle
+	s.process += s.f.cfg.Workers
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.retired = true
+	nothingPending := len(l.pending) == 0
+	l.mu.Unlock()
+	if nothingPending {
+		_ = l.p.CloseInput()
+	}
+	s.f.log.Info("process retired", "process", l.process, "pid", l.p.PID(), "next", s.process)
+}
+
+// shutdown closes every worker's input (each finishes, releases and exits)
+// and kills those still alive after grace.
+func (f *fleet) shutdown(grace time.Duration) {
+	f.mu.Lock()
+	all := append([]*live(nil), f.all...)
+	f.mu.Unlock()
+	for _, l := range all {
+		_ = l.p.CloseInput()
+	}
+	deadline := time.After(grace)
+	for _, l := range all {
+		select {
+		case <-l.p.Done():
+		case <-deadline:
+		}
+	}
+	for _, l := range all {
+		select {
+		case <-l.p.Done():
+		default:
+			f.log.Warn("worker did not exit; killing", "process", l.process, "pid", l.p.PID())
+			_ = l.p.Kill()
+			<-l.p.Done()
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,147 @@
+// Package runner is the controller of one run: it wires the ensemble, the
+// register, the workers, the nemesis, the history and the checkers, in the
+// order that keeps every fault undoable and every record kept.
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/store"
+)
+
+// Config is everything that defines a run; test.json holds it whole, so a
+// run can be repeated from its folder.
+type Config struct {
+	Name            string        `json:"name"`
+	Workers         int           `json:"workers"`
+	Keys            int           `json:"keys"`
+	TimeLimit       time.Duration `json:"time_limit"`
+	SessionTimeout  time.Duration `json:"session_timeout"`
+	Fencing         string        `json:"fencing"`
+	Nemesis         []string      `json:"nemesis"`
+	NemesisInterval time.Duration `json:"nemesis_interval"`
+	// PauseFor is how long a pause fault lasts; 0 means twice the session
+	// timeout, long enough for ZooKeeper to expire the session.
+	PauseFor       time.Duration `json:"pause_for"`
+	Seed           int64         `json:"seed"`
+	ResultsDir     string        `json:"results_dir"`
+	Nodes          int           `json:"nodes"`
+	Recipe         string        `json:"recipe"`
+	Token          string        `json:"token"`
+	Hold           time.Duration `json:"hold"`
+	Think          time.Duration `json:"think"`
+	AcquireTimeout time.Duration `json:"acquire_timeout"`
+	OpTimeout      time.Duration `json:"op_timeout"`
+	TickTime       time.Duration `json:"tick_time"`
+	Recovery       time.Duration `json:"recovery"`
+	// Net is auto (namespaces when root), netns or loopback.
+	Net  string   `json:"net"`
+	Gate []string `json:"gate"`
+	// LockRoot is the persistent parent of every lock.
+	LockRoot string `json:"lock_root"`
+}
+
+// Defaults returns the configuration of a plain `chaos run`.
+func Defaults() Config {
+	return Config{
+		Name:            "lock",
+		Workers:         6,
+		Keys:            3,
+		TimeLimit:       60 * time.Second,
+		SessionTimeout:  3 * time.Second,
+		Fencing:         register.ModeOn,
+		Nemesis:         []string{"pause-holder"},
+		NemesisInterval: 4 * time.Second,
+		ResultsDir:      "results",
+		Nodes:           3,
+		Recipe:          "seed",
+		Token:           "czxid",
+		Hold:            100 * time.Millisecond,
+		Think:           20 * time.Millisecond,
+		AcquireTimeout:  5 * time.Second,
+		OpTimeout:       2 * time.Second,
+		TickTime:        200 * time.Millisecond,
+		Recovery:        2 * time.Second,
+		Net:             "auto",
+		Gate:            []string{"double-writer"},
+		LockRoot:        "/locks/inventory",
+	}
+}
+
+// Pause is the effective pause duration.
+func (c Config) Pause() time.Duration {
+	if c.PauseFor > 0 {
+		return c.PauseFor
+	}
+	return 2 * c.SessionTimeout
+}
+
+// Validate checks everything before anything is started, so bad input
+// costs nothing and leaves nothing behind.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if err := store.ValidName(c.Name); err != nil {
+		errs = append(errs, fmt.Errorf("--name: %w", err))
+	}
+	if c.Workers < 1 || c.Workers > 200 {
+		bad("--workers %d: must be 1..200", c.Workers)
+	}
+	if c.Keys < 1 || c.Keys > 1000 {
+		bad("--keys %d: must be 1..1000", c.Keys)
+	}
+	if c.Nodes < 1 || c.Nodes > 9 {
+		bad("--nodes %d: must be 1..9", c.Nodes)
+	}
+	if c.TimeLimit <= 0 {
+		bad("--time-limit %s: must be positive", c.TimeLimit)
+	}
+	if c.TickTime < 10*time.Millisecond {
+		bad("--tick %s: must be at least 10ms", c.TickTime)
+	}
+	// ZooKeeper clamps a session timeout to [2, 20] ticks unless configured;
+	// we raise the maximum to fit, but below two ticks it cannot go.
+	if c.SessionTimeout < 2*c.TickTime {
+		bad("--session-timeout %s: must be at least two ticks (%s)", c.SessionTimeout, 2*c.TickTime)
+	}
+	if !slices.Contains([]string{register.ModeOn, register.ModeOff, register.ModeStrict}, c.Fencing) {
+		bad("--fencing %q: must be on, off or strict", c.Fencing)
+	}
+	if err := nemesis.ValidateList(c.Nemesis); err != nil {
+		errs = append(errs, fmt.Errorf("--nemesis: %w", err))
+	}
+	if c.NemesisInterval <= 0 {
+		bad("--nemesis-interval %s: must be positive", c.NemesisInterval)
+	}
+	if c.PauseFor < 0 {
+		bad("--pause %s: must not be negative", c.PauseFor)
+	}
+	if c.ResultsDir == "" {
+		bad("--results: must not be empty")
+	}
+	if !slices.Contains([]string{"czxid", "seq"}, c.Token) {
+		bad("--token %q: must be czxid or seq", c.Token)
+	}
+	if c.Recipe == "" {
+		bad("--recipe: must not be empty")
+	}
+	if c.Hold < 0 || c.Think < 0 {
+		bad("--hold and --think must not be negative")
+	}
+	if c.AcquireTimeout <= 0 || c.OpTimeout <= 0 {
+		bad("--acquire-timeout and --op-timeout must be positive")
+	}
+	if !slices.Contains([]string{"auto", "netns", "loopback"}, c.Net) {
+		bad("--net %q: must be auto, netns or loopback", c.Net)
+	}
+	if !strings.HasPrefix(c.LockRoot, "/") || strings.HasSuffix(c.LockRoot, "/") || len(c.LockRoot) < 2 {
+		bad("--lock-root %q: must be an absolute znode path without a trailing slash", c.LockRoot)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,340 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/user"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/zkchaos/zkchaos/cluster/local"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/janitor"
+	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/workloads"
+)
+
+// Outcome is what a finished run hands back to the command.
+type Outcome struct {
+	Run *store.Run
+	// Check is the checkers' judgement of what was recorded; nil when the
+	// harness failed before anything could be checked.
+	Check *CheckOutcome
+	// Timings of the run's phases, for the closing figures.
+	Timings Timings
+}
+
+// Timings are the durations of the run's phases.
+type Timings struct {
+	Setup     time.Duration `json:"setup_ns"`
+	Ensemble  time.Duration `json:"ensemble_ready_ns"`
+	Workload  time.Duration `json:"workload_ns"`
+	Teardown  time.Duration `json:"teardown_ns"`
+	Total     time.Duration `json:"total_ns"`
+	Processes int           `json:"worker_processes"`
+}
+
+// testFile is test.json: the configuration plus what identifies the run.
+type testFile struct {
+	Config
+	RunID         string    `json:"run_id"`
+	Start         time.Time `json:"start"`
+	StartWall     int64     `json:"start_wall_ns"`
+	ControllerPID int       `json:"controller_pid"`
+	Executable    string    `json:"executable"`
+	Args          []string  `json:"args"`
+	NetMode       string    `json:"net_mode"`
+	Host          string    `json:"host"`
+	User          string    `json:"user"`
+	GoVersion     string    `json:"go_version"`
+}
+
+// Run performs one chaos run and checks it. ctx cancelled (SIGINT/SIGTERM)
+// ends the workload early: the run still heals, tears down, and checks
+// what it recorded. hard cancelled means stop now; the janitor cleans up.
+// An error means the harness itself failed (exit 255); the outcome may
+// still carry a run folder.
+func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stderr io.Writer) (*Outcome, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	runID := uuid.NewString()[:8]
+	run, err := store.Create(cfg.ResultsDir, cfg.Name, t0)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Run: run}
+	logf, err := os.Create(run.Path(store.LogFile))
+	if err != nil {
+		return out, fmt.Errorf("controller log: %w", err)
+	}
+	defer logf.Close()
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, logf), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log.Info("run starting", "dir", run.Dir, "run_id", runID, "seed", cfg.Seed)
+
+	// The janitor first: from here on, whatever happens to us is undone.
+	jan, err := janitor.Start(exe, runID, run.Path(store.JanitorLog))
+	if err != nil {
+		return out, err
+	}
+	c := &controller{cfg: cfg, exe: exe, run: run, runID: runID, log: log, jan: jan, hard: hard, t0: t0,
+		env: proc.Env(runID, os.Getpid())}
+	defer c.teardown()
+
+	netMode, err := c.setupNetwork(hard)
+	if err != nil {
+		return out, err
+	}
+	if err := c.writeTestFile(args, netMode); err != nil {
+		return out, err
+	}
+	hist, err := history.Create(run.Path(store.HistoryFile), t0)
+	if err != nil {
+		return out, err
+	}
+	c.hist = hist
+	if err := c.startServices(hard); err != nil {
+		return out, err
+	}
+	out.Timings.Setup = time.Since(t0)
+	out.Timings.Ensemble = c.ensembleReady
+
+	wStart := time.Now()
+	c.workload(ctx)
+	out.Timings.Workload = time.Since(wStart)
+
+	tdStart := time.Now()
+	c.teardown()
+	out.Timings.Teardown = time.Since(tdStart)
+	out.Timings.Processes = c.fleet.spawned
+
+	if c.harnessErr != nil {
+		return out, c.harnessErr
+	}
+	chk, err := Check(context.Background(), run.Dir, cfg.Gate, t0.UnixNano())
+	out.Check = chk
+	out.Timings.Total = time.Since(t0)
+	if err != nil {
+		return out, err
+	}
+	log.Info("run done", "valid", chk.Results.Valid, "report", run.Path(store.ReportFile),
+		"total", out.Timings.Total.Round(time.Millisecond).String())
+	return out, nil
+}
+
+// controller holds the parts of a run while it lasts.
+type controller struct {
+	cfg   Config
+	exe   string
+	run   *store.Run
+	runID string
+	log   *slog.Logger
+	jan   *janitor.Handle
+	hard  context.Context
+	t0    time.Time
+	env   []string
+
+	net           *netns.Network
+	hist          *history.Writer
+	reg           *registerProc
+	zk            *local.Cluster
+	fleet         *fleet
+	ensembleReady time.Duration
+
+	tornDown   sync.Once
+	harnessErr error
+}
+
+func (c *controller) setupNetwork(ctx context.Context) (string, error) {
+	mode := c.cfg.Net
+	if mode == "auto" {
+		if err := netns.Available(); err != nil {
+			c.log.Warn("no network namespaces: every process on 127.0.0.1, partition faults unavailable", "why", err)
+			mode = "loopback"
+		} else {
+			mode = "netns"
+		}
+	}
+	if mode == "loopback" {
+		return mode, nil
+	}
+	if err := netns.Available(); err != nil {
+		return mode, fmt.Errorf("--net netns: %w", err)
+	}
+	n, err := netns.Create(ctx, c.runID, os.Getpid(), c.log)
+	if err != nil {
+		return mode, fmt.Errorf("create run network: %w", err)
+	}
+	c.net = n
+	if err := c.jan.Tell(janitor.Message{Slot: &n.Slot}); err != nil {
+		return mode, err
+	}
+	return mode, nil
+}
+
+func (c *controller) writeTestFile(args []string, netMode string) error {
+	host, _ := os.Hostname()
+	u := ""
+	if cu, err := user.Current(); err == nil {
+		u = cu.Username
+	}
+	tf := testFile{Config: c.cfg, RunID: c.runID, Start: c.t0, StartWall: c.t0.UnixNano(),
+		ControllerPID: os.Getpid(), Executable: c.exe, Args: args, NetMode: netMode, Host: host,
+		User: u, GoVersion: runtime.Version()}
+	b, err := json.MarshalIndent(tf, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode test.json: %w", err)
+	}
+	if err := os.WriteFile(c.run.Path(store.TestFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write test.json: %w", err)
+	}
+	return nil
+}
+
+func (c *controller) startServices(ctx context.Context) error {
+	pl := placement{net: c.net}
+	reg, err := startRegister(ctx, pl, c.exe, c.env, c.run.Path(store.ApplyLogFile), c.run.Path(store.RegisterLog), c.cfg.Fencing)
+	if err != nil {
+		return err
+	}
+	c.reg = reg
+	c.log.Info("register listening", "addr", reg.addr, "fencing", c.cfg.Fencing)
+
+	zkStart := time.Now()
+	zk, err := local.New(ctx, local.Config{
+		Nodes: c.cfg.Nodes, Dir: c.run.Path(store.ZKDir), TickTime: c.cfg.TickTime,
+		MaxSessionTimeout: 2 * c.cfg.SessionTimeout, Network: c.net, Env: c.env, Logger: c.log,
+	})
+	if err != nil {
+		return fmt.Errorf("prepare ensemble: %w", err)
+	}
+	c.zk = zk
+	if err := zk.Start(ctx); err != nil {
+		return fmt.Errorf("start ensemble: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := zk.WaitReady(rctx); err != nil {
+		return fmt.Errorf("ensemble not ready: %w", err)
+	}
+	c.ensembleReady = time.Since(zkStart)
+	c.log.Info("ensemble ready", "nodes", c.cfg.Nodes, "connect", zk.ConnectString(),
+		"took", c.ensembleReady.Round(time.Millisecond).String())
+	c.fleet = newFleet(c.cfg, c.exe, c.env, zk.ConnectString(), reg.url(), pl, c.run, c.hist, c.log, c.hard)
+	return nil
+}
+
+// workload runs the clients and the nemesis for the time limit (or until
+// ctx ends), then heals: the nemesis undoes its faults before anyone else
+// is stopped, so every paused worker gets to act out its stale operation
+// and every late answer is recorded.
+func (c *controller) workload(ctx context.Context) {
+	gen, stop := context.WithTimeout(ctx, c.cfg.TimeLimit)
+	defer stop()
+	seed := uint64(c.cfg.Seed)
+	wl := &workloads.Lock{Keys: workloads.KeyNames(c.cfg.Keys), Hold: c.cfg.Hold, Think: c.cfg.Think,
+		AcquireTimeout: c.cfg.AcquireTimeout}
+
+	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
+		Schedule: nemesis.Schedule{Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
+		Rand:     rand.New(rand.NewPCG(seed, 0x6e656d)), Targets: c.fleet, History: c.hist, Logger: c.log})
+	if err != nil {
+		c.harnessErr = err
+		return
+	}
+	var clients sync.WaitGroup
+	for _, s := range c.fleet.slots {
+		clients.Add(1)
+		r := rand.New(rand.NewPCG(seed, uint64(s.index)+1))
+		go func() { defer clients.Done(); s.loop(gen, wl, r) }()
+	}
+	nemDone := make(chan struct{})
+	go func() {
+		defer close(nemDone)
+		if nem != nil {
+			if err := nem.Run(gen); err != nil {
+				c.log.Error("nemesis", "err", err)
+			}
+		}
+	}()
+	<-gen.Done()
+	if ctx.Err() != nil {
+		c.log.Warn("interrupted: stopping the workload, healing, and checking what was recorded")
+	}
+	// Heal first: paused workers resume while the clients finish.
+	<-nemDone
+	clients.Wait()
+	c.log.Info("workload over; recovering", "for", c.cfg.Recovery.String())
+	sleepCtx(c.hard, c.cfg.Recovery)
+	c.finalState()
+}
+
+// finalState reads the register's final state into the controller log, for
+// the reader who wants to compare it with the counter's history.
+func (c *controller) finalState() {
+	ctx, cancel := context.WithTimeout(c.hard, 5*time.Second)
+	defer cancel()
+	st, err := register.NewClient(c.reg.url(), 3*time.Second).State(ctx)
+	if err != nil {
+		c.log.Warn("final register state", "err", err)
+		return
+	}
+	c.log.Info("final register state", "state", fmt.Sprint(st))
+}
+
+// teardown stops everything in order: workers (they release and close
+// their sessions), the register, the ensemble, the network; then tells the
+// janitor it is done. It runs once, on the normal path or deferred.
+func (c *controller) teardown() {
+	c.tornDown.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var errs []error
+		if c.fleet != nil {
+			c.fleet.shutdown(5 * time.Second)
+		}
+		if c.reg != nil {
+			c.reg.stop(5 * time.Second)
+		}
+		if c.zk != nil {
+			if err := c.zk.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("stop ensemble: %w", err))
+			}
+		}
+		if c.net != nil {
+			if err := c.net.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("remove run network: %w", err))
+			}
+		}
+		if c.hist != nil {
+			if err := c.hist.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := c.jan.Finish(10 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+		if len(errs) > 0 {
+			err := errors.Join(errs...)
+			c.log.Error("teardown", "err", err)
+			if c.harnessErr == nil && !strings.Contains(err.Error(), "context canceled") {
+				c.harnessErr = err
+			}
+		}
+	})
+}

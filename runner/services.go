@@ -1,0 +1,136 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/zkchaos/zkchaos/netns"
+)
+
+// placement says where a process of the run lives: its own namespace on
+// the run's bridge (root), or the host's loopback (no root).
+type placement struct {
+	net *netns.Network
+}
+
+// command builds the command for a process named name (a namespace is made
+// for it in netns mode) and returns the host, which is nil in loopback mode.
+func (p placement) command(ctx context.Context, name, exe string, env []string, args ...string) (*exec.Cmd, *netns.Host, error) {
+	var cmd *exec.Cmd
+	var host *netns.Host
+	if p.net != nil {
+		h, err := p.net.AddHost(ctx, name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("namespace for %s: %w", name, err)
+		}
+		host = h
+		cmd = h.Command(context.Background(), exe, args...)
+	} else {
+		cmd = exec.Command(exe, args...)
+	}
+	cmd.Env = append(os.Environ(), env...)
+	// Own process group: a Ctrl-C at the terminal reaches the controller
+	// alone, which then stops everything in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, host, nil
+}
+
+// ip is the address a process at host listens on.
+func (p placement) ip(host *netns.Host) string {
+	if host == nil {
+		return "127.0.0.1"
+	}
+	return host.IP
+}
+
+// registerProc is the running `chaos register`.
+type registerProc struct {
+	cmd  *exec.Cmd
+	host *netns.Host
+	addr string
+	done chan struct{}
+}
+
+// startRegister launches the register and waits for it to say where it
+// listens.
+func startRegister(ctx context.Context, pl placement, exe string, env []string, applyLog, logPath, mode string) (*registerProc, error) {
+	listen := "127.0.0.1:0"
+	cmd, host, err := pl.command(ctx, "reg", exe, env, "register")
+	if err != nil {
+		return nil, err
+	}
+	if host != nil {
+		listen = host.IP + ":8080"
+	}
+	cmd.Args = append(cmd.Args, "--listen", listen, "--log", applyLog, "--fencing", mode)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("register log: %w", err)
+	}
+	defer logf.Close()
+	cmd.Stderr = logf
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start register: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start register: %w", err)
+	}
+	r := &registerProc{cmd: cmd, host: host, done: make(chan struct{})}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		for sc.Scan() { // keep draining so the register never blocks on stdout
+		}
+	}()
+	go func() { _ = cmd.Wait(); close(r.done) }()
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			<-r.done
+			return nil, fmt.Errorf("register exited before listening (see %s)", logPath)
+		}
+		var hello struct {
+			Listen string `json:"listen"`
+		}
+		if err := json.Unmarshal([]byte(line), &hello); err != nil || hello.Listen == "" {
+			r.stop(time.Second)
+			return nil, fmt.Errorf("register said %q instead of its address", line)
+		}
+		r.addr = hello.Listen
+		return r, nil
+	case <-time.After(15 * time.Second):
+		r.stop(time.Second)
+		return nil, fmt.Errorf("register did not listen within 15s (see %s)", logPath)
+	case <-ctx.Done():
+		r.stop(time.Second)
+		return nil, ctx.Err()
+	}
+}
+
+func (r *registerProc) url() string { return "http://" + r.addr }
+
+// stop asks the register to shut down (SIGTERM lets it close its log
+// cleanly), then kills it if it does not.
+func (r *registerProc) stop(grace time.Duration) {
+	if r == nil || r.cmd.Process == nil {
+		return
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(grace):
+		_ = r.cmd.Process.Kill()
+		<-r.done
+	}
+}

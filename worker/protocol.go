@@ -1,0 +1,83 @@
+// Package worker is the worker side and the controller side of the worker
+// protocol: one JSON object per line, requests on the worker's stdin,
+// responses and unsolicited events on its stdout (Maelstrom's idea). Any
+// executable that speaks it can be a subject; docs/worker-protocol.md is
+// the user's description of the same contract.
+package worker
+
+// Request is one line the controller writes to a worker's stdin.
+type Request struct {
+	// ID is unique per worker process and echoed by the response.
+	ID int64 `json:"id"`
+	// F is acquire, release, read or write.
+	F   string `json:"f"`
+	Key string `json:"key,omitempty"`
+	// Value is the register value to write (write only).
+	Value *int64 `json:"value,omitempty"`
+	// TimeoutMS bounds how long acquire may wait for the lock; on timeout
+	// the worker removes its queue node and answers fail.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// WorkMS (write only) is the time the holder spends on its protected
+	// work after it has checked that it holds the lock and before it writes
+	// to the register, without checking again: that is what application
+	// code does (check, compute, write), and a GC pause that lands in this
+	// window is the one of seed 000 section 10, after which the worker
+	// writes with a token that is no longer the newest.
+	WorkMS int64 `json:"work_ms,omitempty"`
+}
+
+// Response types.
+const (
+	OK   = "ok"
+	Fail = "fail"
+	Info = "info"
+)
+
+// Events a worker reports without being asked.
+const (
+	// EventHello is the first line a worker writes, once it has a session.
+	EventHello = "hello"
+	// EventSession reports a session state change (State, Session).
+	EventSession = "session"
+	// EventLost reports that the recipe learned it no longer holds the
+	// lock on Key (State says why).
+	EventLost = "lost"
+)
+
+// Session states reported in EventSession and EventLost.
+const (
+	StateConnected    = "connected"
+	StateDisconnected = "disconnected"
+	StateExpired      = "expired"
+	// StateSessionChanged: the client came back with a different session
+	// id than the one the lock was taken under.
+	StateSessionChanged = "session-changed"
+)
+
+// Message is one line a worker writes to stdout: a response when ID is set
+// and Event is empty, an event otherwise.
+type Message struct {
+	ID    int64  `json:"id,omitempty"`
+	Type  string `json:"type,omitempty"`
+	Event string `json:"event,omitempty"`
+	Key   string `json:"key,omitempty"`
+	// Token is the fencing token: of the grant (acquire), the one written
+	// or read with (read, write), or of the lost grant (lost).
+	Token *int64 `json:"token,omitempty"`
+	// Node is the lock node path (acquire, release, lost).
+	Node string `json:"node,omitempty"`
+	// Value is the register value read (read) or written (write).
+	Value *int64 `json:"value,omitempty"`
+	// Accepted is the register's answer to a write or read.
+	Accepted *bool `json:"accepted,omitempty"`
+	// CurrentToken is the register's token for the key when it rejected.
+	CurrentToken *int64 `json:"current_token,omitempty"`
+	// State and Session describe a session event (and why a lock was lost).
+	State   string `json:"state,omitempty"`
+	Session string `json:"session,omitempty"`
+	// Password is the session password, base64, when the worker can tell
+	// it; the nemesis uses it to expire the session from outside.
+	Password string `json:"password,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
