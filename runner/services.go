@@ -41,14 +41,6 @@ func (p placement) command(ctx context.Context, name, exe string, env []string, 
 	return cmd, host, nil
 }
 
-// ip is the address a process at host listens on.
-func (p placement) ip(host *netns.Host) string {
-	if host == nil {
-		return "127.0.0.1"
-	}
-	return host.IP
-}
-
 // registerProc is the running `chaos register`.
 type registerProc struct {
 	cmd  *exec.Cmd
