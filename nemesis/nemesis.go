@@ -1,20 +1,28 @@
 // Package nemesis injects faults into a run and records each one in the
-// history as a nemesis operation, with what it did, to whom, and whether
-// the effect was verified. A nemesis knows the ensemble only through the
+// history as a nemesis operation: what it did, to whom, and whether the
+// effect was verified. A nemesis knows the ensemble only through the
 // cluster interface and the workers only through Targets, so it does not
 // care which backend runs them.
+//
+// A Fault injects one instance of itself and returns how to undo it; the
+// Scheduler decides when (quiet, inject, hold, undo, repeat), records
+// everything, and undoes whatever is still in effect when it stops. Each
+// fault is one file that registers itself by name.
 package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 )
 
@@ -24,9 +32,9 @@ type Holder struct {
 	PID     int
 	Key     string
 	Token   int64
-	// InCriticalSection is true between the worker's read of the register
-	// and its write: the moment a GC pause does the most harm, because the
-	// write that follows is the stale one.
+	// InCriticalSection is true while the holder's write is under way and
+	// it is doing its protected work after checking the lock: the moment a
+	// GC pause does the most harm, because the write that follows is stale.
 	InCriticalSection bool
 }
 
@@ -35,27 +43,75 @@ type Targets interface {
 	Holders() []Holder
 }
 
-// Nemesis is one kind of fault on a schedule.
-type Nemesis interface {
-	// Run injects faults until ctx ends, then undoes what is still in
-	// effect before returning.
-	Run(ctx context.Context) error
-	// Heal undoes every fault still in effect; safe to call any time, and
-	// twice.
-	Heal(ctx context.Context) error
+// Env is what a fault may touch.
+type Env struct {
+	// Cluster is the ensemble; nil when the backend gives no access.
+	Cluster cluster.Cluster
+	Targets Targets
+	// Rand is the run's seeded source for choosing targets; only the
+	// scheduler's goroutine uses it.
+	Rand   *rand.Rand
+	Logger *slog.Logger
 }
 
-// Names lists the nemeses this build knows, for flag validation.
-func Names() []string { return []string{"none", "pause-holder"} }
+// Effect is one injected fault instance.
+type Effect struct {
+	// Value describes it for the history: Target, PID, Verified, Detail.
+	Value history.Value
+	// Undo ends the fault and verifies that it ended; it returns what it
+	// did for the history. It must be safe to call when the target is gone.
+	Undo func(ctx context.Context) (history.Value, error)
+}
+
+// ErrNoTarget means there was nothing to inject the fault into right now
+// (e.g. no worker holds a lock): recorded as fail, certainly no effect.
+var ErrNoTarget = errors.New("no target for this fault right now")
+
+// Fault is one kind of fault.
+type Fault interface {
+	// Verbs are the f of the start and stop operations in the history,
+	// e.g. "pause" and "resume".
+	Verbs() (start, stop string)
+	// Inject injects one instance now and verifies it took effect. An
+	// error with a non-nil Effect means injected but not verified (the
+	// Effect is still undone later); with a nil Effect, nothing to undo.
+	Inject(ctx context.Context, env *Env) (*Effect, error)
+}
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]func() Fault{}
+)
+
+// register adds a fault under its --nemesis name; each fault's file calls
+// it from init.
+func register(name string, mk func() Fault) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	registry[name] = mk
+}
+
+// Names lists the --nemesis values this build knows.
+func Names() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	names := []string{"none"}
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names[1:])
+	return names
+}
 
 // ValidateList checks a --nemesis list.
 func ValidateList(list []string) error {
 	if len(list) == 0 {
 		return fmt.Errorf("--nemesis is empty: give %s", strings.Join(Names(), ", "))
 	}
+	known := Names()
 	for _, n := range list {
-		if !slices.Contains(Names(), n) {
-			return fmt.Errorf("unknown nemesis %q (known: %s)", n, strings.Join(Names(), ", "))
+		if !slices.Contains(known, n) {
+			return fmt.Errorf("unknown nemesis %q (known: %s)", n, strings.Join(known, ", "))
 		}
 		if n == "none" && len(list) > 1 {
 			return fmt.Errorf("nemesis \"none\" cannot be combined with others")
@@ -71,44 +127,136 @@ type Schedule struct {
 	Hold  time.Duration
 }
 
-// Config builds the nemeses of a run.
+// Config builds the scheduler of a run.
 type Config struct {
 	Names    []string
 	Schedule Schedule
-	Rand     *rand.Rand
-	Targets  Targets
+	Env      Env
 	History  history.Recorder
-	Logger   *slog.Logger
 }
 
-// New builds the nemesis for a --nemesis list ("none" gives nil).
-func New(cfg Config) (Nemesis, error) {
+// Scheduler runs the faults of a --nemesis list on a schedule.
+type Scheduler struct {
+	cfg    Config
+	names  []string
+	faults []Fault
+
+	mu     sync.Mutex
+	active []active
+}
+
+type active struct {
+	name   string
+	stopF  string
+	effect *Effect
+}
+
+// New builds the scheduler for a --nemesis list; "none" gives nil.
+func New(cfg Config) (*Scheduler, error) {
 	if err := ValidateList(cfg.Names); err != nil {
 		return nil, err
 	}
-	var ns []Nemesis
+	s := &Scheduler{cfg: cfg}
+	regMu.Lock()
+	defer regMu.Unlock()
 	for _, n := range cfg.Names {
-		switch n {
-		case "none":
-		case "pause-holder":
-			ns = append(ns, &pauseHolder{cfg: cfg, paused: map[int]bool{}})
+		if n == "none" {
+			continue
 		}
+		s.names = append(s.names, n)
+		s.faults = append(s.faults, registry[n]())
 	}
-	switch len(ns) {
-	case 0:
+	if len(s.faults) == 0 {
 		return nil, nil
-	case 1:
-		return ns[0], nil
 	}
-	return nil, fmt.Errorf("combining nemeses is not supported yet: %s", strings.Join(cfg.Names, ","))
+	return s, nil
+}
+
+// Run injects faults until ctx ends, then undoes what is still in effect.
+// The choice among several faults comes from the run's seeded source, so
+// a seed repeats its schedule as far as timing allows.
+func (s *Scheduler) Run(ctx context.Context) error {
+	defer s.Heal(context.Background())
+	for {
+		if !sleep(ctx, s.cfg.Schedule.Quiet) {
+			return nil
+		}
+		i := s.cfg.Env.Rand.IntN(len(s.faults))
+		s.injectOne(ctx, s.names[i], s.faults[i])
+		sleep(ctx, s.cfg.Schedule.Hold)
+		s.Heal(context.Background())
+	}
+}
+
+func (s *Scheduler) injectOne(ctx context.Context, name string, f Fault) {
+	startF, stopF := f.Verbs()
+	s.record(history.Invoke, startF, &history.Value{Target: name}, "")
+	eff, err := f.Inject(ctx, &s.cfg.Env)
+	switch {
+	case eff == nil && errors.Is(err, ErrNoTarget):
+		s.record(history.Fail, startF, &history.Value{Target: name}, err.Error())
+		return
+	case eff == nil && err != nil:
+		// Nothing to undo, but we cannot be sure nothing happened.
+		s.record(history.Info, startF, &history.Value{Target: name}, err.Error())
+		s.cfg.Env.Logger.Warn("nemesis: inject failed", "fault", name, "err", err)
+		return
+	case eff == nil:
+		s.record(history.Fail, startF, &history.Value{Target: name}, "fault returned no effect")
+		return
+	}
+	s.mu.Lock()
+	s.active = append(s.active, active{name: name, stopF: stopF, effect: eff})
+	s.mu.Unlock()
+	v := eff.Value
+	if err != nil {
+		v.Verified = history.Bool(false)
+		s.record(history.Info, startF, &v, err.Error())
+		s.cfg.Env.Logger.Warn("nemesis: fault not verified", "fault", name, "target", v.Target, "err", err)
+		return
+	}
+	if v.Verified == nil {
+		v.Verified = history.Bool(true)
+	}
+	s.record(history.OK, startF, &v, "")
+	s.cfg.Env.Logger.Info("nemesis: fault in effect", "fault", name, "target", v.Target, "detail", v.Detail)
+}
+
+// Heal undoes every fault still in effect; safe any time, and twice.
+func (s *Scheduler) Heal(ctx context.Context) {
+	s.mu.Lock()
+	act := s.active
+	s.active = nil
+	s.mu.Unlock()
+	for _, a := range act {
+		before := a.effect.Value
+		s.record(history.Invoke, a.stopF, &history.Value{Target: before.Target, PID: before.PID}, "")
+		v, err := a.effect.Undo(ctx)
+		if v.Target == "" {
+			v.Target = before.Target
+		}
+		if v.PID == 0 {
+			v.PID = before.PID
+		}
+		if err != nil {
+			v.Verified = history.Bool(false)
+			s.record(history.Info, a.stopF, &v, err.Error())
+			s.cfg.Env.Logger.Error("nemesis: undo not verified", "fault", a.name, "target", v.Target, "err", err)
+			continue
+		}
+		if v.Verified == nil {
+			v.Verified = history.Bool(true)
+		}
+		s.record(history.OK, a.stopF, &v, "")
+	}
 }
 
 // record writes a nemesis event; a history that cannot be written is
 // logged, not fatal to the fault itself (the controller notices on its own
 // appends).
-func record(cfg Config, t history.Type, f string, v *history.Value, errText string) {
-	if _, err := cfg.History.Append(history.Event{Process: history.Nemesis, Type: t, F: f, Value: v, Error: errText}); err != nil {
-		cfg.Logger.Error("nemesis: record", "err", err)
+func (s *Scheduler) record(t history.Type, f string, v *history.Value, errText string) {
+	if _, err := s.cfg.History.Append(history.Event{Process: history.Nemesis, Type: t, F: f, Value: v, Error: errText}); err != nil {
+		s.cfg.Env.Logger.Error("nemesis: record", "err", err)
 	}
 }
 
@@ -122,24 +270,4 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// pickHolder prefers holders inside their critical section, then any
-// holder; the choice among equals comes from the run's seeded source so a
-// seed repeats its choices as far as timing allows.
-func pickHolder(r *rand.Rand, hs []Holder) (Holder, bool) {
-	if len(hs) == 0 {
-		return Holder{}, false
-	}
-	sort.Slice(hs, func(i, j int) bool { return hs[i].Process < hs[j].Process })
-	var in []Holder
-	for _, h := range hs {
-		if h.InCriticalSection {
-			in = append(in, h)
-		}
-	}
-	if len(in) > 0 {
-		hs = in
-	}
-	return hs[r.IntN(len(hs))], true
 }

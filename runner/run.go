@@ -252,7 +252,9 @@ func (c *controller) workload(ctx context.Context) {
 
 	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
 		Schedule: nemesis.Schedule{Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
-		Rand:     rand.New(rand.NewPCG(seed, 0x6e656d)), Targets: c.fleet, History: c.hist, Logger: c.log})
+		History:  c.hist,
+		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Logger: c.log,
+			Rand: rand.New(rand.NewPCG(seed, 0x6e656d))}})
 	if err != nil {
 		c.harnessErr = err
 		return
