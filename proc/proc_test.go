@@ -1,0 +1,101 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startSleeper starts a real process carrying a run tag.
+func startSleeper(t *testing.T, run string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	cmd.Env = append(os.Environ(), Env(run, os.Getpid())...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	return cmd
+}
+
+func TestPauseResumeVerified(t *testing.T) {
+	cmd := startSleeper(t, "proc-test-pause")
+	pid := cmd.Process.Pid
+	if err := Pause(pid, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !Stopped(pid) {
+		t.Fatalf("pid %d not stopped after Pause", pid)
+	}
+	if err := Resume(pid, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if Stopped(pid) {
+		t.Fatalf("pid %d still stopped after Resume", pid)
+	}
+}
+
+func TestResumeOfGoneProcessIsNotAnError(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Resume(cmd.Process.Pid, time.Second); err != nil {
+		t.Fatalf("resume of an exited process: %v", err)
+	}
+}
+
+func TestPauseOfGoneProcessFails(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Pause(cmd.Process.Pid, time.Second); err == nil {
+		t.Fatal("pause of an exited process succeeded")
+	}
+}
+
+func TestFindTaggedAndSweep(t *testing.T) {
+	mine := startSleeper(t, "proc-test-sweep")
+	other := startSleeper(t, "proc-test-other")
+	if err := Pause(mine.Process.Pid, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := FindTagged("proc-test-sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, x := range ts {
+		pids = append(pids, x.PID)
+		if x.Controller != os.Getpid() {
+			t.Errorf("controller tag %d, want %d", x.Controller, os.Getpid())
+		}
+	}
+	if !slices.Contains(pids, mine.Process.Pid) || slices.Contains(pids, other.Process.Pid) {
+		t.Fatalf("FindTagged = %v; want %d and not %d", pids, mine.Process.Pid, other.Process.Pid)
+	}
+	killed, err := SweepRun("proc-test-sweep", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(killed, mine.Process.Pid) {
+		t.Errorf("SweepRun killed %v, not %d", killed, mine.Process.Pid)
+	}
+	if Alive(mine.Process.Pid) {
+		t.Errorf("paused tagged process survived the sweep")
+	}
+	if !Alive(other.Process.Pid) {
+		t.Errorf("the sweep killed another run's process")
+	}
+}

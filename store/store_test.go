@@ -1,0 +1,70 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCreateLinksLatest(t *testing.T) {
+	base := t.TempDir()
+	t0 := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	a, err := Create(base, "lock", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Create(base, "lock", t0.Add(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []string{filepath.Join(base, "latest"), filepath.Join(base, "lock", "latest")} {
+		got, err := filepath.EvalSymlinks(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := filepath.EvalSymlinks(b.Dir)
+		if got != want {
+			t.Errorf("%s -> %s, want %s", link, got, want)
+		}
+	}
+	if a.Dir == b.Dir {
+		t.Fatal("two runs share a folder")
+	}
+	for _, sub := range []string{ZKDir, WorkersDir} {
+		if st, err := os.Stat(b.Path(sub)); err != nil || !st.IsDir() {
+			t.Errorf("run folder lacks %s", sub)
+		}
+	}
+	// Same millisecond: refuse rather than mix two runs.
+	if _, err := Create(base, "lock", t0); err == nil {
+		t.Error("a second run in the same folder was allowed")
+	}
+}
+
+func TestValidName(t *testing.T) {
+	for _, n := range []string{"lock", "seed-fenced_1.2", "A"} {
+		if err := ValidName(n); err != nil {
+			t.Errorf("ValidName(%q): %v", n, err)
+		}
+	}
+	for _, n := range []string{"", "../x", "a/b", ".hidden", "-x", strings.Repeat("a", 101)} {
+		if err := ValidName(n); err == nil {
+			t.Errorf("ValidName(%q) accepted", n)
+		}
+	}
+}
+
+func TestOpenNeedsHistory(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), HistoryFile) {
+		t.Fatalf("Open of an empty folder: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, HistoryFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,95 @@
+package workloads
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// scripted answers each operation from a table and records what it saw.
+type scripted struct {
+	answers map[string]Result
+	ops     []Op
+	phases  []Phase
+}
+
+func (s *scripted) Do(_ context.Context, op Op) Result {
+	s.ops = append(s.ops, op)
+	return s.answers[op.F]
+}
+
+func (s *scripted) SetPhase(p Phase, _ string, _ int64) { s.phases = append(s.phases, p) }
+
+func okWith(v *history.Value) Result { return Result{Type: history.OK, Value: v} }
+
+func TestStepWritesReadPlusOneWithWorkInside(t *testing.T) {
+	c := &scripted{answers: map[string]Result{
+		history.FAcquire: okWith(&history.Value{Token: history.Int64(7)}),
+		history.FRead:    okWith(&history.Value{N: history.Int64(41)}),
+		history.FWrite:   okWith(&history.Value{N: history.Int64(42)}),
+		history.FRelease: okWith(nil),
+	}}
+	l := &Lock{Keys: KeyNames(1), Hold: 50 * time.Millisecond, AcquireTimeout: time.Second}
+	l.Step(context.Background(), c, rand.New(rand.NewPCG(1, 2)))
+	fs := []string{}
+	for _, op := range c.ops {
+		fs = append(fs, op.F)
+	}
+	if len(fs) != 4 || fs[0] != "acquire" || fs[1] != "read" || fs[2] != "write" || fs[3] != "release" {
+		t.Fatalf("ops %v, want acquire read write release", fs)
+	}
+	w := c.ops[2]
+	if w.Value == nil || *w.Value != 42 {
+		t.Errorf("write value %v, want 42 (read + 1)", w.Value)
+	}
+	if w.Work != 50*time.Millisecond {
+		t.Errorf("write work %s, want the hold time", w.Work)
+	}
+	if c.ops[0].Key != "SKU-1" || c.ops[0].Timeout != time.Second {
+		t.Errorf("acquire %+v", c.ops[0])
+	}
+	sawCritical := false
+	for _, p := range c.phases {
+		sawCritical = sawCritical || p == Critical
+	}
+	if !sawCritical || c.phases[len(c.phases)-1] != Idle {
+		t.Errorf("phases %v: want Critical during the write and Idle at the end", c.phases)
+	}
+}
+
+func TestStepStopsAfterInfo(t *testing.T) {
+	c := &scripted{answers: map[string]Result{
+		history.FAcquire: okWith(&history.Value{Token: history.Int64(7)}),
+		history.FRead:    okWith(&history.Value{N: history.Int64(1)}),
+		history.FWrite:   {Type: history.Info, Error: "timeout"},
+		history.FRelease: okWith(nil),
+	}}
+	l := &Lock{Keys: KeyNames(3), AcquireTimeout: time.Second}
+	l.Step(context.Background(), c, rand.New(rand.NewPCG(1, 2)))
+	if last := c.ops[len(c.ops)-1].F; last != history.FWrite {
+		t.Fatalf("after an info write the retired process must not be asked anything; last op %s", last)
+	}
+}
+
+func TestStepReleasesAfterFailedRead(t *testing.T) {
+	c := &scripted{answers: map[string]Result{
+		history.FAcquire: okWith(&history.Value{Token: history.Int64(7)}),
+		history.FRead:    {Type: history.Fail, Error: "not holding"},
+		history.FRelease: okWith(nil),
+	}}
+	l := &Lock{Keys: KeyNames(1), AcquireTimeout: time.Second}
+	l.Step(context.Background(), c, rand.New(rand.NewPCG(1, 2)))
+	if len(c.ops) != 3 || c.ops[2].F != history.FRelease {
+		t.Fatalf("ops %+v: a failed read must skip the write and release", c.ops)
+	}
+}
+
+func TestKeyNames(t *testing.T) {
+	k := KeyNames(3)
+	if len(k) != 3 || k[0] != "SKU-1" || k[2] != "SKU-3" {
+		t.Errorf("KeyNames(3) = %v", k)
+	}
+}
