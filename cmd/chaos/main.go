@@ -3,6 +3,7 @@
 //
 //	chaos run [flags]          one chaos run; exit 0 valid, 1 invalid, 2 unknown, 255 harness failure
 //	chaos check [flags] DIR    re-run the checkers on a stored run, same exit codes
+//	chaos test-all [flags]     the matrix of expected verdicts; --junit for CI
 //	chaos cleanup [--all]      remove what earlier runs left behind
 //	chaos register ...         the fenced register (started by chaos run)
 //	chaos worker ...           a worker process (started by chaos run)
@@ -22,6 +23,7 @@ const usage = `usage: chaos COMMAND [flags]
 commands:
   run       run a chaos test and check it (chaos run -h for flags)
   check     re-check a stored run: chaos check [--gate LIST] RUN-DIR
+  test-all  run the matrix of recipes x faults x fencing against expected verdicts
   cleanup   remove processes, namespaces and rules left by earlier runs
   register  the fenced register process (started by run)
   worker    a worker process speaking the worker protocol (started by run)
@@ -76,6 +78,8 @@ func realMain(args []string) int {
 		return cmdWorker(ctx, rest)
 	case "janitor":
 		return cmdJanitor(ctx, rest)
+	case "test-all":
+		return cmdTestAll(ctx, rest)
 	case "help", "-h", "--help":
 		fmt.Fprint(os.Stdout, usage)
 		return 0

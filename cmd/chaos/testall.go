@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/matrix"
+)
+
+// cmdTestAll runs the matrix of cells; exit codes as Jepsen's test-all:
+// 0 every cell as expected, 1 a cell judged wrong, 2 a cell unknown, 255
+// the harness failed.
+func cmdTestAll(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("chaos test-all", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	results := fs.String("results", "results", "results folder (runs go under <results>/test-all/<timestamp>/)")
+	repeat := fs.Int("repeat", 1, "run each cell N times; reports detection rates and median time to first violation")
+	passRate := fs.Float64("pass-rate", 1, "share of a cell's attempts that must come out as expected (0 < r <= 1)")
+	cells := fs.String("cells", "", "comma-separated cell filters (globs or substrings of recipe/nemesis/fencing-X)")
+	smoke := fs.Bool("smoke", false, "only the cells marked for CI")
+	junit := fs.String("junit", "", "write JUnit XML (one test case per cell) to this file")
+	list := fs.Bool("list", false, "list the cells and exit")
+	seed := fs.Int64("seed", 1, "seed of the first attempt (attempt i uses seed+i)")
+	if err := fs.Parse(args); err != nil {
+		return exitHarness
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "chaos test-all: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return exitHarness
+	}
+	if *repeat < 1 || *passRate <= 0 || *passRate > 1 {
+		fmt.Fprintln(os.Stderr, "chaos test-all: --repeat must be >= 1 and --pass-rate in (0, 1]")
+		return exitHarness
+	}
+	all := matrix.Default()
+	if *smoke {
+		all = matrix.Smoke(all)
+	}
+	sel, err := matrix.Filter(all, splitList(*cells))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
+		return exitHarness
+	}
+	if *list {
+		for _, c := range sel {
+			fmt.Printf("%-48s expect %-30s %s\n", c.Name(), c.ExpectString(), c.Why)
+		}
+		return 0
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chaos test-all: find own executable: %v\n", err)
+		return exitHarness
+	}
+	dir := filepath.Join(*results, "test-all", time.Now().UTC().Format("20060102T150405Z"))
+	rs, runErr := matrix.Run(ctx, sel, matrix.Options{Exe: exe, Results: dir, Repeat: *repeat,
+		PassRate: *passRate, Seed: *seed, Out: os.Stdout})
+	code := matrix.Summary(os.Stdout, rs)
+	if err := matrix.WriteJSON(filepath.Join(dir, "test-all.json"), rs); err != nil {
+		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
+		code = exitHarness
+	}
+	if *junit != "" {
+		if err := matrix.WriteJUnit(*junit, rs); err != nil {
+			fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
+			code = exitHarness
+		}
+	}
+	fmt.Printf("runs: %s\n", dir)
+	if runErr != nil {
+		fmt.Fprintf(os.Stderr, "chaos test-all: stopped: %v\n", runErr)
+		if code == 0 {
+			code = exitUnknown
+		}
+	}
+	return code
+}

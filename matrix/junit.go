@@ -1,0 +1,76 @@
+package matrix
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// JUnit XML, the subset CI systems read: one testsuite, one testcase per
+// cell; a cell judged wrong is a failure, a harness error an error, an
+// unknown verdict a failure too (CI must not pass what was not decided).
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Time     float64     `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      float64       `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the results as JUnit XML to path.
+func WriteJUnit(path string, rs []CellResult) error {
+	s := junitSuite{Name: "zkchaos test-all", Tests: len(rs)}
+	for _, r := range rs {
+		tc := junitCase{Name: r.Name, Classname: "zkchaos." + r.Cell.Recipe}
+		var out []string
+		for _, a := range r.Attempts {
+			tc.Time += a.Elapsed.Seconds()
+			out = append(out, fmt.Sprintf("seed %d: %s, actual %s, first violation %s, run %s",
+				a.Seed, outcomeString(a), actualString(r.Cell, a), durString(a.FirstBug), a.Dir))
+		}
+		s.Time += tc.Time
+		msg := fmt.Sprintf("expected %s; %d/%d attempts as expected", r.Cell.ExpectString(), passes(r), len(r.Attempts))
+		body := strings.Join(out, "\n")
+		switch r.Outcome {
+		case Wrong, Unknown:
+			s.Failures++
+			tc.Failure = &junitMessage{Message: msg, Type: string(r.Outcome), Body: body}
+		case Error:
+			s.Errors++
+			tc.Error = &junitMessage{Message: msg, Type: "harness", Body: body}
+		default:
+			tc.SystemOut = body
+		}
+		s.Cases = append(s.Cases, tc)
+	}
+	b, err := xml.MarshalIndent(junitSuites{Suites: []junitSuite{s}}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode junit: %w", err)
+	}
+	if err := os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644); err != nil {
+		return fmt.Errorf("write junit %s: %w", path, err)
+	}
+	return nil
+}

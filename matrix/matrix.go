@@ -1,0 +1,98 @@
+// Package matrix is chaos test-all: a matrix of cells (recipe × nemesis ×
+// fencing), each with the verdict it must get from each checker it names,
+// run one `chaos run` at a time. A cell passes when what was measured
+// equals what was expected, so a known-buggy recipe that is caught passes
+// and one that slips through fails: the harness's teeth are tested as
+// hard as the recipes.
+package matrix
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/zkchaos/zkchaos/checker"
+)
+
+// Cell is one configuration and what it must produce.
+type Cell struct {
+	Recipe  string
+	Nemesis []string
+	Fencing string
+	// Args are extra `chaos run` flags (time limit, interval, ...).
+	Args []string
+	// Expect is the verdict each named checker must give; checkers not
+	// named are reported but not judged.
+	Expect map[string]checker.Validity
+	// Why says what the cell shows, for the table and the JUnit report.
+	Why string
+	// Smoke marks the cells CI runs on every change.
+	Smoke bool
+}
+
+// Name is recipe/nemesis/fencing, the handle --cells matches.
+func (c Cell) Name() string {
+	return fmt.Sprintf("%s/%s/fencing-%s", c.Recipe, strings.Join(c.Nemesis, "+"), c.Fencing)
+}
+
+// RunArgs are the `chaos run` flags of the cell (without --results/--name).
+func (c Cell) RunArgs(seed int64) []string {
+	args := []string{"--recipe", c.Recipe, "--nemesis", strings.Join(c.Nemesis, ","),
+		"--fencing", c.Fencing, "--seed", fmt.Sprint(seed)}
+	return append(args, c.Args...)
+}
+
+// ExpectString renders the expectation, e.g. "double-writer=false".
+func (c Cell) ExpectString() string {
+	var parts []string
+	for _, k := range sortedKeys(c.Expect) {
+		parts = append(parts, fmt.Sprintf("%s=%s", k, c.Expect[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Filter keeps the cells whose name matches any of the patterns (path.Match
+// globs, or plain substrings). No patterns keeps all.
+func Filter(cells []Cell, patterns []string) ([]Cell, error) {
+	if len(patterns) == 0 {
+		return cells, nil
+	}
+	var out []Cell
+	for _, c := range cells {
+		for _, p := range patterns {
+			ok, err := path.Match(p, c.Name())
+			if err != nil {
+				return nil, fmt.Errorf("--cells pattern %q: %w", p, err)
+			}
+			if ok || strings.Contains(c.Name(), p) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--cells %s matches no cell (chaos test-all --list shows them)", strings.Join(patterns, ","))
+	}
+	return out, nil
+}
+
+// Smoke keeps the cells marked for CI.
+func Smoke(cells []Cell) []Cell {
+	var out []Cell
+	for _, c := range cells {
+		if c.Smoke {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+package matrix
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+)
+
+func TestFilter(t *testing.T) {
+	cells := Default()
+	got, err := Filter(cells, []string{"seed/pause-holder/*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got {
+		if c.Recipe != "seed" || c.Nemesis[0] != "pause-holder" {
+			t.Errorf("glob kept %s", c.Name())
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("glob kept nothing")
+	}
+	if _, err := Filter(cells, []string{"no-such-recipe"}); err == nil {
+		t.Error("a filter matching nothing must be an error, not an empty (green) matrix")
+	}
+	if _, err := Filter(cells, []string{"["}); err == nil {
+		t.Error("a malformed glob must be an error")
+	}
+	all, _ := Filter(cells, nil)
+	if len(all) != len(cells) {
+		t.Error("no filter must keep every cell")
+	}
+}
+
+func TestCompare(t *testing.T) {
+	c := Cell{Expect: map[string]checker.Validity{"double-writer": checker.Invalid}}
+	cases := []struct {
+		actual map[string]checker.Validity
+		want   Outcome
+	}{
+		{map[string]checker.Validity{"double-writer": checker.Invalid}, Pass},
+		{map[string]checker.Validity{"double-writer": checker.Valid}, Wrong},
+		{map[string]checker.Validity{"double-writer": checker.Unknown}, Unknown},
+		{map[string]checker.Validity{}, Unknown},
+	}
+	for _, tc := range cases {
+		if got := compare(c, tc.actual); got != tc.want {
+			t.Errorf("compare(%v) = %s, want %s", tc.actual, got, tc.want)
+		}
+	}
+}
+
+func TestJudgeRatesAndMedian(t *testing.T) {
+	c := Cell{Recipe: "r", Nemesis: []string{"n"}, Fencing: "off",
+		Expect: map[string]checker.Validity{"double-writer": checker.Invalid}}
+	d := func(s int) *time.Duration { x := time.Duration(s) * time.Second; return &x }
+	mk := func(v checker.Validity, first *time.Duration) Attempt {
+		a := Attempt{Actual: map[string]checker.Validity{"double-writer": v}, FirstBug: first}
+		a.Outcome = compare(c, a.Actual)
+		return a
+	}
+	cr := CellResult{Cell: c, Attempts: []Attempt{
+		mk(checker.Invalid, d(10)), mk(checker.Invalid, d(30)), mk(checker.Invalid, d(20)), mk(checker.Valid, nil),
+	}}
+	judge(&cr, 0.75)
+	if cr.Outcome != Pass || cr.Detected != 3 {
+		t.Errorf("3 of 4 detected at pass-rate 0.75: outcome %s detected %d", cr.Outcome, cr.Detected)
+	}
+	if cr.MedianFirst == nil || *cr.MedianFirst != 20*time.Second {
+		t.Errorf("median first violation %v, want 20s", cr.MedianFirst)
+	}
+	cr2 := CellResult{Cell: c, Attempts: cr.Attempts}
+	judge(&cr2, 1)
+	if cr2.Outcome != Wrong {
+		t.Errorf("3 of 4 at pass-rate 1: %s, want wrong", cr2.Outcome)
+	}
+}
+
+func TestSummaryExitCodes(t *testing.T) {
+	var sb strings.Builder
+	mk := func(o Outcome) CellResult { return CellResult{Name: string(o), Outcome: o} }
+	cases := []struct {
+		rs   []CellResult
+		want int
+	}{
+		{[]CellResult{mk(Pass), mk(Pass)}, 0},
+		{[]CellResult{mk(Pass), mk(Unknown)}, 2},
+		{[]CellResult{mk(Unknown), mk(Wrong)}, 1},
+		{[]CellResult{mk(Wrong), mk(Error)}, 255},
+	}
+	for _, tc := range cases {
+		if got := Summary(&sb, tc.rs); got != tc.want {
+			t.Errorf("Summary(%v) = %d, want %d", tc.rs, got, tc.want)
+		}
+	}
+}
+
+func TestJUnit(t *testing.T) {
+	c := Default()[2]
+	rs := []CellResult{
+		{Cell: c, Name: c.Name(), Outcome: Pass, Attempts: []Attempt{{Seed: 1, Outcome: Pass, Elapsed: time.Second}}},
+		{Cell: c, Name: c.Name() + "-2", Outcome: Wrong, Attempts: []Attempt{{Seed: 2, Outcome: Wrong, Elapsed: time.Second}}},
+		{Cell: c, Name: c.Name() + "-3", Outcome: Error, Attempts: []Attempt{{Seed: 3, Outcome: Error, Detail: "boom <&>"}}},
+	}
+	p := filepath.Join(t.TempDir(), "junit.xml")
+	if err := WriteJUnit(p, rs); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuites
+	if err := xml.Unmarshal(b, &got); err != nil {
+		t.Fatalf("junit is not XML: %v", err)
+	}
+	s := got.Suites[0]
+	if s.Tests != 3 || s.Failures != 1 || s.Errors != 1 {
+		t.Errorf("suite tests=%d failures=%d errors=%d, want 3 1 1", s.Tests, s.Failures, s.Errors)
+	}
+	if s.Cases[1].Failure == nil || s.Cases[0].Failure != nil {
+		t.Errorf("failure elements wrong: %+v", s.Cases)
+	}
+}

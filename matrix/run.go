@@ -1,0 +1,353 @@
+package matrix
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+)
+
+// Options configure a matrix run.
+type Options struct {
+	// Exe is the chaos binary each cell runs.
+	Exe string
+	// Results is the folder cells write their runs to.
+	Results string
+	// Repeat runs each cell this many times.
+	Repeat int
+	// PassRate is the share of a cell's attempts that must come out as
+	// expected for the cell to pass (1 = every one). Detection of a
+	// timing-dependent bug is a rate, and CI gates on a floor for it.
+	PassRate float64
+	// Seed is the first attempt's seed; attempt i uses Seed+i.
+	Seed int64
+	// Out receives the table as it goes.
+	Out io.Writer
+}
+
+// Outcome of one attempt or cell.
+type Outcome string
+
+// Outcomes, from best to worst.
+const (
+	Pass    Outcome = "pass"
+	Unknown Outcome = "unknown"
+	Wrong   Outcome = "wrong"
+	Error   Outcome = "error"
+)
+
+func (o Outcome) rank() int {
+	switch o {
+	case Pass:
+		return 0
+	case Unknown:
+		return 1
+	case Wrong:
+		return 2
+	}
+	return 3
+}
+
+// Attempt is one `chaos run` of a cell.
+type Attempt struct {
+	Seed     int64                       `json:"seed"`
+	Dir      string                      `json:"dir"`
+	Exit     int                         `json:"exit"`
+	Actual   map[string]checker.Validity `json:"actual"`
+	Outcome  Outcome                     `json:"outcome"`
+	Elapsed  time.Duration               `json:"elapsed_ns"`
+	FirstBug *time.Duration              `json:"first_violation_ns,omitempty"`
+	Detail   string                      `json:"detail,omitempty"`
+}
+
+// CellResult is a cell with all its attempts.
+type CellResult struct {
+	Cell     Cell      `json:"-"`
+	Name     string    `json:"name"`
+	Attempts []Attempt `json:"attempts"`
+	Outcome  Outcome   `json:"outcome"`
+	// Detected counts attempts in which every checker expected to find a
+	// violation found one (only for cells that expect one).
+	Detected    int            `json:"detected"`
+	MedianFirst *time.Duration `json:"median_first_violation_ns,omitempty"`
+}
+
+// ExpectsViolation reports whether the cell expects any checker invalid.
+func (c Cell) ExpectsViolation() bool {
+	for _, v := range c.Expect {
+		if v == checker.Invalid {
+			return true
+		}
+	}
+	return false
+}
+
+// Run runs the cells one after another (a cell owns the machine: its
+// timings are what it measures) and returns their results. It stops early
+// when ctx ends, returning what it has.
+func Run(ctx context.Context, cells []Cell, o Options) ([]CellResult, error) {
+	if o.Repeat < 1 {
+		o.Repeat = 1
+	}
+	if o.PassRate <= 0 || o.PassRate > 1 {
+		o.PassRate = 1
+	}
+	if err := os.MkdirAll(o.Results, 0o755); err != nil {
+		return nil, fmt.Errorf("results folder: %w", err)
+	}
+	fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s %s\n", "cell", "expected", "actual", "first bug", "time", "result")
+	var out []CellResult
+	for _, c := range cells {
+		cr := CellResult{Cell: c, Name: c.Name()}
+		for i := 0; i < o.Repeat; i++ {
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			a := runAttempt(ctx, c, o, o.Seed+int64(i))
+			cr.Attempts = append(cr.Attempts, a)
+			fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s %s\n", trunc(c.Name(), 48), trunc(c.ExpectString(), 34),
+				trunc(actualString(c, a), 34), durString(a.FirstBug), a.Elapsed.Round(time.Second), outcomeString(a))
+		}
+		judge(&cr, o.PassRate)
+		if o.Repeat > 1 {
+			fmt.Fprintf(o.Out, "%-48s %d/%d as expected", trunc(c.Name(), 48), passes(cr), len(cr.Attempts))
+			if c.ExpectsViolation() {
+				fmt.Fprintf(o.Out, ", detected %d/%d, median first violation %s", cr.Detected, len(cr.Attempts), durString(cr.MedianFirst))
+			}
+			fmt.Fprintf(o.Out, ": %s\n", cr.Outcome)
+		}
+		out = append(out, cr)
+	}
+	return out, nil
+}
+
+func passes(cr CellResult) int {
+	n := 0
+	for _, a := range cr.Attempts {
+		if a.Outcome == Pass {
+			n++
+		}
+	}
+	return n
+}
+
+// judge sets the cell's outcome from its attempts: pass when enough
+// attempts passed; otherwise the worst thing that happened.
+func judge(cr *CellResult, rate float64) {
+	var firsts []time.Duration
+	worst := Pass
+	for _, a := range cr.Attempts {
+		if a.Outcome.rank() > worst.rank() {
+			worst = a.Outcome
+		}
+		if cr.Cell.ExpectsViolation() && detected(cr.Cell, a) {
+			cr.Detected++
+			if a.FirstBug != nil {
+				firsts = append(firsts, *a.FirstBug)
+			}
+		}
+	}
+	if len(firsts) > 0 {
+		sort.Slice(firsts, func(i, j int) bool { return firsts[i] < firsts[j] })
+		m := firsts[len(firsts)/2]
+		cr.MedianFirst = &m
+	}
+	if float64(passes(*cr)) >= rate*float64(len(cr.Attempts)) && worst != Error {
+		cr.Outcome = Pass
+		return
+	}
+	cr.Outcome = worst
+}
+
+func detected(c Cell, a Attempt) bool {
+	for k, v := range c.Expect {
+		if v == checker.Invalid && a.Actual[k] != checker.Invalid {
+			return false
+		}
+	}
+	return true
+}
+
+// runAttempt runs `chaos run` for the cell and reads its results.json.
+func runAttempt(ctx context.Context, c Cell, o Options, seed int64) Attempt {
+	a := Attempt{Seed: seed}
+	name := slug(c.Name())
+	args := append([]string{"run", "--results", o.Results, "--name", name}, c.RunArgs(seed)...)
+	cmd := exec.CommandContext(ctx, o.Exe, args...)
+	// Interrupt, not kill: the run then heals and still checks what it has.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
+	cmd.WaitDelay = 2 * time.Minute
+	logPath := filepath.Join(o.Results, name+".log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		a.Outcome, a.Detail = Error, err.Error()
+		return a
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	start := time.Now()
+	err = cmd.Run()
+	a.Elapsed = time.Since(start)
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		a.Exit = ee.ExitCode()
+	case err != nil:
+		a.Outcome, a.Detail = Error, fmt.Sprintf("chaos run: %v", err)
+		return a
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Join(o.Results, name, "latest"))
+	if err != nil {
+		a.Outcome, a.Detail = Error, fmt.Sprintf("no run folder (exit %d, see %s)", a.Exit, logPath)
+		return a
+	}
+	a.Dir = dir
+	if a.Exit == 255 {
+		a.Outcome, a.Detail = Error, fmt.Sprintf("harness failure (see %s)", logPath)
+		return a
+	}
+	res, err := checker.ReadResults(filepath.Join(dir, "results.json"))
+	if err != nil {
+		a.Outcome, a.Detail = Error, err.Error()
+		return a
+	}
+	a.Actual = map[string]checker.Validity{}
+	for n, r := range res.Checkers {
+		a.Actual[n] = r.Valid
+		if r.Valid == checker.Invalid && c.Expect[n] == checker.Invalid {
+			if d := firstViolation(r); d != nil && (a.FirstBug == nil || *d < *a.FirstBug) {
+				a.FirstBug = d
+			}
+		}
+	}
+	a.Outcome = compare(c, a.Actual)
+	return a
+}
+
+// firstViolation reads the convention every checker that finds violations
+// follows: first_violation_time_ns on the run clock (or, for the exact
+// checker, first_violation_after_ns from the register's wall clock).
+func firstViolation(r checker.Result) *time.Duration {
+	var d struct {
+		Time  *int64 `json:"first_violation_time_ns"`
+		After *int64 `json:"first_violation_after_ns"`
+	}
+	if r.DecodeDetails(&d) != nil {
+		return nil
+	}
+	for _, p := range []*int64{d.Time, d.After} {
+		if p != nil {
+			v := time.Duration(*p)
+			return &v
+		}
+	}
+	return nil
+}
+
+// compare judges an attempt: any expected checker with the opposite
+// definite verdict is wrong; else any unknown (or missing) is unknown.
+func compare(c Cell, actual map[string]checker.Validity) Outcome {
+	out := Pass
+	for k, want := range c.Expect {
+		got, ok := actual[k]
+		switch {
+		case !ok || got == checker.Unknown:
+			if out == Pass {
+				out = Unknown
+			}
+		case got != want:
+			return Wrong
+		}
+	}
+	return out
+}
+
+func actualString(c Cell, a Attempt) string {
+	if a.Actual == nil {
+		return "-"
+	}
+	var parts []string
+	for _, k := range sortedKeys(c.Expect) {
+		v, ok := a.Actual[k]
+		s := "missing"
+		if ok {
+			s = v.String()
+		}
+		parts = append(parts, k+"="+s)
+	}
+	return strings.Join(parts, " ")
+}
+
+func outcomeString(a Attempt) string {
+	if a.Detail != "" {
+		return string(a.Outcome) + ": " + a.Detail
+	}
+	return string(a.Outcome)
+}
+
+func durString(d *time.Duration) string {
+	if d == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+func trunc(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+// slug turns a cell name into a test name (a folder).
+func slug(s string) string {
+	r := strings.NewReplacer("/", "_", "+", "-", ":", "-", " ", "-")
+	return r.Replace(s)
+}
+
+// Summary is the verdict of the matrix, with Jepsen test-all's exit codes.
+func Summary(w io.Writer, rs []CellResult) int {
+	counts := map[Outcome]int{}
+	worst := Pass
+	for _, r := range rs {
+		counts[r.Outcome]++
+		if r.Outcome.rank() > worst.rank() {
+			worst = r.Outcome
+		}
+	}
+	fmt.Fprintf(w, "\n%d cells: %d as expected, %d judged wrong, %d unknown, %d harness errors\n",
+		len(rs), counts[Pass], counts[Wrong], counts[Unknown], counts[Error])
+	for _, r := range rs {
+		if r.Outcome != Pass {
+			fmt.Fprintf(w, "  %s: %s (expected %s)\n", r.Name, r.Outcome, r.Cell.ExpectString())
+		}
+	}
+	switch worst {
+	case Pass:
+		return 0
+	case Wrong:
+		return 1
+	case Unknown:
+		return 2
+	}
+	return 255
+}
+
+// WriteJSON writes the results for tools.
+func WriteJSON(path string, rs []CellResult) error {
+	b, err := json.MarshalIndent(rs, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode test-all results: %w", err)
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
