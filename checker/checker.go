@@ -105,9 +105,10 @@ const (
 )
 
 // DefaultGate is used when the caller names no gating checkers: the
-// resource checker answers the user's real question, "was my data
-// corrupted?".
-var DefaultGate = []string{NameDoubleWriter}
+// resource checkers answer the user's real question, "was my data
+// corrupted?". mutex does not gate by default: no lease-based lock passes
+// it under SIGSTOP of a holder (see mutexmodel.go).
+var DefaultGate = []string{NameDoubleWriter, NameRegister}
 
 // Input is everything a checker may look at.
 type Input struct {
@@ -120,6 +121,12 @@ type Input struct {
 	// Budget bounds each checker's run time; a checker over budget is
 	// unknown. Zero means only ctx bounds it.
 	Budget time.Duration
+	// Fencing is the register's mode in the run (test.json "fencing"); the
+	// register model depends on it.
+	Fencing string
+	// Dir is the run folder, where checkers may save pages (porcupine's
+	// visualisations); empty means save nothing.
+	Dir string
 	// MaxViolations bounds the violations kept as evidence per checker
 	// (counts stay exact), so that an unfenced soak run cannot produce a
 	// results.json nobody can open. 0 means DefaultMaxViolations; negative
@@ -151,6 +158,12 @@ type Checker struct {
 // files of this package add themselves here.
 var registry = []Checker{
 	{Name: NameDoubleWriter, Check: CheckDoubleWriter},
+	{Name: NameRegister, Check: CheckRegister},
+	{Name: NameMutex, Check: CheckMutex},
+	{Name: NameLiveness, Check: CheckLiveness},
+	{Name: NameGrantOverlap, Check: CheckGrantOverlap},
+	{Name: NameTokenOrder, Check: CheckTokenOrder},
+	{Name: NameHerd, Check: CheckHerd},
 	{Name: NameStats, Check: CheckStats},
 }
 
@@ -360,6 +373,11 @@ func runAll(ctx context.Context, in Input, gate []string, cs []Checker) Results 
 // the budget, becomes an unknown result instead of taking the run down or
 // hanging it. A checker that ignores ctx keeps running in the background
 // until it returns; its answer is discarded.
+//
+// When ctx ends, the checker gets a short grace to hand in its own answer,
+// because one that watches ctx (the porcupine checkers) then returns an
+// unknown with its evidence: which keys were decided, which were not. An
+// answer of true that arrives after the budget still counts as unknown.
 func runOne(ctx context.Context, c Checker, in Input) Result {
 	if in.Budget > 0 {
 		var cancel context.CancelFunc
@@ -381,10 +399,27 @@ func runOne(ctx context.Context, c Checker, in Input) Result {
 	select {
 	case r = <-out:
 	case <-ctx.Done():
-		r = Result{Valid: Unknown, Error: fmt.Sprintf("checker did not finish: %v", context.Cause(ctx))}
+		over := Result{Valid: Unknown, Error: fmt.Sprintf("checker did not finish: %v", context.Cause(ctx))}
+		t := time.NewTimer(grace(in.Budget))
+		select {
+		case r = <-out:
+			if r.Valid == Valid {
+				over.Details = r.Details
+				r = over
+			}
+		case <-t.C:
+			r = over
+		}
+		t.Stop()
 	}
 	r.Elapsed = time.Since(start)
 	return r
+}
+
+// grace is how long runOne waits for a checker's own answer after its
+// budget: a tenth of the budget, between 100 ms and 2 s.
+func grace(budget time.Duration) time.Duration {
+	return min(2*time.Second, max(100*time.Millisecond, budget/10))
 }
 
 // cancelled is how a checker gives up when its context ends.

@@ -202,8 +202,9 @@ func TestDoubleWriterUnknown(t *testing.T) {
 	if r.Valid != Unknown || d.Reason == "" || !strings.Contains(r.Error, "empty") {
 		t.Fatalf("empty log with ok writes: valid=%v reason=%q", r.Valid, d.Reason)
 	}
-	if r, _ := runDW(t, Input{}); r.Valid != Valid {
-		t.Errorf("nothing at all: valid=%v, want true", r.Valid)
+	// A run that wrote nothing proves nothing: it must not pass a gate.
+	if r, _ := runDW(t, Input{}); r.Valid != Unknown || !strings.Contains(r.Error, "exercised nothing") {
+		t.Errorf("nothing at all: valid=%v (%s), want unknown", r.Valid, r.Error)
 	}
 	// The log has fewer accepted writes than the workers saw succeed.
 	hist = append(hist, okWrite(1, "K", 2, 2, 200)...)
@@ -482,7 +483,7 @@ func TestResultsJSONShape(t *testing.T) {
 	if m["valid"] != false {
 		t.Errorf("valid = %#v", m["valid"])
 	}
-	if g, _ := m["gate"].([]any); len(g) != 1 || g[0] != NameDoubleWriter {
+	if g, _ := m["gate"].([]any); len(g) != 2 || g[0] != NameDoubleWriter || g[1] != NameRegister {
 		t.Errorf("gate = %#v", m["gate"])
 	}
 	cs, _ := m["checkers"].(map[string]any)

@@ -251,6 +251,12 @@ func CheckDoubleWriter(ctx context.Context, in Input) Result {
 	case len(d.SeqProblems) > 0:
 		r.Valid = Unknown
 		d.Reason = "the apply log has gaps or repeats in its Seq numbers: entries are missing, so a violation could hide there"
+	case d.AcceptedWrites == 0:
+		// A run in which nothing was written (workers that never connected,
+		// a subject that cannot start) has shown nothing about the lock:
+		// calling it valid would let a broken setup pass a CI gate.
+		r.Valid = Unknown
+		d.Reason = "no write was accepted by the register: the run exercised nothing, so nothing can be decided"
 	default:
 		r.Valid = Valid
 	}

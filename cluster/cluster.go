@@ -37,6 +37,12 @@ type Node interface {
 	Resume(ctx context.Context) error
 	Status(ctx context.Context) (Status, error)
 	LogPath() string
+	// Isolate drops all traffic between this server and peers, both ways,
+	// until Heal; calls add up. A backend without its own network per
+	// server returns ErrUnsupported.
+	Isolate(ctx context.Context, peers []Node) error
+	// Heal removes every Isolate of this server; a no-op when there is none.
+	Heal(ctx context.Context) error
 }
 
 // Cluster is an ensemble.

@@ -48,12 +48,26 @@ const (
 	// disconnected, expired), recorded as an instant operation.
 	FSession = "session"
 	// FLate records a response that a retired process sent after its
-	// operation had already been completed as info. Checkers ignore it; it
-	// is evidence for the reader of the report.
+	// operation had already been completed as info. The exact checker
+	// ignores it; the linearizability checkers take it as the real
+	// completion of that info operation (it only narrows what was unknown).
 	FLate = "late"
 	// Nemesis operations.
 	FPause  = "pause"
 	FResume = "resume"
+	// FKill and FRestart: a server killed with SIGKILL, and started again
+	// with its data.
+	FKill    = "kill"
+	FRestart = "restart"
+	// FPartition and FHeal: traffic cut by rules, and the rules removed.
+	FPartition = "partition"
+	FHeal      = "heal"
+	// FRestore is the final phase's sweep of whatever fault is left
+	// (process nemesis), before the final reads.
+	FRestore = "restore"
+	// FFinalRead is a key's value read from the register after every fault
+	// was undone and the ensemble serves again: what the run ended with.
+	FFinalRead = "final-read"
 )
 
 // Process identifies a logical process. Workers are numbered from 0; a
@@ -121,6 +135,9 @@ type Value struct {
 	Of string `json:"of,omitempty"`
 	// Detail is free text for the report (e.g. how a fault was verified).
 	Detail string `json:"detail,omitempty"`
+	// Wakeups is a worker's running count of watch wake-ups, reported with
+	// its acquire completions (for the herd checker).
+	Wakeups *int64 `json:"wakeups,omitempty"`
 }
 
 // Event is one line of history.jsonl.

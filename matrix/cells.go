@@ -1,39 +1,106 @@
 package matrix
 
-import "github.com/zkchaos/zkchaos/checker"
+import (
+	"slices"
+
+	"github.com/zkchaos/zkchaos/checker"
+)
 
 // short is the run length of a cell: long enough for several faults of
 // each kind (a pause lasts twice the 3 s session timeout, the interval
 // between faults is 2 s), short enough that the matrix stays usable.
 var short = []string{"--time-limit", "30s", "--nemesis-interval", "2s"}
 
-func valid(names ...string) map[string]checker.Validity {
+func with(extra ...string) []string { return append(slices.Clone(short), extra...) }
+
+func expect(v checker.Validity, names ...string) map[string]checker.Validity {
 	m := map[string]checker.Validity{}
 	for _, n := range names {
-		m[n] = checker.Valid
+		m[n] = v
 	}
 	return m
 }
 
+func valid(names ...string) map[string]checker.Validity { return expect(checker.Valid, names...) }
+
 func invalid(names ...string) map[string]checker.Validity {
-	m := map[string]checker.Validity{}
-	for _, n := range names {
-		m[n] = checker.Invalid
-	}
-	return m
+	return expect(checker.Invalid, names...)
 }
+
+// resource is the pair of checkers that answer "was my data corrupted?".
+var resource = []string{checker.NameDoubleWriter, checker.NameRegister}
+
+// faults are every fault of the nemesis, each a row for the seed recipe
+// with fencing, which must stay valid under all of them.
+var faults = []string{"pause-holder", "pause-worker", "expire-holder", "isolate-holder",
+	"pause-zk-leader", "pause-zk", "kill-zk",
+	"partition-zk-leader", "partition-zk-halves", "partition-zk-ring", "partition-zk-bridge"}
 
 // Default is the matrix of design section 9: the seed recipe with fencing
 // is valid under every fault; without fencing it is caught under holder
-// pauses; each known-buggy recipe is caught by the checker that names its
-// bug under the fault that exposes it.
-func Default() []Cell {
-	return []Cell{
+// pauses and session expiry; each known-buggy recipe is caught by the
+// checker that names its bug under the fault that exposes it (docs/zoo.md
+// explains each row), while seed under the same settings is not; and the
+// other subjects (Curator, zk-lock, an exec: worker) run the seed's rows.
+// exe is the chaos binary, for the exec: subject.
+func Default(exe string) []Cell {
+	cells := []Cell{
 		{Recipe: "seed", Nemesis: []string{"none"}, Fencing: "on", Args: short,
-			Expect: valid(checker.NameDoubleWriter), Why: "baseline: no faults, nothing to find"},
-		{Recipe: "seed", Nemesis: []string{"pause-holder"}, Fencing: "on", Args: short, Smoke: true,
-			Expect: valid(checker.NameDoubleWriter), Why: "fencing stops the paused holder's stale write"},
-		{Recipe: "seed", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: short, Smoke: true,
-			Expect: invalid(checker.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
+			Expect: valid(resource...), Why: "baseline: no faults, nothing to find"},
 	}
+	for _, f := range faults {
+		cells = append(cells, Cell{Recipe: "seed", Nemesis: []string{f}, Fencing: "on", Args: short,
+			Expect: valid(resource...), Smoke: f == "pause-holder",
+			Why: "fencing keeps the data safe under " + f})
+	}
+	cells = append(cells,
+		Cell{Recipe: "seed", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: short, Smoke: true,
+			Expect: invalid(checker.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
+		Cell{Recipe: "seed", Nemesis: []string{"expire-holder"}, Fencing: "off", Args: short,
+			Expect: invalid(checker.NameDoubleWriter), Why: "without fencing the expired holder's write lands after the new holder's"},
+	)
+	// The zoo: each recipe carries one classic mistake of seed 000 §23.
+	contention := with("--keys", "1", "--acquire-timeout", "300ms")
+	cells = append(cells,
+		Cell{Recipe: "herd", Nemesis: []string{"none"}, Fencing: "on", Args: with("--keys", "1"),
+			Expect: invalid(checker.NameHerd), Why: "every waiter watches the smallest node: wake-ups per hand-off grow with the waiters"},
+		Cell{Recipe: "assume-on-watch", Nemesis: []string{"none"}, Fencing: "on", Args: contention,
+			Expect: invalid(checker.NameGrantOverlap), Why: "a fired watch taken as the grant gives two holders"},
+		Cell{Recipe: "get-not-exists", Nemesis: []string{"none"}, Fencing: "on", Args: with("--hold", "0s"),
+			Expect: invalid(checker.NameLiveness), Why: "a predecessor gone before the watch: waits forever"},
+		Cell{Recipe: "no-delete-on-timeout", Nemesis: []string{"none"}, Fencing: "on", Args: contention,
+			Expect: invalid(checker.NameLiveness), Why: "a timed-out waiter's node blocks the queue"},
+		Cell{Recipe: "ignore-session", Nemesis: []string{"pause-holder"}, Fencing: "on",
+			Args:   with("--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s"),
+			Expect: invalid(checker.NameGrantOverlap), Why: "carries on after its session expired: two holders"},
+		Cell{Recipe: "release-smallest", Nemesis: []string{"pause-holder"}, Fencing: "on", Args: short,
+			Expect: invalid(checker.NameGrantOverlap), Why: "releasing the smallest node deletes the next holder's lock"},
+		Cell{Recipe: "random-token", Nemesis: []string{"none"}, Fencing: "on", Args: short, Smoke: true,
+			Expect: invalid(checker.NameTokenOrder), Why: "a random token does not order grants"},
+		Cell{Recipe: "clock-token", Nemesis: []string{"none"}, Fencing: "on", Args: short,
+			Expect: invalid(checker.NameTokenOrder), Why: "grants within one clock second tie"},
+	)
+	// The seed under the zoo's settings: the same checkers must stay quiet.
+	cells = append(cells,
+		Cell{Recipe: "seed", Variant: "zoo-control", Nemesis: []string{"none"}, Fencing: "on", Args: contention,
+			Expect: valid(checker.NameGrantOverlap, checker.NameLiveness, checker.NameHerd, checker.NameTokenOrder),
+			Why:    "control for the zoo's contention rows"},
+		Cell{Recipe: "seed", Variant: "short-session", Nemesis: []string{"pause-holder"}, Fencing: "on",
+			Args:   with("--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s"),
+			Expect: valid(checker.NameGrantOverlap, checker.NameDoubleWriter),
+			Why:    "control for ignore-session's settings"},
+	)
+	// Other subjects run the seed's rows.
+	subjects := []struct{ recipe, label string }{
+		{"curator", ""}, {"zk-lock", ""}, {"exec:" + exe + " worker --recipe seed", "exec-chaos-worker"}}
+	for _, sj := range subjects {
+		subj, label := sj.recipe, sj.label
+		cells = append(cells,
+			Cell{Recipe: subj, Label: label, Nemesis: []string{"pause-holder"}, Fencing: "on", Args: short,
+				Expect: valid(resource...), Why: "fencing keeps the data safe"},
+			Cell{Recipe: subj, Label: label, Nemesis: []string{"pause-holder"}, Fencing: "off", Args: short,
+				Expect: invalid(checker.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
+		)
+	}
+	return cells
 }

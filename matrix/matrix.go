@@ -17,7 +17,12 @@ import (
 
 // Cell is one configuration and what it must produce.
 type Cell struct {
-	Recipe  string
+	Recipe string
+	// Label names the subject in the cell's name when Recipe is long (an
+	// exec: command line); Variant tells apart cells that differ only in
+	// their Args (the zoo's controls).
+	Label   string
+	Variant string
 	Nemesis []string
 	Fencing string
 	// Args are extra `chaos run` flags (time limit, interval, ...).
@@ -33,7 +38,15 @@ type Cell struct {
 
 // Name is recipe/nemesis/fencing, the handle --cells matches.
 func (c Cell) Name() string {
-	return fmt.Sprintf("%s/%s/fencing-%s", c.Recipe, strings.Join(c.Nemesis, "+"), c.Fencing)
+	subject := c.Recipe
+	if c.Label != "" {
+		subject = c.Label
+	}
+	n := fmt.Sprintf("%s/%s/fencing-%s", subject, strings.Join(c.Nemesis, "+"), c.Fencing)
+	if c.Variant != "" {
+		n += "/" + c.Variant
+	}
+	return n
 }
 
 // RunArgs are the `chaos run` flags of the cell (without --results/--name).

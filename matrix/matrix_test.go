@@ -12,7 +12,7 @@ import (
 )
 
 func TestFilter(t *testing.T) {
-	cells := Default()
+	cells := Default("chaos")
 	got, err := Filter(cells, []string{"seed/pause-holder/*"})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestSummaryExitCodes(t *testing.T) {
 }
 
 func TestJUnit(t *testing.T) {
-	c := Default()[2]
+	c := Default("chaos")[2]
 	rs := []CellResult{
 		{Cell: c, Name: c.Name(), Outcome: Pass, Attempts: []Attempt{{Seed: 1, Outcome: Pass, Elapsed: time.Second}}},
 		{Cell: c, Name: c.Name() + "-2", Outcome: Wrong, Attempts: []Attempt{{Seed: 2, Outcome: Wrong, Elapsed: time.Second}}},
@@ -125,5 +125,18 @@ func TestJUnit(t *testing.T) {
 	}
 	if s.Cases[1].Failure == nil || s.Cases[0].Failure != nil {
 		t.Errorf("failure elements wrong: %+v", s.Cases)
+	}
+}
+
+func TestCellNamesAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Default("/usr/bin/chaos") {
+		if seen[c.Name()] {
+			t.Errorf("two cells named %s: --cells and the results folder could not tell them apart", c.Name())
+		}
+		seen[c.Name()] = true
+		if len(c.Expect) == 0 {
+			t.Errorf("cell %s expects nothing: it could never fail", c.Name())
+		}
 	}
 }

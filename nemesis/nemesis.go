@@ -91,19 +91,23 @@ func register(name string, mk func() Fault) {
 	registry[name] = mk
 }
 
-// Names lists the --nemesis values this build knows.
+// All is the --nemesis value that mixes every fault the run can use.
+const All = "all"
+
+// Names lists the --nemesis values this build knows: "none", "all", and
+// every registered fault.
 func Names() []string {
 	regMu.Lock()
 	defer regMu.Unlock()
-	names := []string{"none"}
+	names := []string{"none", All}
 	for n := range registry {
 		names = append(names, n)
 	}
-	sort.Strings(names[1:])
+	sort.Strings(names[2:])
 	return names
 }
 
-// ValidateList checks a --nemesis list.
+// ValidateList checks a --nemesis list by name alone.
 func ValidateList(list []string) error {
 	if len(list) == 0 {
 		return fmt.Errorf("--nemesis is empty: give %s", strings.Join(Names(), ", "))
@@ -120,6 +124,56 @@ func ValidateList(list []string) error {
 	return nil
 }
 
+// ValidateFor checks a --nemesis list for a run with or without network
+// namespaces: a fault that cuts traffic is refused without them, before
+// anything starts, rather than failing at every injection. "all" is not
+// refused: it means every fault the run can use.
+func ValidateFor(list []string, netns bool) error {
+	if err := ValidateList(list); err != nil {
+		return err
+	}
+	if netns {
+		return nil
+	}
+	var refused []string
+	for _, n := range list {
+		if n != All && NeedsNetns(n) {
+			refused = append(refused, n)
+		}
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("%s need network namespaces (root and --net netns or auto); this run is --net loopback, where every process shares 127.0.0.1 and there is no traffic to cut",
+			strings.Join(refused, ", "))
+	}
+	return nil
+}
+
+// Expand turns a validated --nemesis list into fault names: "all" becomes
+// every registered fault the run can use (sorted, so a seed picks the same
+// fault from the same list), duplicates go, "none" gives nothing.
+func Expand(list []string, netns bool) []string {
+	var out []string
+	for _, n := range list {
+		switch n {
+		case "none":
+		case All:
+			for _, f := range Names()[2:] {
+				if netns || !NeedsNetns(f) {
+					out = append(out, f)
+				}
+			}
+		default:
+			out = append(out, n)
+		}
+	}
+	seen := map[string]bool{}
+	return slices.DeleteFunc(out, func(n string) bool {
+		dup := seen[n]
+		seen[n] = true
+		return dup
+	})
+}
+
 // Schedule is when faults happen: a fault starts after Quiet, stays for
 // Hold, and is undone; then the next one.
 type Schedule struct {
@@ -133,6 +187,9 @@ type Config struct {
 	Schedule Schedule
 	Env      Env
 	History  history.Recorder
+	// Netns says the run has network namespaces; without them "all" leaves
+	// out the faults that cut traffic.
+	Netns bool
 }
 
 // Scheduler runs the faults of a --nemesis list on a schedule.
@@ -149,20 +206,19 @@ type active struct {
 	name   string
 	stopF  string
 	effect *Effect
+	since  time.Time
 }
 
 // New builds the scheduler for a --nemesis list; "none" gives nil.
 func New(cfg Config) (*Scheduler, error) {
-	if err := ValidateList(cfg.Names); err != nil {
+	if err := ValidateFor(cfg.Names, cfg.Netns); err != nil {
 		return nil, err
 	}
 	s := &Scheduler{cfg: cfg}
+	names := Expand(cfg.Names, cfg.Netns)
 	regMu.Lock()
 	defer regMu.Unlock()
-	for _, n := range cfg.Names {
-		if n == "none" {
-			continue
-		}
+	for _, n := range names {
 		s.names = append(s.names, n)
 		s.faults = append(s.faults, registry[n]())
 	}
@@ -171,6 +227,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	return s, nil
 }
+
+// Faults lists the fault names the scheduler picks from.
+func (s *Scheduler) Faults() []string { return slices.Clone(s.names) }
 
 // Run injects faults until ctx ends, then undoes what is still in effect.
 // The choice among several faults comes from the run's seeded source, so
@@ -191,7 +250,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) injectOne(ctx context.Context, name string, f Fault) {
 	startF, stopF := f.Verbs()
 	s.record(history.Invoke, startF, &history.Value{Target: name}, "")
+	t0 := time.Now()
 	eff, err := f.Inject(ctx, &s.cfg.Env)
+	took := time.Since(t0).Round(time.Millisecond).String()
 	switch {
 	case eff == nil && errors.Is(err, ErrNoTarget):
 		s.record(history.Fail, startF, &history.Value{Target: name}, err.Error())
@@ -206,20 +267,20 @@ func (s *Scheduler) injectOne(ctx context.Context, name string, f Fault) {
 		return
 	}
 	s.mu.Lock()
-	s.active = append(s.active, active{name: name, stopF: stopF, effect: eff})
+	s.active = append(s.active, active{name: name, stopF: stopF, effect: eff, since: time.Now()})
 	s.mu.Unlock()
 	v := eff.Value
 	if err != nil {
 		v.Verified = history.Bool(false)
 		s.record(history.Info, startF, &v, err.Error())
-		s.cfg.Env.Logger.Warn("nemesis: fault not verified", "fault", name, "target", v.Target, "err", err)
+		s.cfg.Env.Logger.Warn("nemesis: fault not verified", "fault", name, "target", v.Target, "took", took, "err", err)
 		return
 	}
 	if v.Verified == nil {
 		v.Verified = history.Bool(true)
 	}
 	s.record(history.OK, startF, &v, "")
-	s.cfg.Env.Logger.Info("nemesis: fault in effect", "fault", name, "target", v.Target, "detail", v.Detail)
+	s.cfg.Env.Logger.Info("nemesis: fault in effect", "fault", name, "target", v.Target, "took", took, "detail", v.Detail)
 }
 
 // Heal undoes every fault still in effect; safe any time, and twice.
@@ -231,7 +292,10 @@ func (s *Scheduler) Heal(ctx context.Context) {
 	for _, a := range act {
 		before := a.effect.Value
 		s.record(history.Invoke, a.stopF, &history.Value{Target: before.Target, PID: before.PID}, "")
+		t0 := time.Now()
 		v, err := a.effect.Undo(ctx)
+		took := time.Since(t0).Round(time.Millisecond).String()
+		held := t0.Sub(a.since).Round(time.Millisecond).String()
 		if v.Target == "" {
 			v.Target = before.Target
 		}
@@ -241,13 +305,14 @@ func (s *Scheduler) Heal(ctx context.Context) {
 		if err != nil {
 			v.Verified = history.Bool(false)
 			s.record(history.Info, a.stopF, &v, err.Error())
-			s.cfg.Env.Logger.Error("nemesis: undo not verified", "fault", a.name, "target", v.Target, "err", err)
+			s.cfg.Env.Logger.Error("nemesis: undo not verified", "fault", a.name, "target", v.Target, "held", held, "took", took, "err", err)
 			continue
 		}
 		if v.Verified == nil {
 			v.Verified = history.Bool(true)
 		}
 		s.record(history.OK, a.stopF, &v, "")
+		s.cfg.Env.Logger.Info("nemesis: fault undone", "fault", a.name, "target", v.Target, "held", held, "took", took, "detail", v.Detail)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"strings"
 )
 
 // hostChain is the chain in every host namespace that partition faults
@@ -54,4 +55,20 @@ func (h *Host) Heal(ctx context.Context) error {
 
 func (h *Host) iptables(ctx context.Context, args ...string) (string, error) {
 	return run(ctx, "ip", append([]string{"netns", "exec", h.NS, "iptables", "-w"}, args...)...)
+}
+
+// Rules lists the host's blocks as iptables prints them (-A ZKCHAOS ...),
+// so a fault can record the rules it made and a heal can show none remain.
+func (h *Host) Rules(ctx context.Context) ([]string, error) {
+	out, err := h.iptables(ctx, "-S", hostChain)
+	if err != nil {
+		return nil, fmt.Errorf("rules of host %s: %w", h.Name, err)
+	}
+	var rules []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "-A ") {
+			rules = append(rules, l)
+		}
+	}
+	return rules, nil
 }

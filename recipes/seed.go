@@ -1,6 +1,7 @@
 package recipes
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -35,6 +37,11 @@ type Seed struct {
 	log     *slog.Logger
 	conn    *zk.Conn
 	events  *queue[SessionEvent]
+	// bugs switches on the classic mistakes of the known-bug zoo (zoo.go);
+	// all false for seed itself.
+	bugs bugs
+	// wakeups counts watch wake-ups, for the herd statistics.
+	wakeups atomic.Int64
 
 	// bg ends the background deletions of queue nodes on Close.
 	bg     context.Context
@@ -60,11 +67,18 @@ type Seed struct {
 	// so that their Release says ErrRevoked rather than ErrNotHeld.
 	lost   map[string]Grant
 	closed bool
+	// pwSession and pw are the last session the server granted and its
+	// password, captured from the connect response (see SessionPassword).
+	pwSession int64
+	pw        []byte
 }
 
 // NewSeed connects to ZooKeeper; the session is established in the
 // background and announced as a StateConnected event.
-func NewSeed(cfg Config) (*Seed, error) {
+func NewSeed(cfg Config) (*Seed, error) { return newSeedWithBugs(cfg, bugs{}) }
+
+// newSeedWithBugs builds the seed recipe with the zoo's bug switches b.
+func newSeedWithBugs(cfg Config, b bugs) (*Seed, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("seed: no ZooKeeper servers")
 	}
@@ -89,13 +103,14 @@ func NewSeed(cfg Config) (*Seed, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	log = log.With("recipe", "seed")
+	log = log.With("recipe", b.recipeName())
 	s := &Seed{
 		root:      root,
 		token:     tok,
 		timeout:   cfg.SessionTimeout,
 		log:       log,
 		events:    newQueue[SessionEvent](),
+		bugs:      b,
 		ready:     make(chan struct{}),
 		changed:   make(chan struct{}),
 		held:      map[string]Grant{},
@@ -104,7 +119,8 @@ func NewSeed(cfg Config) (*Seed, error) {
 	}
 	s.bg, s.bgStop = context.WithCancel(context.Background())
 	conn, ec, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
-		zk.WithEventCallback(s.onEvent), zk.WithLogger(zkLogger{log}))
+		zk.WithEventCallback(s.onEvent), zk.WithLogger(zkLogger{log}),
+		zk.WithDialer(capturingDialer(nil, s.gotPassword)))
 	if err != nil {
 		s.events.close()
 		return nil, fmt.Errorf("seed: connect %v: %w", cfg.Servers, err)
@@ -122,6 +138,25 @@ func NewSeed(cfg Config) (*Seed, error) {
 	return s, nil
 }
 
+// gotPassword keeps the password of the session just granted. It runs
+// before go-zookeeper reports StateHasSession, so the password is known by
+// the time the session is announced.
+func (s *Seed) gotPassword(session int64, pw []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pwSession, s.pw = session, pw
+}
+
+// SessionPassword implements SessionCredentials.
+func (s *Seed) SessionPassword(session int64) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if session == 0 || session != s.pwSession {
+		return nil, false
+	}
+	return bytes.Clone(s.pw), true
+}
+
 // onEvent tracks the session. It runs on go-zookeeper's goroutines and so
 // never blocks (the queue is unbounded).
 func (s *Seed) onEvent(ev zk.Event) {
@@ -136,7 +171,9 @@ func (s *Seed) onEvent(ev zk.Event) {
 		id := s.conn.SessionID()
 		// A grant from another session is gone: go-zookeeper replaced an
 		// expired session without us seeing the expiry.
-		s.loseLocked(func(g Grant) bool { return g.Session != id }, StateSessionChanged)
+		if !s.bugs.ignoreSession {
+			s.loseLocked(func(g Grant) bool { return g.Session != id }, StateSessionChanged)
+		}
 		s.session, s.connected = id, true
 		s.emitLocked(SessionEvent{State: StateConnected, Session: id})
 	case zk.StateDisconnected:
@@ -149,7 +186,9 @@ func (s *Seed) onEvent(ev zk.Event) {
 		old := s.session
 		s.session, s.connected = 0, false
 		s.emitLocked(SessionEvent{State: StateExpired, Session: old})
-		s.loseLocked(func(Grant) bool { return true }, StateExpired)
+		if !s.bugs.ignoreSession {
+			s.loseLocked(func(Grant) bool { return true }, StateExpired)
+		}
 	default:
 		return // connecting, TCP connected (no session yet): nothing changes
 	}
@@ -238,6 +277,9 @@ func (s *Seed) Held(key string) (Grant, bool) {
 	g, ok := s.held[key]
 	sess, connected := s.session, s.connected
 	s.mu.Unlock()
+	if ok && s.bugs.ignoreSession {
+		return g, true // bug: a grant is forever, whatever the session did
+	}
 	if !ok || !connected || sess != g.Session {
 		return Grant{}, false
 	}
@@ -540,11 +582,23 @@ func (s *Seed) wait(ctx context.Context, key, dir, prefix, node string, czxid, o
 			return s.grant(key, node, czxid, owner)
 		}
 		pred := dir + "/" + queue[idx-1]
+		if s.bugs.herd {
+			pred = dir + "/" + queue[0] // bug: every waiter watches the head
+		}
 		type res struct {
 			ok bool
 			ch <-chan zk.Event
 		}
 		r, err := call(ctx, func() (res, error) {
+			if s.bugs.getNotExists {
+				// bug: a data watch instead of exists; on NoNode no watch
+				// is left, yet the waiter goes on to wait for one.
+				_, _, ch, err := s.conn.GetW(pred)
+				if errors.Is(err, zk.ErrNoNode) {
+					return res{true, ch}, nil
+				}
+				return res{err == nil, ch}, err
+			}
 			ok, _, ch, err := s.conn.ExistsW(pred)
 			return res{ok, ch}, err
 		}, nil)
@@ -563,6 +617,11 @@ func (s *Seed) wait(ctx context.Context, key, dir, prefix, node string, czxid, o
 		s.log.Debug("waiting on predecessor", "key", key, "node", name, "pred", queue[idx-1])
 		select {
 		case <-r.ch:
+			s.wakeups.Add(1)
+			if s.bugs.assumeOnWatch {
+				// bug: the watch fired, so "we must be first now".
+				return s.grant(key, node, czxid, owner)
+			}
 		case <-changed:
 		case <-ctx.Done():
 			return Grant{}, ctx.Err()
@@ -576,6 +635,9 @@ func (s *Seed) grant(key, node string, czxid, owner int64) (Grant, error) {
 	tok := czxid
 	if s.token == TokenSeq {
 		tok = seqOf(path.Base(node))
+	}
+	if t, ok := s.bugs.badToken(); ok {
+		tok = t
 	}
 	g := Grant{Key: key, Node: node, Token: tok, Session: owner}
 	s.mu.Lock()
@@ -595,6 +657,9 @@ func (s *Seed) grant(key, node string, czxid, owner int64) (Grant, error) {
 func (s *Seed) abort(ctx context.Context, dir, prefix string, cause error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout+time.Second)
 	defer cancel()
+	if s.bugs.noDeleteOnTimeout && errors.Is(cause, context.DeadlineExceeded) && ctx.Err() == nil {
+		return ErrTimeout // bug: gives up, leaving its node in the queue
+	}
 	if err := s.removeUntilGone(cctx, dir, prefix); err != nil {
 		go s.removeUntilGone(s.bg, dir, prefix)
 		return unknown("acquire", fmt.Errorf("%w; queue node removal unconfirmed: %w", cause, err))
@@ -665,6 +730,9 @@ func (s *Seed) deleteNode(ctx context.Context, node string) error {
 // being Held before the delete is sent: whatever the outcome, the caller
 // must not do protected work under it any more.
 func (s *Seed) Release(ctx context.Context, key string) error {
+	if s.bugs.releaseSmallest {
+		return s.releaseSmallest(ctx, key)
+	}
 	s.mu.Lock()
 	g, ok := s.held[key]
 	if !ok {
@@ -689,6 +757,9 @@ func (s *Seed) Release(ctx context.Context, key string) error {
 			s.log.Info("lock released", "key", key, "node", g.Node, "token", g.Token)
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
+			if s.bugs.ignoreSession {
+				return nil // bug: "already gone, so released"
+			}
 			sess, _ := s.currentSession()
 			if sent && sess == g.Session {
 				return nil // our earlier delete went through

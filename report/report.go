@@ -117,6 +117,19 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{else}}<p>No double-writer result{{if .DWError}}: {{.DWError}}{{end}}.</p>
 {{end}}
 
+<h2>Linearizability</h2>
+{{range .Linear}}<h3>{{.Name}}: <span class="{{.Class}}">{{.Valid}}</span></h3>
+{{if .Error}}<p>{{.Error}}</p>{{end}}
+{{with .D}}<p>Model: {{.Model}}. {{.Partitions}} keys, {{.Operations}} operations ({{.InfoOperations}} unknown, returning at infinity){{if .BudgetMS}}; budget {{ms .BudgetMS}} ms{{end}}.</p>
+{{if .Note}}<p><em>{{.Note}}</em></p>{{end}}
+<table>
+<tr><th>key</th><th>valid</th><th>operations</th><th>info</th><th>max concurrency</th><th>elapsed (ms)</th><th>visualisation</th></tr>
+{{range $.KeysOf .}}<tr><td>{{.Key}}</td><td class="{{.Class}}">{{.R.Valid}}</td><td class="n">{{.R.Operations}}</td><td class="n">{{.R.Info}}</td><td class="n">{{.R.MaxConcurrency}}</td><td class="n">{{ms .R.ElapsedMS}}</td><td>{{if .R.Visualization}}<a href="{{.R.Visualization}}">{{.R.Visualization}}</a>{{end}}{{.R.VisualizationError}}{{.R.Error}}</td></tr>
+{{end}}</table>
+{{end}}{{if .DecodeError}}<p>Evidence unreadable: {{.DecodeError}}</p>{{end}}
+{{else}}<p>No linearizability results.</p>
+{{end}}
+
 <h2>Operations</h2>
 {{with .Stats}}
 <table>
@@ -233,6 +246,35 @@ type view struct {
 	Links         []Link
 	GeneratedAt   string
 	FirstAfterSec string
+	Linear        []linearView
+}
+
+// linearView is one porcupine checker's section.
+type linearView struct {
+	Name, Valid, Class, Error string
+	D                         *checker.LinearDetails
+	DecodeError               string
+}
+
+type keyRow struct {
+	Key   string
+	Class string
+	R     checker.PartitionResult
+}
+
+// KeysOf lists a checker's keys, failing ones first, for the template.
+func (view) KeysOf(d *checker.LinearDetails) []keyRow {
+	rows := make([]keyRow, 0, len(d.Keys))
+	for k, r := range d.Keys {
+		rows = append(rows, keyRow{Key: k, Class: validClass(r.Valid), R: r})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].R.Valid != rows[j].R.Valid {
+			return rows[i].R.Valid == checker.Invalid || (rows[i].R.Valid == checker.Unknown && rows[j].R.Valid == checker.Valid)
+		}
+		return rows[i].Key < rows[j].Key
+	})
+	return rows
 }
 
 type kv struct{ Key, Value string }
@@ -333,6 +375,22 @@ func build(in Page) view {
 				v.Ops = append(v.Ops, opRow{F: f, C: d.Ops[f], Latency: d.LatencyMS[f]})
 			}
 		}
+	}
+	for _, name := range []string{checker.NameRegister, checker.NameMutex} {
+		r, ok := in.Results.Checkers[name]
+		if !ok {
+			continue
+		}
+		lv := linearView{Name: name, Valid: r.Valid.String(), Class: validClass(r.Valid), Error: r.Error}
+		if r.Details != nil {
+			var d checker.LinearDetails
+			if err := r.DecodeDetails(&d); err != nil {
+				lv.DecodeError = err.Error()
+			} else if d.Model != "" {
+				lv.D = &d
+			}
+		}
+		v.Linear = append(v.Linear, lv)
 	}
 	v.Nemesis = nemesisRows(in.Nemesis)
 	return v

@@ -175,3 +175,36 @@ func TestWriteEmpty(t *testing.T) {
 		t.Error("writing into a missing directory succeeded")
 	}
 }
+
+// TestLinearizabilitySection: the porcupine checkers' keys are listed,
+// failing first, with links to their pages, and the mutex caveat shown.
+func TestLinearizabilitySection(t *testing.T) {
+	d := checker.LinearDetails{Model: "owner-aware mutex", Partitions: 2, Operations: 9, Note: "Under SIGSTOP of a holder",
+		FailingKeys: []string{"SKU-2"}, Visualizations: map[string]string{"SKU-2": "porcupine/mutex-SKU-2.html"},
+		Keys: map[string]checker.PartitionResult{
+			"SKU-1": {Valid: checker.Valid, Operations: 4},
+			"SKU-2": {Valid: checker.Invalid, Operations: 5, Visualization: "porcupine/mutex-SKU-2.html"},
+		}}
+	res := checker.Results{Valid: checker.Valid, Checkers: map[string]checker.Result{
+		checker.NameMutex:    {Valid: checker.Invalid, Error: "not linearizable: keys SKU-2", Details: d},
+		checker.NameRegister: {Valid: checker.Valid, Details: checker.LinearDetails{Model: "fenced register", Keys: map[string]checker.PartitionResult{}}},
+	}, Order: []string{checker.NameRegister, checker.NameMutex}}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := Write(path, Page{Name: "x", Results: res}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := parse(t, b)
+	if !strings.Contains(string(b), `href="porcupine/mutex-SKU-2.html"`) {
+		t.Error("no link to the failing key's page")
+	}
+	if !strings.Contains(text, "Under SIGSTOP of a holder") || !strings.Contains(text, "fenced register") {
+		t.Error("model or caveat missing")
+	}
+	if i, j := strings.Index(text, "SKU-2"), strings.Index(text, "SKU-1"); i < 0 || j < 0 || i > j {
+		t.Errorf("failing key not listed first (SKU-2 at %d, SKU-1 at %d)", i, j)
+	}
+}

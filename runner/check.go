@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/history"
@@ -23,6 +24,20 @@ type CheckOutcome struct {
 	Truncated bool
 }
 
+// DefaultCheckBudget bounds each checker's time when nobody says otherwise:
+// enough for porcupine on a long CI run, short enough that a blow-up ends
+// as unknown rather than as a hung job.
+const DefaultCheckBudget = 60 * time.Second
+
+// CheckOption adjusts one Check.
+type CheckOption func(*checkOpts)
+
+type checkOpts struct{ budget time.Duration }
+
+// WithBudget bounds each checker's time (0: no bound but ctx); a checker
+// over budget is unknown.
+func WithBudget(d time.Duration) CheckOption { return func(o *checkOpts) { o.budget = d } }
+
 // ValidateGate checks a --gate list against the known checkers.
 func ValidateGate(gate []string) error { return checker.ValidateGate(gate) }
 
@@ -30,7 +45,11 @@ func ValidateGate(gate []string) error { return checker.ValidateGate(gate) }
 // left it), runs the checkers, and writes results.json and report.html.
 // startWall is the run's start (Unix ns); 0 reads it from test.json. The
 // same code judges a live run and `chaos check`, so the two cannot differ.
-func Check(ctx context.Context, dir string, gate []string, startWall int64) (*CheckOutcome, error) {
+func Check(ctx context.Context, dir string, gate []string, startWall int64, opts ...CheckOption) (*CheckOutcome, error) {
+	o := checkOpts{budget: DefaultCheckBudget}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	run, err := store.Open(dir)
 	if err != nil {
 		return nil, err
@@ -59,7 +78,13 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64) (*Ch
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	res := checker.RunAll(ctx, checker.Input{History: h.Events, ApplyLog: applyLog, StartWall: startWall}, gate)
+	// Pages of an earlier check of this folder would be stale (or, for a
+	// key that now passes, wrong); the checkers draw them afresh.
+	if err := os.RemoveAll(run.Path(checker.VisualDir)); err != nil {
+		return nil, fmt.Errorf("remove old visualisations: %w", err)
+	}
+	res := checker.RunAll(ctx, checker.Input{History: h.Events, ApplyLog: applyLog, StartWall: startWall,
+		Fencing: tf.Fencing, Dir: run.Dir, Budget: o.budget}, gate)
 	if err := checker.WriteResults(run.Path(store.ResultsFile), res); err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/subjects"
 	"github.com/zkchaos/zkchaos/worker"
 	"github.com/zkchaos/zkchaos/workloads"
 )
@@ -52,6 +52,13 @@ type live struct {
 	mu      sync.Mutex
 	retired bool
 	pending map[int64]string // request id -> f, to name late responses
+	// session is the session id the worker last reported connected (0
+	// after its expiry), password its password when reported, states the
+	// last state reported per session id: what client-side faults aim at
+	// and verify against.
+	session  int64
+	password []byte
+	states   map[int64]string
 }
 
 // slot is one logical client.
@@ -65,6 +72,10 @@ type slot struct {
 	phase workloads.Phase
 	key   string
 	token int64
+	// critical is when the phase became Critical (the write was sent);
+	// wrote says the section's write is over and the release is next.
+	critical time.Time
+	wrote    bool
 }
 
 func newFleet(cfg Config, exe string, env []string, zk, reg string, pl placement, run *store.Run, hist history.Recorder, log *slog.Logger, hardCtx context.Context) *fleet {
@@ -91,11 +102,12 @@ func (f *fleet) Holders() []nemesis.Holder {
 
 // spawn starts a worker process for a logical process id.
 func (f *fleet) spawn(ctx context.Context, process int) (*live, error) {
-	args := []string{"worker",
-		"--zk", f.zk, "--register", f.reg, "--process", strconv.Itoa(process),
-		"--session-timeout", f.cfg.SessionTimeout.String(), "--recipe", f.cfg.Recipe,
-		"--token", f.cfg.Token, "--root", f.cfg.LockRoot}
-	cmd, host, err := f.pl.command(ctx, fmt.Sprintf("w%d", process), f.exe, f.env, args...)
+	prog, args, err := subjects.Command(f.exe, f.cfg.Recipe, subjects.Flags{ZK: f.zk, Register: f.reg,
+		Process: process, SessionTimeout: f.cfg.SessionTimeout, Token: f.cfg.Token, Root: f.cfg.LockRoot})
+	if err != nil {
+		return nil, err
+	}
+	cmd, host, err := f.pl.command(ctx, fmt.Sprintf("w%d", process), prog, f.env, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +124,8 @@ func (f *fleet) spawn(ctx context.Context, process int) (*live, error) {
 		f.removeHost(host)
 		return nil, fmt.Errorf("start worker process %d: %w", process, err)
 	}
-	l := &live{process: process, p: p, host: host, logf: logf, pending: map[int64]string{}}
+	l := &live{process: process, p: p, host: host, logf: logf, pending: map[int64]string{}, states: map[int64]string{}}
+	l.sessionEvent(worker.StateConnected, p.Hello().Session, p.Hello().Password)
 	f.mu.Lock()
 	f.all = append(f.all, l)
 	f.spawned++
@@ -146,6 +159,7 @@ func (f *fleet) drain(l *live) {
 	for m := range l.p.Events() {
 		switch {
 		case m.Event == worker.EventSession:
+			l.sessionEvent(m.State, m.Session, m.Password)
 			f.instant(l.process, history.FSession, "", &history.Value{State: m.State, Session: m.Session, PID: l.p.PID()}, "")
 		case m.Event == worker.EventLost:
 			f.instant(l.process, history.FLost, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State}, m.Error)
@@ -190,7 +204,8 @@ func (f *fleet) instant(process int, fn, key string, v *history.Value, errText s
 }
 
 func valueOf(m worker.Message) *history.Value {
-	return &history.Value{Token: m.Token, N: m.Value, Current: m.CurrentToken, Node: m.Node, Session: m.Session}
+	return &history.Value{Token: m.Token, N: m.Value, Current: m.CurrentToken, Node: m.Node, Session: m.Session,
+		Wakeups: m.Wakeups}
 }
 
 // loop is one logical client: critical sections until gen ends.
@@ -214,6 +229,14 @@ func (s *slot) loop(gen context.Context, wl *workloads.Lock, r *rand.Rand) {
 // SetPhase is the workload telling where it is in the critical section.
 func (s *slot) SetPhase(p workloads.Phase, key string, token int64) {
 	s.mu.Lock()
+	switch {
+	case p == workloads.Critical && s.phase != workloads.Critical:
+		s.critical = time.Now()
+	case p == workloads.Holding && s.phase == workloads.Critical:
+		s.wrote = true
+	case p != workloads.Critical:
+		s.wrote = false
+	}
 	s.phase, s.key, s.token = p, key, token
 	s.mu.Unlock()
 }

@@ -10,9 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/subjects"
 )
 
 // Config is everything that defines a run; test.json holds it whole, so a
@@ -43,6 +46,8 @@ type Config struct {
 	// Net is auto (namespaces when root), netns or loopback.
 	Net  string   `json:"net"`
 	Gate []string `json:"gate"`
+	// CheckBudget bounds each checker's time; over it a checker is unknown.
+	CheckBudget time.Duration `json:"check_budget"`
 	// LockRoot is the persistent parent of every lock.
 	LockRoot string `json:"lock_root"`
 }
@@ -69,7 +74,8 @@ func Defaults() Config {
 		TickTime:        200 * time.Millisecond,
 		Recovery:        2 * time.Second,
 		Net:             "auto",
-		Gate:            []string{"double-writer"},
+		Gate:            slices.Clone(checker.DefaultGate),
+		CheckBudget:     DefaultCheckBudget,
 		LockRoot:        "/locks/inventory",
 	}
 }
@@ -80,6 +86,20 @@ func (c Config) Pause() time.Duration {
 		return c.PauseFor
 	}
 	return 2 * c.SessionTimeout
+}
+
+// NetMode is the network mode the run will have: auto becomes netns when
+// namespaces are available here, else loopback. Validation needs it, so a
+// partition fault is refused before anything starts, not at its first
+// injection.
+func (c Config) NetMode() string {
+	if c.Net != "auto" {
+		return c.Net
+	}
+	if netns.Available() != nil {
+		return "loopback"
+	}
+	return "netns"
 }
 
 // Validate checks everything before anything is started, so bad input
@@ -113,7 +133,7 @@ func (c Config) Validate() error {
 	if !slices.Contains([]string{register.ModeOn, register.ModeOff, register.ModeStrict}, c.Fencing) {
 		bad("--fencing %q: must be on, off or strict", c.Fencing)
 	}
-	if err := nemesis.ValidateList(c.Nemesis); err != nil {
+	if err := nemesis.ValidateFor(c.Nemesis, c.NetMode() == "netns"); err != nil {
 		errs = append(errs, fmt.Errorf("--nemesis: %w", err))
 	}
 	if c.NemesisInterval <= 0 {
@@ -128,8 +148,11 @@ func (c Config) Validate() error {
 	if !slices.Contains([]string{"czxid", "seq"}, c.Token) {
 		bad("--token %q: must be czxid or seq", c.Token)
 	}
-	if c.Recipe == "" {
-		bad("--recipe: must not be empty")
+	if err := subjects.Validate(c.Recipe); err != nil {
+		errs = append(errs, fmt.Errorf("--recipe: %w", err))
+	}
+	if c.CheckBudget < 0 {
+		bad("--check-budget %s: must not be negative", c.CheckBudget)
 	}
 	if c.Hold < 0 || c.Think < 0 {
 		bad("--hold and --think must not be negative")

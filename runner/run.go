@@ -25,6 +25,7 @@ import (
 	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/subjects"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
@@ -126,7 +127,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	if c.harnessErr != nil {
 		return out, c.harnessErr
 	}
-	chk, err := Check(context.Background(), run.Dir, cfg.Gate, t0.UnixNano())
+	chk, err := Check(context.Background(), run.Dir, cfg.Gate, t0.UnixNano(), WithBudget(cfg.CheckBudget))
 	out.Check = chk
 	out.Timings.Total = time.Since(t0)
 	if err != nil {
@@ -208,6 +209,11 @@ func (c *controller) writeTestFile(args []string, netMode string) error {
 
 func (c *controller) startServices(ctx context.Context) error {
 	pl := placement{net: c.net}
+	// Resolve the subject first (Curator's worker is compiled on first
+	// use): a subject that cannot start should fail before the ensemble.
+	if _, _, err := subjects.Command(c.exe, c.cfg.Recipe, subjects.Flags{}); err != nil {
+		return fmt.Errorf("subject %q: %w", c.cfg.Recipe, err)
+	}
 	reg, err := startRegister(ctx, pl, c.exe, c.env, c.run.Path(store.ApplyLogFile), c.run.Path(store.RegisterLog), c.cfg.Fencing)
 	if err != nil {
 		return err
@@ -253,11 +259,15 @@ func (c *controller) workload(ctx context.Context) {
 	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
 		Schedule: nemesis.Schedule{Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
 		History:  c.hist,
+		Netns:    c.net != nil,
 		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Logger: c.log,
 			Rand: rand.New(rand.NewPCG(seed, 0x6e656d))}})
 	if err != nil {
 		c.harnessErr = err
 		return
+	}
+	if nem != nil {
+		c.log.Info("nemesis", "faults", strings.Join(nem.Faults(), ","), "quiet", c.cfg.NemesisInterval.String(), "hold", c.cfg.Pause().String())
 	}
 	var clients sync.WaitGroup
 	for _, s := range c.fleet.slots {
@@ -281,8 +291,10 @@ func (c *controller) workload(ctx context.Context) {
 	// Heal first: paused workers resume while the clients finish.
 	<-nemDone
 	clients.Wait()
+	c.restore()
 	c.log.Info("workload over; recovering", "for", c.cfg.Recovery.String())
 	sleepCtx(c.hard, c.cfg.Recovery)
+	c.finalReads()
 	c.finalState()
 }
 

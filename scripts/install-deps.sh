@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what zkchaos needs on a Debian machine when it is missing:
-# Java 17 (headless), ZooKeeper 3.8 jars (libzookeeper-java), an SLF4J
-# binding so the servers log, iproute2 and iptables for network namespaces.
+# Java 17 (headless, with javac), ZooKeeper 3.8 jars (libzookeeper-java),
+# Curator 5.4 jars for the curator subject, an SLF4J binding so the
+# servers log, iproute2 and iptables for network namespaces.
 # Go modules are fetched by `go mod download`. Safe to run again: it does
 # nothing when everything is there.
 set -euo pipefail
@@ -12,6 +13,9 @@ if [ -z "${ZOOKEEPER_HOME:-}" ]; then
   [ -f /usr/share/java/zookeeper.jar ] || need+=(libzookeeper-java)
 fi
 [ -f /usr/share/java/slf4j-simple.jar ] || need+=(libslf4j-java)
+# The curator subject: Curator 5.4 jars, and javac to compile its worker once.
+[ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 

@@ -70,7 +70,10 @@ type Message struct {
 	Value *int64 `json:"value,omitempty"`
 	// Accepted is the register's answer to a write or read.
 	Accepted *bool `json:"accepted,omitempty"`
-	// CurrentToken is the register's token for the key when it rejected.
+	// CurrentToken is, for a rejected read or write, the register's fence
+	// for the key; for an accepted read, the token of the last accepted
+	// write (which write the read observed: the register checker needs it
+	// to see a stale value reappear).
 	CurrentToken *int64 `json:"current_token,omitempty"`
 	// State and Session describe a session event (and why a lock was lost).
 	State   string `json:"state,omitempty"`
@@ -79,5 +82,9 @@ type Message struct {
 	// it; the nemesis uses it to expire the session from outside.
 	Password string `json:"password,omitempty"`
 	PID      int    `json:"pid,omitempty"`
-	Error    string `json:"error,omitempty"`
+	// Wakeups (acquire responses, optional) is how many times a watch has
+	// woken the worker's recipe since it started; the herd checker compares
+	// wake-ups with hand-offs.
+	Wakeups *int64 `json:"wakeups,omitempty"`
+	Error   string `json:"error,omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,7 +78,7 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		lock.Close()
 		return fmt.Errorf("worker: waiting for a ZooKeeper session: %w", err)
 	}
-	w.emit(Message{Event: EventHello, PID: w.pid, Session: sessionHex(first)})
+	w.emit(Message{Event: EventHello, PID: w.pid, Session: sessionHex(first), Password: w.password(first)})
 	forwarded := make(chan struct{})
 	go w.forwardEvents(forwarded)
 
@@ -151,8 +152,27 @@ func (w *worker) forwardEvents(done chan<- struct{}) {
 				State: ev.State, Session: sessionHex(g.Session)})
 			continue
 		}
-		w.emit(Message{Event: EventSession, State: ev.State, Session: sessionHex(ev.Session)})
+		m := Message{Event: EventSession, State: ev.State, Session: sessionHex(ev.Session)}
+		if ev.State == recipes.StateConnected {
+			m.Password = w.password(ev.Session)
+		}
+		w.emit(m)
 	}
+}
+
+// password is the session's password in base64 when the recipe can tell
+// it, so that a nemesis can expire the session from outside while this
+// process keeps running; "" otherwise (the field is optional).
+func (w *worker) password(session int64) string {
+	sc, ok := w.lock.(recipes.SessionCredentials)
+	if !ok {
+		return ""
+	}
+	pw, ok := sc.SessionPassword(session)
+	if !ok {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(pw)
 }
 
 // readLines feeds stdin lines to the serving loop and closes lines at EOF.
@@ -260,9 +280,17 @@ func (w *worker) acquire(ctx context.Context, req Request) Message {
 		return Message{Type: Fail, Error: "acquire: timeout_ms must be positive"}
 	}
 	g, err := w.lock.Acquire(ctx, req.Key, time.Duration(req.TimeoutMS)*time.Millisecond)
+	m := w.acquireReply(req.Key, g, err)
+	if wc, ok := w.lock.(recipes.WakeupCounter); ok {
+		m.Wakeups = ptr(wc.Wakeups())
+	}
+	return m
+}
+
+func (w *worker) acquireReply(key string, g recipes.Grant, err error) Message {
 	switch {
 	case err == nil:
-		w.grants[req.Key] = g
+		w.grants[key] = g
 		return Message{Type: OK, Token: ptr(g.Token), Node: g.Node}
 	case errors.Is(err, recipes.ErrUnknown):
 		return Message{Type: Info, Error: err.Error()}
@@ -357,6 +385,11 @@ func registerReply(rep register.Reply, err error, tok int64, written *int64) Mes
 		m.Value = ptr(rep.Value)
 		if written != nil {
 			m.Value = written
+		} else {
+			// A read also reports the register's token of the last
+			// accepted write, so the register checker can tell which
+			// write a value came from (a stale one restoring an old value).
+			m.CurrentToken = ptr(rep.Token)
 		}
 	default:
 		m.Type, m.Accepted = Fail, ptr(false)

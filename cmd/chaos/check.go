@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -17,10 +18,11 @@ func cmdCheck(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("chaos check", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: chaos check [--gate LIST] RUN-DIR")
+		fmt.Fprintln(os.Stderr, "usage: chaos check [--gate LIST] [--check-budget D] RUN-DIR")
 		fs.PrintDefaults()
 	}
-	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate)")
+	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate): "+strings.Join(checker.Names(), ", "))
+	budget := fs.Duration("check-budget", runner.DefaultCheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	// Accept the run folder before or after the flags.
 	var dir string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -39,7 +41,11 @@ func cmdCheck(ctx context.Context, args []string) int {
 		fs.Usage()
 		return exitHarness
 	}
-	out, err := runner.Check(ctx, dir, splitList(*gate), 0)
+	if *budget < 0 {
+		fmt.Fprintf(os.Stderr, "chaos check: --check-budget %s: must not be negative\n", *budget)
+		return exitHarness
+	}
+	out, err := runner.Check(ctx, dir, splitList(*gate), 0, runner.WithBudget(*budget))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "chaos check: %v\n", err)
 		return exitHarness
@@ -93,6 +99,17 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 				break
 			}
 			fmt.Fprintf(w, "  %s\n", v.Message)
+		}
+	}
+	for _, n := range []string{checker.NameRegister, checker.NameMutex} {
+		var ld checker.LinearDetails
+		if res, ok := r.Checkers[n]; ok && res.DecodeDetails(&ld) == nil && len(ld.FailingKeys) > 0 {
+			fmt.Fprintf(w, "%s: not linearizable on %s\n", n, strings.Join(ld.FailingKeys, ", "))
+			for _, k := range ld.FailingKeys {
+				if v, ok := ld.Visualizations[k]; ok {
+					fmt.Fprintf(w, "  %s: %s\n", k, filepath.Join(filepath.Dir(c.Report), v))
+				}
+			}
 		}
 	}
 	var st checker.StatsDetails

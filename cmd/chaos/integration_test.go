@@ -106,11 +106,19 @@ func chaosRun(t *testing.T, results string, args ...string) runResult {
 }
 
 type resultsJSON struct {
-	Valid    any `json:"valid"`
+	Valid    any      `json:"valid"`
+	Gate     []string `json:"gate"`
 	Checkers map[string]struct {
 		Valid      any              `json:"valid"`
+		Gating     bool             `json:"gating"`
+		ElapsedMS  float64          `json:"elapsed_ms"`
 		Violations []map[string]any `json:"violations"`
-		Ops        map[string]struct {
+		// register and mutex (porcupine)
+		Partitions     int               `json:"partitions"`
+		FailingKeys    []string          `json:"failing_keys"`
+		Visualizations map[string]string `json:"visualizations"`
+		Note           string            `json:"note"`
+		Ops            map[string]struct {
 			OK   int `json:"ok"`
 			Fail int `json:"fail"`
 			Info int `json:"info"`
@@ -240,6 +248,12 @@ func TestFencedRunIsValid(t *testing.T) {
 	if acq.OK < 24 {
 		t.Errorf("only %d acquisitions completed; want dozens", acq.OK)
 	}
+	reg := res.Checkers["register"]
+	if reg.Valid != true || !reg.Gating || reg.Partitions == 0 || len(reg.FailingKeys) != 0 {
+		t.Errorf("register: valid %v gating %v, %d partitions, failing %v; want true, gating, no failing keys",
+			reg.Valid, reg.Gating, reg.Partitions, reg.FailingKeys)
+	}
+	assertMutexReported(t, r.dir, res)
 	assertPausesHappened(t, r.dir)
 	assertNothingLeft(t, readTest(t, r.dir).RunID)
 }
@@ -260,6 +274,19 @@ func TestUnfencedRunFindsDoubleWrite(t *testing.T) {
 	if dw.Valid != false || len(dw.Violations) == 0 {
 		t.Errorf("double-writer: valid %v with %d violations; want false with at least one", dw.Valid, len(dw.Violations))
 	}
+	// porcupine must find the stale write from what the clients saw.
+	reg := res.Checkers["register"]
+	if reg.Valid != false || !reg.Gating || len(reg.FailingKeys) == 0 {
+		t.Errorf("register: valid %v gating %v failing %v; want false, gating, with failing keys", reg.Valid, reg.Gating, reg.FailingKeys)
+	}
+	for _, k := range reg.FailingKeys {
+		if v := reg.Visualizations[k]; v == "" {
+			t.Errorf("register: no visualisation for failing key %s", k)
+		} else if _, err := os.Stat(filepath.Join(r.dir, v)); err != nil {
+			t.Errorf("register: visualisation of %s: %v", k, err)
+		}
+	}
+	assertMutexReported(t, r.dir, res)
 	for _, f := range []string{"history.jsonl", "register.jsonl", "test.json", "results.json", "report.html"} {
 		if _, err := os.Stat(filepath.Join(r.dir, f)); err != nil {
 			t.Errorf("run folder lacks %s", f)
@@ -277,6 +304,24 @@ func TestUnfencedRunFindsDoubleWrite(t *testing.T) {
 		t.Errorf("chaos check on the unfenced run: %v, want exit 1\n%s", err, out)
 	}
 	assertNothingLeft(t, readTest(t, r.dir).RunID)
+}
+
+// assertMutexReported checks the mutex checker ran, was reported with its
+// SIGSTOP caveat, and did not gate; whether it failed depends on whether a
+// pause outlasted a session, so its verdict is only logged.
+func assertMutexReported(t *testing.T, dir string, res resultsJSON) {
+	t.Helper()
+	m, ok := res.Checkers["mutex"]
+	if !ok || m.Gating || m.Partitions == 0 || !strings.Contains(m.Note, "SIGSTOP") {
+		t.Errorf("mutex: present %v gating %v partitions %d note %q; want reported, not gating", ok, m.Gating, m.Partitions, m.Note)
+	}
+	t.Logf("mutex: valid %v, failing keys %v", m.Valid, m.FailingKeys)
+	html, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+	for k, v := range m.Visualizations {
+		if !bytes.Contains(html, []byte(`href="`+v+`"`)) {
+			t.Errorf("report.html does not link the mutex page of %s (%s)", k, v)
+		}
+	}
 }
 
 // assertPausesHappened checks the nemesis really paused holders, verified.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/runner"
 )
 
@@ -33,9 +35,10 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&cfg.TimeLimit, "time-limit", cfg.TimeLimit, "how long the workload runs")
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", cfg.SessionTimeout, "ZooKeeper session timeout of each worker")
 	fs.StringVar(&cfg.Fencing, "fencing", cfg.Fencing, "register fencing: on, off or strict")
-	nem := fs.String("nemesis", strings.Join(cfg.Nemesis, ","), "comma-separated faults: none, pause-holder")
-	fs.DurationVar(&cfg.NemesisInterval, "nemesis-interval", cfg.NemesisInterval, "quiet time between faults")
-	fs.DurationVar(&cfg.PauseFor, "pause", 0, "how long a pause lasts (default: twice the session timeout)")
+	nem := fs.String("nemesis", strings.Join(cfg.Nemesis, ","), "comma-separated faults, one at a time, chosen at random from --seed: "+
+		strings.Join(nemesis.Names(), ", ")+" (partitions need --net netns)")
+	fs.DurationVar(&cfg.NemesisInterval, "nemesis-interval", cfg.NemesisInterval, "quiet time before each fault (a fault: quiet, start, hold for --pause, stop)")
+	fs.DurationVar(&cfg.PauseFor, "pause", 0, "how long each fault is held (default: twice the session timeout)")
 	seed := fs.String("seed", "", "random seed (default: from the clock; recorded in test.json)")
 	fs.StringVar(&cfg.ResultsDir, "results", cfg.ResultsDir, "results folder")
 	fs.StringVar(&cfg.Name, "name", cfg.Name, "test name (a folder under --results)")
@@ -49,7 +52,9 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&cfg.TickTime, "tick", cfg.TickTime, "ZooKeeper tickTime")
 	fs.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "quiet time after healing, before teardown")
 	fs.StringVar(&cfg.Net, "net", cfg.Net, "auto (namespaces when root), netns or loopback")
-	gate := fs.String("gate", strings.Join(cfg.Gate, ","), "checkers that decide the verdict")
+	gate := fs.String("gate", strings.Join(cfg.Gate, ","), "checkers that decide the verdict (all run and are reported): "+
+		strings.Join(checker.Names(), ", "))
+	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

@@ -37,7 +37,8 @@ func cmdTestAll(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "chaos test-all: --repeat must be >= 1 and --pass-rate in (0, 1]")
 		return exitHarness
 	}
-	all := matrix.Default()
+	exe0, _ := os.Executable()
+	all := matrix.Default(exe0)
 	if *smoke {
 		all = matrix.Smoke(all)
 	}

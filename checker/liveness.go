@@ -1,0 +1,329 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// NameLiveness is the liveness checker.
+const NameLiveness = "liveness"
+
+// Stall kinds of the liveness checker.
+const (
+	// StallFreeWithWaiters: by the history nobody held the lock, yet
+	// acquires on it were waiting; the waiters are stuck on something that
+	// is not a holder (a leaked queue node, a watch that will never fire).
+	StallFreeWithWaiters = "free-with-waiters"
+	// StallNoAcquisition: no acquisition of the key for far longer than the
+	// acquire timeout while acquires on it kept timing out.
+	StallNoAcquisition = "no-acquisition"
+)
+
+// Stall is one liveness violation.
+type Stall struct {
+	Kind string `json:"kind"`
+	Key  string `json:"key"`
+	// FromNS and ToNS bound the stall on the run clock.
+	FromNS int64 `json:"from_ns"`
+	ToNS   int64 `json:"to_ns"`
+	// CountedMS is the part of the stall outside every excused fault
+	// window, which is what the threshold applies to.
+	CountedMS float64 `json:"counted_ms"`
+	// Processes are the stuck waiters (or those whose acquires timed out).
+	Processes []int  `json:"processes"`
+	Message   string `json:"message"`
+}
+
+// LivenessDetails is the evidence of the liveness checker.
+type LivenessDetails struct {
+	Stalls []Stall `json:"stalls"`
+	// AcquireTimeoutMS is the acquire timeout the thresholds derive from:
+	// the median latency of acquires that failed with a timeout, or 5 s
+	// when none did.
+	AcquireTimeoutMS float64 `json:"acquire_timeout_ms"`
+	// FreeThresholdMS and DroughtThresholdMS are the limits applied.
+	FreeThresholdMS    float64 `json:"free_threshold_ms"`
+	DroughtThresholdMS float64 `json:"drought_threshold_ms"`
+	// ExcusedFaults counts the nemesis windows time was excused for.
+	ExcusedFaults int    `json:"excused_faults"`
+	Note          string `json:"note,omitempty"`
+}
+
+// Grace after a fault ends during which stalls are still excused: the
+// ensemble needs to elect and clients to reconnect after server faults; a
+// resumed or reconnected client needs a moment to find out where it is.
+const (
+	ensembleFaultGrace = 5 * time.Second
+	clientFaultGrace   = 2 * time.Second
+)
+
+// CheckLiveness finds locks that stop being handed on: waiters stuck while
+// the history shows nobody holding the lock, and keys that see no grant for
+// far longer than the acquire timeout while acquires on them keep timing
+// out. Waiting behind a holder that is paused or cut off is not a liveness
+// failure (ZooKeeper must first expire its session), so the history's
+// notion of "held" is conservative: a holder that was retired with an
+// unknown outcome, or whose release is unknown, holds until someone else
+// is granted the key. Time inside nemesis windows (plus a grace) is not
+// counted: for faults of the ensemble on every key, for a fault aimed at
+// one worker on the keys that worker used meanwhile.
+func CheckLiveness(ctx context.Context, in Input) Result {
+	v := viewLock(in.History)
+	d := LivenessDetails{Stalls: []Stall{}}
+	acqT := inferAcquireTimeout(v.Ops)
+	freeT := max(2*time.Second, acqT*2/5)
+	droughtT := max(5*time.Second, 3*acqT)
+	d.AcquireTimeoutMS = ms(acqT)
+	d.FreeThresholdMS, d.DroughtThresholdMS = ms(freeT), ms(droughtT)
+	if !slices.ContainsFunc(v.Ops, func(o lockOp) bool { return o.F == history.FAcquire }) {
+		d.Note = "no acquires in the history"
+		return Result{Valid: Valid, Details: d}
+	}
+	d.ExcusedFaults = len(v.Faults)
+	byKey := map[string][]lockOp{}
+	for _, o := range v.Ops {
+		if o.Key != "" {
+			byKey[o.Key] = append(byKey[o.Key], o)
+		}
+	}
+	lost := map[string][]lockInstant{}
+	for _, e := range v.Instants {
+		if e.F == history.FLost {
+			lost[e.Key] = append(lost[e.Key], e)
+		}
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			return cancelled(ctx)
+		}
+		ex := excused(v.Faults, byKey[k])
+		d.Stalls = append(d.Stalls, freeStalls(k, byKey[k], lost[k], v.End, ex, freeT)...)
+		d.Stalls = append(d.Stalls, droughts(k, byKey[k], v.End, ex, droughtT)...)
+	}
+	if len(d.Stalls) > 0 {
+		return Result{Valid: Invalid, Details: d}
+	}
+	return Result{Valid: Valid, Details: d}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// inferAcquireTimeout is the median latency of acquires that timed out.
+func inferAcquireTimeout(ops []lockOp) time.Duration {
+	var lat []int64
+	for _, o := range ops {
+		if o.F == history.FAcquire && o.Type == history.Fail && strings.Contains(o.Error, "timeout") {
+			lat = append(lat, o.Done-o.Invoke)
+		}
+	}
+	if len(lat) == 0 {
+		return 5 * time.Second
+	}
+	slices.Sort(lat)
+	return time.Duration(lat[len(lat)/2])
+}
+
+type span struct{ from, to int64 }
+
+// excused are the fault windows (with grace) that count for a key: every
+// ensemble fault, and client faults whose target used the key meanwhile.
+func excused(faults []faultWindow, ops []lockOp) []span {
+	var out []span
+	for _, f := range faults {
+		if f.Process < 0 {
+			out = append(out, span{f.From, f.To + int64(ensembleFaultGrace)})
+			continue
+		}
+		to := f.To + int64(clientFaultGrace)
+		for _, o := range ops {
+			done := o.Done
+			if o.Type == "" {
+				done = to
+			}
+			if o.Process == f.Process && o.Invoke <= to && done >= f.From {
+				out = append(out, span{f.From, to})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// counted is how much of [from, to] lies outside every excused span.
+func counted(from, to int64, ex []span) int64 {
+	var cut []span
+	for _, s := range ex {
+		a, b := max(s.from, from), min(s.to, to)
+		if a < b {
+			cut = append(cut, span{a, b})
+		}
+	}
+	sort.Slice(cut, func(i, j int) bool { return cut[i].from < cut[j].from })
+	total, cur := to-from, from
+	for _, s := range cut {
+		if s.to <= cur {
+			continue
+		}
+		total -= s.to - max(s.from, cur)
+		cur = s.to
+	}
+	return total
+}
+
+// freeStalls replays one key: holders come and go, waiters wait; every
+// stretch where the key is free while someone waits is measured.
+func freeStalls(key string, ops []lockOp, lost []lockInstant, end int64, ex []span, limit time.Duration) []Stall {
+	type ev struct {
+		t    int64
+		rank int // at equal times: completions before invocations
+		f    func()
+	}
+	holders := map[history.Process]bool{} // true: a ghost (outcome unknown)
+	waiting := map[history.Process]bool{}
+	var evs []ev
+	for _, o := range ops {
+		o := o
+		switch o.F {
+		case history.FAcquire:
+			evs = append(evs, ev{o.Invoke, 1, func() { waiting[o.Process] = true }})
+			done := o.Done
+			if o.Type == "" {
+				done = end
+			}
+			evs = append(evs, ev{done, 0, func() {
+				delete(waiting, o.Process)
+				switch o.Type {
+				case history.OK:
+					// A grant ends every ghost: ZooKeeper handed the lock on.
+					for p, ghost := range holders {
+						if ghost {
+							delete(holders, p)
+						}
+					}
+					holders[o.Process] = false
+				case history.Info, "":
+					holders[o.Process] = true // it may hold the lock
+				}
+			}})
+		default:
+			if o.Type == "" || o.Type == history.Info {
+				evs = append(evs, ev{o.Done, 0, func() {
+					if _, ok := holders[o.Process]; ok {
+						holders[o.Process] = true
+					}
+				}})
+			} else if o.F == history.FRelease {
+				evs = append(evs, ev{o.Done, 0, func() { delete(holders, o.Process) }})
+			}
+		}
+	}
+	for _, l := range lost {
+		evs = append(evs, ev{l.Time, 0, func() { delete(holders, l.Process) }})
+	}
+	sort.SliceStable(evs, func(i, j int) bool {
+		if evs[i].t != evs[j].t {
+			return evs[i].t < evs[j].t
+		}
+		return evs[i].rank < evs[j].rank
+	})
+	var out []Stall
+	var from int64 = -1
+	stuck := map[history.Process]bool{}
+	flush := func(t int64) {
+		if from < 0 {
+			return
+		}
+		if c := counted(from, t, ex); c > int64(limit) {
+			out = append(out, Stall{Kind: StallFreeWithWaiters, Key: key, FromNS: from, ToNS: t, CountedMS: float64(c) / 1e6,
+				Processes: sortedProcs(stuck),
+				Message: fmt.Sprintf("%s was free for %.1fs (%.1fs outside fault windows) while processes %v waited for it",
+					key, float64(t-from)/1e9, float64(c)/1e9, sortedProcs(stuck))})
+		}
+		from = -1
+		clear(stuck)
+	}
+	for _, e := range evs {
+		e.f()
+		stalled := len(holders) == 0 && len(waiting) > 0
+		switch {
+		case stalled && from < 0:
+			from = e.t
+		case !stalled && from >= 0:
+			flush(e.t)
+		}
+		if from >= 0 {
+			for p := range waiting {
+				stuck[p] = true
+			}
+		}
+	}
+	flush(end)
+	return out
+}
+
+// droughts finds long stretches without a grant of key during which
+// acquires on it timed out.
+func droughts(key string, ops []lockOp, end int64, ex []span, limit time.Duration) []Stall {
+	var grants []int64
+	first := int64(-1)
+	for _, o := range ops {
+		if o.F != history.FAcquire {
+			continue
+		}
+		if first < 0 || o.Invoke < first {
+			first = o.Invoke
+		}
+		if o.Type == history.OK {
+			grants = append(grants, o.Done)
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	slices.Sort(grants)
+	bounds := append(append([]int64{first}, grants...), end)
+	var out []Stall
+	for i := 0; i+1 < len(bounds); i++ {
+		from, to := bounds[i], bounds[i+1]
+		c := counted(from, to, ex)
+		if c <= int64(limit) {
+			continue
+		}
+		failed := map[history.Process]bool{}
+		n := 0
+		for _, o := range ops {
+			if o.F == history.FAcquire && o.Type != history.OK && o.Invoke >= from && o.Done <= to && o.Type != "" {
+				failed[o.Process] = true
+				n++
+			}
+		}
+		if n < 2 {
+			continue // nobody was kept waiting: the key was simply not asked for
+		}
+		out = append(out, Stall{Kind: StallNoAcquisition, Key: key, FromNS: from, ToNS: to, CountedMS: float64(c) / 1e6,
+			Processes: sortedProcs(failed),
+			Message: fmt.Sprintf("no grant of %s for %.1fs (%.1fs outside fault windows) while %d acquires by processes %v failed",
+				key, float64(to-from)/1e9, float64(c)/1e9, n, sortedProcs(failed))})
+	}
+	return out
+}
+
+func sortedProcs(m map[history.Process]bool) []int {
+	out := make([]int, 0, len(m))
+	for p := range m {
+		out = append(out, int(p))
+	}
+	sort.Ints(out)
+	return out
+}

@@ -1,0 +1,59 @@
+package main
+
+// The known-bug zoo (docs/zoo.md): each zoo recipe, run under the fault
+// that exposes it, must be caught by the checker named for its bug, and
+// the seed recipe under the same settings must not be. These are the
+// harness's own calibration: about 45 s of ensemble per case.
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+type zooCase struct {
+	recipe  string
+	checker string
+	args    []string
+}
+
+// zooCases is the table of docs/zoo.md.
+var zooCases = []zooCase{
+	{"herd", "herd", []string{"--nemesis", "none", "--keys", "1", "--fencing", "on"}},
+	{"assume-on-watch", "grant-overlap", []string{"--nemesis", "none", "--keys", "1", "--acquire-timeout", "300ms", "--fencing", "on"}},
+	{"get-not-exists", "liveness", []string{"--nemesis", "none", "--hold", "0", "--fencing", "on"}},
+	{"no-delete-on-timeout", "liveness", []string{"--nemesis", "none", "--keys", "1", "--acquire-timeout", "300ms", "--fencing", "on"}},
+	{"ignore-session", "grant-overlap", []string{"--nemesis", "pause-holder", "--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s", "--fencing", "on"}},
+	{"release-smallest", "grant-overlap", []string{"--nemesis", "pause-holder", "--fencing", "on"}},
+	{"random-token", "token-order", []string{"--nemesis", "none", "--fencing", "on"}},
+	{"clock-token", "token-order", []string{"--nemesis", "none", "--fencing", "on"}},
+}
+
+func TestZooIsCaught(t *testing.T) {
+	needEnsemble(t)
+	only := os.Getenv("ZKCHAOS_ZOO") // e.g. ZKCHAOS_ZOO=herd,clock-token
+	for _, c := range zooCases {
+		if only != "" && !strings.Contains(","+only+",", ","+c.recipe+",") {
+			continue
+		}
+		t.Run(c.recipe, func(t *testing.T) {
+			for _, recipe := range []string{c.recipe, "seed"} {
+				args := append([]string{"--recipe", recipe, "--time-limit", "30s", "--seed", "7", "--name", recipe,
+					"--gate", c.checker}, c.args...)
+				r := chaosRun(t, t.TempDir(), args...)
+				if r.dir == "" {
+					t.Fatalf("%s: no run folder\nstderr: %s", recipe, tail(r.stderr, 3000))
+				}
+				res := readResults(t, r.dir)
+				got := res.Checkers[c.checker].Valid
+				switch {
+				case recipe == c.recipe && (got != false || r.code != 1):
+					t.Errorf("%s: %s = %v (exit %d), want false (exit 1)", recipe, c.checker, got, r.code)
+				case recipe == "seed" && got == false:
+					t.Errorf("seed under the settings of %s: %s = false, want it not flagged", c.recipe, c.checker)
+				}
+				assertNothingLeft(t, readTest(t, r.dir).RunID)
+			}
+		})
+	}
+}

@@ -1,0 +1,126 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+func init() { register("expire-holder", func() Fault { return expireHolder{} }) }
+
+// expireHolder makes the ensemble expire the lock holder's session while
+// the holder keeps running and stays reachable: the other way, besides a
+// pause, that a client learns of its lost lock only after it has acted.
+// Unlike a pause or a partition it is instant (one round trip and a
+// commit), so it lands inside the holder's check-then-work-then-write
+// window (Request.WorkMS) even when that window is short.
+type expireHolder struct{}
+
+// Nemesis operations of expire-holder. The stop operation undoes nothing
+// (an expired session stays expired); it records how the worker came back.
+const (
+	fExpire    = "expire"
+	fExpireEnd = "expire-end"
+)
+
+// expireAfterCheck is how long after the controller sent the write the
+// expiry should land: long enough for the request to reach the worker and
+// its lock check to pass (an expiry before the check just makes the write
+// fail "not holding"), short against any realistic work time.
+const expireAfterCheck = 5 * time.Millisecond
+
+// expireVerifyTimeout bounds the wait for the worker to report the
+// expiry: after the close the server drops its connection, the client
+// reconnects at once and is told the session is gone.
+const expireVerifyTimeout = 5 * time.Second
+
+func (expireHolder) Verbs() (string, string) { return fExpire, fExpireEnd }
+
+func (expireHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
+	ws, err := workersOf(env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
+	}
+	addrs, err := serverAddrs(env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
+	}
+	expirable := func(w Worker) bool { return w.Holding && w.Session != 0 && len(w.Password) > 0 }
+	inWindow := func(w Worker) bool {
+		return w.InCriticalSection && !w.CriticalSince.IsZero() && time.Since(w.CriticalSince) >= expireAfterCheck
+	}
+	w, ok := waitWorker(ctx, env, ws, holderWait+time.Second, holderWait, inWindow, expirable)
+	if !ok {
+		if hs := env.Targets.Holders(); len(hs) > 0 {
+			return nil, fmt.Errorf("%w: %d holders, none reported its session password", ErrNoTarget, len(hs))
+		}
+		return nil, ErrNoTarget
+	}
+	target := fmt.Sprintf("process %d (pid %d) holding %s with token %d, session %s", w.Process, w.PID, w.Key, w.Token, sessionHex(w.Session))
+	if w.InCriticalSection {
+		target += ", in its critical section before its write"
+	}
+	addr := addrs[env.Rand.IntN(len(addrs))]
+	start := time.Now()
+	res, err := closeSession(ctx, addr, w.Session, w.Password, 0)
+	took := time.Since(start)
+	v := history.Value{PID: w.PID, Target: target, Session: sessionHex(w.Session)}
+	undo := func(ctx context.Context) (history.Value, error) { return expireEnd(ctx, ws, w, v) }
+	switch {
+	case errors.Is(err, errSessionRefused):
+		// Nothing closed: the session ended some other way meanwhile.
+		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
+	case err != nil:
+		// The close may or may not have been committed.
+		return &Effect{Value: v, Undo: undo}, err
+	}
+	v.Detail = fmt.Sprintf("attached to session %s on %s with its password and closed it (closeSession committed at zxid 0x%x, %s)",
+		sessionHex(w.Session), addr, res.Zxid, took.Round(time.Microsecond))
+	eff := &Effect{Value: v, Undo: undo}
+	st, after, seen := waitState(ctx, ws, w.PID, w.Session, expireVerifyTimeout, "expired")
+	listing, silent := serversListing(ctx, addrs, w.Session)
+	eff.Value.Detail += fmt.Sprintf("; cons on %d servers: %s", len(addrs), listingText(listing, silent))
+	if !seen {
+		eff.Value.Detail += fmt.Sprintf("; worker's last state for the session %q after %s", st, after.Round(time.Millisecond))
+		return eff, fmt.Errorf("worker pid %d did not report session %s expired within %s (last %q)", w.PID, sessionHex(w.Session), expireVerifyTimeout, st)
+	}
+	eff.Value.Detail += fmt.Sprintf("; worker reported expired %s after the close", (took + after).Round(time.Millisecond))
+	if len(listing) > 0 {
+		return eff, fmt.Errorf("session %s still listed by %s", sessionHex(w.Session), strings.Join(listing, ", "))
+	}
+	return eff, nil
+}
+
+// expireEnd records how the expired worker came back: with a new session,
+// or not at all (retired, exited). An expiry has nothing to undo.
+func expireEnd(_ context.Context, ws Workers, w Worker, v history.Value) (history.Value, error) {
+	v.Detail = "nothing to undo (a closed session stays closed)"
+	for _, cur := range ws.Workers() {
+		if cur.PID != w.PID {
+			continue
+		}
+		if cur.Session != 0 && cur.Session != w.Session {
+			v.Detail += "; the worker has a new session " + sessionHex(cur.Session)
+		} else {
+			v.Detail += "; the worker has no new session yet"
+		}
+		return v, nil
+	}
+	v.Detail += "; the worker is no longer live (retired or exited)"
+	return v, nil
+}
+
+func listingText(listing, silent []string) string {
+	s := "none lists the session"
+	if len(listing) > 0 {
+		s = "listed by " + strings.Join(listing, ", ")
+	}
+	if len(silent) > 0 {
+		s += " (no answer from " + strings.Join(silent, ", ") + ")"
+	}
+	return s
+}

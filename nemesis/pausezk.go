@@ -1,0 +1,83 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+func init() {
+	register("pause-zk-leader", func() Fault { return pauseZK{leader: true} })
+	register("pause-zk", func() Fault { return pauseZK{} })
+}
+
+// pauseZK stops a server with SIGSTOP: a server-side GC pause or a hung
+// VM. The leader's pause is the interesting one: its followers elect a
+// new leader while the old one still believes it leads, and clients of
+// the old leader see their sessions move.
+type pauseZK struct{ leader bool }
+
+func (pauseZK) Verbs() (string, string) { return history.FPause, history.FResume }
+
+func (p pauseZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
+	c, err := ensembleOf(env)
+	if err != nil {
+		return nil, err
+	}
+	leader, err := baseline(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	n := leader
+	if !p.leader {
+		var ok bool
+		if n, ok = pickNode(env, c); !ok {
+			return nil, fmt.Errorf("%w: no server running", ErrNoTarget)
+		}
+	}
+	pid, target := n.PID(), describe(n)
+	if n.ID() == leader.ID() {
+		target += ", the leader"
+	}
+	eff := &Effect{Value: history.Value{PID: pid, Target: target}, Undo: resumeZK(c, n, pid, target)}
+	if err := n.Pause(ctx); err != nil {
+		return eff, err
+	}
+	eff.Value.Detail = "process state T in /proc"
+	if n.ID() == leader.ID() {
+		// The verified effect is the stop; whether the others elect a new
+		// leader is what the pause shows, and is recorded either way.
+		saw, after, err := observe(ctx, c, effectWait, newLeader(leader))
+		if err != nil {
+			eff.Value.Detail += "; no new leader: " + err.Error()
+		} else {
+			eff.Value.Detail += fmt.Sprintf("; %s after %s", saw, after.Round(1e6))
+		}
+	}
+	return eff, nil
+}
+
+// resumeZK SIGCONTs the server, verifies it runs, and waits for the whole
+// ensemble to serve again.
+func resumeZK(c cluster.Cluster, n cluster.Node, pid int, target string) func(context.Context) (history.Value, error) {
+	return func(ctx context.Context) (history.Value, error) {
+		ctx, cancel := bounded(ctx)
+		defer cancel()
+		v := history.Value{PID: pid, Target: target}
+		if n.PID() != pid {
+			v.Detail = fmt.Sprintf("pid %d gone (server now pid %d)", pid, n.PID())
+		} else if err := n.Resume(ctx); err != nil {
+			return v, err
+		} else {
+			v.Detail = "process no longer stopped"
+		}
+		whole, err := waitWhole(ctx, c)
+		if err != nil {
+			return v, err
+		}
+		v.Detail += "; " + whole
+		return v, nil
+	}
+}

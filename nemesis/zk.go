@@ -1,0 +1,142 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/zkchaos/zkchaos/cluster"
+)
+
+// Bounds of the ZooKeeper faults. An injection waits up to effectWait to
+// see its effect in the four-letter words (an election takes about 3 s at
+// tickTime 200 ms); an undo waits up to healWait for the whole ensemble to
+// serve again, so the next fault starts from a healthy ensemble and the
+// record says how long healing took.
+const (
+	baselineWait = 15 * time.Second
+	effectWait   = 15 * time.Second
+	healWait     = 30 * time.Second
+	// probeTimeout bounds one srvr: a paused or cut-off server never
+	// answers, and must not hide the others' answers.
+	probeTimeout = 700 * time.Millisecond
+)
+
+// ensembleOf is env's cluster, or why a server fault has no target.
+func ensembleOf(env *Env) (cluster.Cluster, error) {
+	if env.Cluster == nil {
+		return nil, fmt.Errorf("%w: no access to the ensemble (%w)", ErrNoTarget, cluster.ErrUnsupported)
+	}
+	return env.Cluster, nil
+}
+
+// baseline waits for a whole ensemble and returns its leader, so every
+// server fault starts from a known state and can tell what it changed. A
+// fault that finds none does nothing (ErrNoTarget): it could not verify
+// anything it did.
+func baseline(ctx context.Context, c cluster.Cluster) (cluster.Node, error) {
+	wctx, cancel := context.WithTimeout(ctx, baselineWait)
+	defer cancel()
+	if err := c.WaitReady(wctx); err != nil {
+		return nil, fmt.Errorf("%w: ensemble not whole before the fault: %w", ErrNoTarget, err)
+	}
+	l, err := cluster.Leader(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
+	}
+	return l, nil
+}
+
+// describe names a server for the history: id, PID and address.
+func describe(n cluster.Node) string {
+	return fmt.Sprintf("n%d (pid %d, %s)", n.ID(), n.PID(), n.ClientAddr())
+}
+
+// pickNode chooses a running server with the run's seeded source, in id
+// order so a seed repeats its choice.
+func pickNode(env *Env, c cluster.Cluster) (cluster.Node, bool) {
+	var up []cluster.Node
+	for _, n := range c.Nodes() {
+		if n.PID() != 0 {
+			up = append(up, n)
+		}
+	}
+	if len(up) == 0 {
+		return nil, false
+	}
+	slices.SortFunc(up, func(a, b cluster.Node) int { return a.ID() - b.ID() })
+	return up[env.Rand.IntN(len(up))], true
+}
+
+// effect is a condition on the servers' answers that shows a fault took
+// hold; it returns what it saw.
+type effect func(sts []cluster.NodeStatus) (string, bool)
+
+// observe polls the servers until want holds or bound passes. It returns
+// what was seen and when, or the last answers when nothing was.
+func observe(ctx context.Context, c cluster.Cluster, bound time.Duration, want effect) (string, time.Duration, error) {
+	start := time.Now()
+	for {
+		sts := cluster.Statuses(ctx, c, probeTimeout)
+		if saw, ok := want(sts); ok {
+			return saw, time.Since(start), nil
+		}
+		if time.Since(start) > bound {
+			return "", time.Since(start), fmt.Errorf("not seen within %s (servers: %s)", bound, cluster.Summary(sts))
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			return "", time.Since(start), fmt.Errorf("stopped watching after %s: %w", time.Since(start).Round(time.Millisecond), ctx.Err())
+		}
+	}
+}
+
+// newLeader is seen when a server other than old leads.
+func newLeader(old cluster.Node) effect {
+	return func(sts []cluster.NodeStatus) (string, bool) {
+		l := cluster.LeaderOf(sts)
+		if l == nil || l.ID() == old.ID() {
+			return "", false
+		}
+		return fmt.Sprintf("new leader: n%d -> n%d", old.ID(), l.ID()), true
+	}
+}
+
+// stopsServing is seen when any of ids does not serve (not in a quorum,
+// or no answer), or old no longer leads.
+func stopsServing(old cluster.Node, ids []int) effect {
+	lead := newLeader(old)
+	return func(sts []cluster.NodeStatus) (string, bool) {
+		if saw, ok := lead(sts); ok {
+			return saw, true
+		}
+		for _, s := range sts {
+			if slices.Contains(ids, s.Node.ID()) && (s.Err != nil || !s.Status.Serving) {
+				return fmt.Sprintf("n%d stopped serving (cut from leader n%d)", s.Node.ID(), old.ID()), true
+			}
+		}
+		return "", false
+	}
+}
+
+// waitWhole waits until the ensemble serves again with every server, and
+// says after how long and who leads.
+func waitWhole(ctx context.Context, c cluster.Cluster) (string, error) {
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, healWait)
+	defer cancel()
+	if err := c.WaitReady(wctx); err != nil {
+		return "", fmt.Errorf("ensemble not whole again: %w", err)
+	}
+	who := ""
+	if l, err := cluster.Leader(ctx, c); err == nil {
+		who = fmt.Sprintf(", leader n%d", l.ID())
+	}
+	return fmt.Sprintf("ensemble whole again after %s%s", time.Since(start).Round(time.Millisecond), who), nil
+}
+
+// bounded gives an undo its own deadline: undos run on a background
+// context when the run ends, and must not hang the final phase.
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), healWait+10*time.Second)
+}

@@ -1,0 +1,142 @@
+package subjects
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+//go:embed curator/CuratorWorker.java
+var curatorSource []byte
+
+// JavaLibEnv overrides where the Curator, ZooKeeper, Guava and SLF4J jars
+// are found (default /usr/share/java, Debian's layout).
+const JavaLibEnv = "ZKCHAOS_JAVA_LIB"
+
+// curatorJars are the jars the worker needs, by Debian's unversioned names:
+// Curator 5.4 (libcurator-*-java), its ZooKeeper client, Guava, and SLF4J
+// with the simple binding so Curator's log lands on the worker's stderr.
+var curatorJars = []string{"curator-recipes.jar", "curator-framework.jar", "curator-client.jar",
+	"zookeeper.jar", "zookeeper-jute.jar", "guava.jar", "slf4j-api.jar", "slf4j-simple.jar"}
+
+var (
+	curatorMu   sync.Mutex
+	curatorProg string
+	curatorArgs []string
+)
+
+// curatorCommand compiles the Java worker once per source and classpath
+// (cached under the user's cache directory, keyed by their hash) and
+// returns java with the arguments that run it.
+func curatorCommand() (string, []string, error) {
+	curatorMu.Lock()
+	defer curatorMu.Unlock()
+	if curatorProg != "" {
+		return curatorProg, append([]string(nil), curatorArgs...), nil
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return "", nil, fmt.Errorf("no java on PATH (scripts/install-deps.sh installs it): %w", err)
+	}
+	lib := os.Getenv(JavaLibEnv)
+	if lib == "" {
+		lib = "/usr/share/java"
+	}
+	var cp []string
+	for _, j := range curatorJars {
+		p := filepath.Join(lib, j)
+		if _, err := os.Stat(p); err != nil {
+			return "", nil, fmt.Errorf("missing %s (install libcurator-recipes-java, or run scripts/install-deps.sh): %w", p, err)
+		}
+		cp = append(cp, p)
+	}
+	classpath := strings.Join(cp, ":")
+	dir, err := compileCurator(classpath)
+	if err != nil {
+		return "", nil, err
+	}
+	curatorProg = java
+	// A small heap and serial GC: six of these share two cores with the
+	// ensemble, and a worker holds a handful of objects.
+	// No SASL: the ZooKeeper client would otherwise look up the server's
+	// host name before it even opens a socket, and a worker's namespace
+	// has no DNS, so every connect would hang in that lookup.
+	curatorArgs = []string{"-Xms16m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.sasl.client=false", "-Dzookeeper.sasl.client.canonicalize.hostname=false",
+		"-Dorg.slf4j.simpleLogger.logFile=System.err", "-cp", dir + ":" + classpath, "CuratorWorker"}
+	return curatorProg, append([]string(nil), curatorArgs...), nil
+}
+
+// cacheRoot is $XDG_CACHE_HOME/zkchaos or ~/.cache/zkchaos.
+func cacheRoot() (string, error) {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "zkchaos"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory: %w", err)
+	}
+	return filepath.Join(home, ".cache", "zkchaos"), nil
+}
+
+// compileCurator returns a directory holding the compiled worker, building
+// it if the cache has none for this source and classpath. The build goes
+// to a temporary directory renamed into place, so concurrent runs never
+// see half a build.
+func compileCurator(classpath string) (string, error) {
+	h := sha256.New()
+	h.Write(curatorSource)
+	h.Write([]byte{0})
+	h.Write([]byte(classpath))
+	key := hex.EncodeToString(h.Sum(nil))[:16]
+	root, err := cacheRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "curator-"+key)
+	if _, err := os.Stat(filepath.Join(dir, "CuratorWorker.class")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("cache directory: %w", err)
+	}
+	javac, err := exec.LookPath("javac")
+	if err != nil {
+		return "", fmt.Errorf("no javac on PATH to compile the Curator worker (install a JDK, e.g. openjdk-17-jdk-headless): %w", err)
+	}
+	tmp, err := os.MkdirTemp(root, ".build-")
+	if err != nil {
+		return "", fmt.Errorf("cache directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	src := filepath.Join(tmp, "CuratorWorker.java")
+	if err := os.WriteFile(src, curatorSource, 0o644); err != nil {
+		return "", fmt.Errorf("write Java source: %w", err)
+	}
+	classes := filepath.Join(tmp, "classes")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, javac, "-nowarn", "-cp", classpath, "-d", classes, src)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("javac CuratorWorker.java: %w\n%s", err, out.String())
+	}
+	if err := os.Rename(classes, dir); err != nil {
+		// Another run may have finished the same build first.
+		if _, serr := os.Stat(filepath.Join(dir, "CuratorWorker.class")); serr == nil {
+			return dir, nil
+		}
+		return "", fmt.Errorf("install compiled worker: %w", err)
+	}
+	return dir, nil
+}

@@ -1,0 +1,140 @@
+// Package subjects turns a --recipe value into the command line of a worker
+// process, so that everything the harness can test is started the same way
+// and speaks the same protocol (docs/worker-protocol.md):
+//
+//   - a built-in recipe NAME: `chaos worker --recipe NAME <flags>`;
+//   - `curator`: the Java worker of Apache Curator's InterProcessMutex,
+//     compiled on first use (see curator.go) and started as an exec:
+//     subject, the proof that the exec path is enough for a real client;
+//   - `exec:PATH [ARGS]`: any executable, PATH and ARGS as given (split on
+//     white space, no quoting), with the protocol flags appended.
+//
+// The worker must be the process the command starts (no shell in between):
+// the nemesis pauses the PID it gets, and a paused shell would leave the
+// real client running.
+package subjects
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/recipes"
+)
+
+// Flags are the start-up flags of the worker protocol.
+type Flags struct {
+	ZK             string // host:port,...
+	Register       string // base URL
+	Process        int
+	SessionTimeout time.Duration
+	Token          string // czxid or seq
+	Root           string
+}
+
+// Args renders the flags in the protocol's form, --name value.
+func (f Flags) Args() []string {
+	return []string{"--zk", f.ZK, "--register", f.Register, "--process", strconv.Itoa(f.Process),
+		"--session-timeout", f.SessionTimeout.String(), "--token", f.Token, "--root", f.Root}
+}
+
+// ExecPrefix starts an exec: subject.
+const ExecPrefix = "exec:"
+
+// Curator is the name of the Curator subject.
+const Curator = "curator"
+
+// Validate checks a --recipe value without starting or compiling anything,
+// so a bad value costs nothing.
+func Validate(spec string) error {
+	_, _, err := parse(spec)
+	return err
+}
+
+// Names lists the built-in subjects, for help texts.
+func Names() []string {
+	return append(recipes.Names(), Curator, ExecPrefix+"PATH [ARGS]")
+}
+
+// Command returns the program and arguments that start one worker for the
+// subject spec. exe is the chaos binary (for built-in recipes). The first
+// call for curator compiles the Java worker, which takes a few seconds; the
+// result is cached on disk and in the process.
+func Command(exe, spec string, f Flags) (string, []string, error) {
+	kind, rest, err := parse(spec)
+	if err != nil {
+		return "", nil, err
+	}
+	switch kind {
+	case kindBuiltin:
+		return exe, append(append([]string{"worker"}, f.Args()...), "--recipe", rest[0]), nil
+	case kindCurator:
+		prog, args, err := curatorCommand()
+		if err != nil {
+			return "", nil, fmt.Errorf("subject curator: %w", err)
+		}
+		return prog, append(args, f.Args()...), nil
+	default:
+		return rest[0], append(slices.Clone(rest[1:]), f.Args()...), nil
+	}
+}
+
+type kind int
+
+const (
+	kindBuiltin kind = iota
+	kindCurator
+	kindExec
+)
+
+// parse classifies spec; rest is the recipe name (builtin) or the
+// absolute program and its arguments (exec).
+func parse(spec string) (kind, []string, error) {
+	spec = strings.TrimSpace(spec)
+	switch {
+	case spec == "":
+		return 0, nil, errors.New("empty subject")
+	case spec == Curator:
+		return kindCurator, nil, nil
+	case strings.HasPrefix(spec, ExecPrefix):
+		fields := strings.Fields(strings.TrimPrefix(spec, ExecPrefix))
+		if len(fields) == 0 {
+			return 0, nil, fmt.Errorf("subject %q: exec: needs a program", spec)
+		}
+		prog, err := executable(fields[0])
+		if err != nil {
+			return 0, nil, fmt.Errorf("subject %q: %w", spec, err)
+		}
+		return kindExec, append([]string{prog}, fields[1:]...), nil
+	case slices.Contains(recipes.Names(), spec):
+		return kindBuiltin, []string{spec}, nil
+	}
+	return 0, nil, fmt.Errorf("unknown subject %q (built-in recipes: %s; or %s, or %sPATH [ARGS])",
+		spec, strings.Join(recipes.Names(), ", "), Curator, ExecPrefix)
+}
+
+// executable resolves prog to an absolute path of an executable file: the
+// worker runs in another network namespace, and a relative name would be
+// looked up wherever that happens to start it.
+func executable(prog string) (string, error) {
+	if !strings.Contains(prog, "/") {
+		return "", fmt.Errorf("exec: %q: give a path (./%s or an absolute path), not a name to look up", prog, prog)
+	}
+	abs, err := filepath.Abs(prog)
+	if err != nil {
+		return "", fmt.Errorf("exec: %w", err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("exec: %w", err)
+	}
+	if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("exec: %s is not an executable file", abs)
+	}
+	return abs, nil
+}

@@ -1,0 +1,81 @@
+package subjects
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var flags = Flags{ZK: "127.0.0.1:2181", Register: "http://127.0.0.1:7000", Process: 3,
+	SessionTimeout: 3 * time.Second, Token: "czxid", Root: "/locks/inventory"}
+
+func TestBuiltinRecipe(t *testing.T) {
+	prog, args, err := Command("/bin/chaos", "seed", flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"worker", "--zk", "127.0.0.1:2181", "--register", "http://127.0.0.1:7000", "--process", "3",
+		"--session-timeout", "3s", "--token", "czxid", "--root", "/locks/inventory", "--recipe", "seed"}
+	if prog != "/bin/chaos" || !slices.Equal(args, want) {
+		t.Errorf("got %s %q", prog, args)
+	}
+}
+
+func TestExec(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "w.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog, args, err := Command("/bin/chaos", "exec:"+script+" --fast  -v", flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prog != script || !slices.Equal(args[:2], []string{"--fast", "-v"}) || args[2] != "--zk" || slices.Contains(args, "--recipe") {
+		t.Errorf("got %s %q", prog, args)
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"", "no-such-recipe", "exec:", "exec:java", "exec:" + dir, "exec:" + plain, "exec:/no/such/file"} {
+		if err := Validate(spec); err == nil {
+			t.Errorf("Validate(%q) = nil, want an error", spec)
+		}
+	}
+	for _, spec := range []string{"seed", "curator", "exec:/bin/true"} {
+		if err := Validate(spec); err != nil {
+			t.Errorf("Validate(%q) = %v", spec, err)
+		}
+	}
+}
+
+// TestCuratorCompiles builds the Java worker into a fresh cache and checks
+// the command runs it through java with the protocol flags last.
+func TestCuratorCompiles(t *testing.T) {
+	if _, err := os.Stat("/usr/share/java/curator-recipes.jar"); err != nil {
+		t.Skip("no Curator jars (libcurator-recipes-java)")
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	curatorMu.Lock()
+	curatorProg, curatorArgs = "", nil
+	curatorMu.Unlock()
+	prog, args, err := Command("/bin/chaos", "curator", flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(prog) != "java" || !slices.Contains(args, "CuratorWorker") || args[len(args)-2] != "--root" {
+		t.Errorf("got %s %q", prog, args)
+	}
+	cp := args[slices.Index(args, "-cp")+1]
+	if _, err := os.Stat(filepath.Join(strings.Split(cp, ":")[0], "CuratorWorker.class")); err != nil {
+		t.Errorf("compiled class not in the cache: %v", err)
+	}
+}
