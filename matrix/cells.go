@@ -64,9 +64,9 @@ func Default(exe string) []Cell {
 	cells = append(cells,
 		Cell{Recipe: "herd", Nemesis: []string{"none"}, Fencing: "on", Args: with("--keys", "1"),
 			Expect: invalid(checker.NameHerd), Why: "every waiter watches the smallest node: wake-ups per hand-off grow with the waiters"},
-		Cell{Recipe: "assume-on-watch", Nemesis: []string{"none"}, Fencing: "on", Args: contention,
+		Cell{Recipe: "assume-on-watch", Nemesis: []string{"none"}, Fencing: "on", Smoke: true, Args: contention,
 			Expect: invalid(checker.NameGrantOverlap), Why: "a fired watch taken as the grant gives two holders"},
-		Cell{Recipe: "get-not-exists", Nemesis: []string{"none"}, Fencing: "on", Args: with("--hold", "0s"),
+		Cell{Recipe: "get-not-exists", Nemesis: []string{"none"}, Fencing: "on", Smoke: true, Args: with("--hold", "0s"),
 			Expect: invalid(checker.NameLiveness), Why: "a predecessor gone before the watch: waits forever"},
 		Cell{Recipe: "no-delete-on-timeout", Nemesis: []string{"none"}, Fencing: "on", Args: contention,
 			Expect: invalid(checker.NameLiveness), Why: "a timed-out waiter's node blocks the queue"},
@@ -97,7 +97,7 @@ func Default(exe string) []Cell {
 		subj, label := sj.recipe, sj.label
 		cells = append(cells,
 			Cell{Recipe: subj, Label: label, Nemesis: []string{"pause-holder"}, Fencing: "on", Args: short,
-				Expect: valid(resource...), Why: "fencing keeps the data safe"},
+				Smoke: subj == "curator", Expect: valid(resource...), Why: "fencing keeps the data safe"},
 			Cell{Recipe: subj, Label: label, Nemesis: []string{"pause-holder"}, Fencing: "off", Args: short,
 				Expect: invalid(checker.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
 		)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ func cmdTestAll(ctx context.Context, args []string) int {
 	junit := fs.String("junit", "", "write JUnit XML (one test case per cell) to this file")
 	list := fs.Bool("list", false, "list the cells and exit")
 	seed := fs.Int64("seed", 1, "seed of the first attempt (attempt i uses seed+i)")
+	limit := fs.Duration("time-limit", 0, "override every cell's --time-limit (0: the cell's own)")
 	if err := fs.Parse(args); err != nil {
 		return exitHarness
 	}
@@ -46,6 +48,15 @@ func cmdTestAll(ctx context.Context, args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
 		return exitHarness
+	}
+	if *limit < 0 {
+		fmt.Fprintln(os.Stderr, "chaos test-all: --time-limit must not be negative")
+		return exitHarness
+	}
+	if *limit > 0 {
+		for i := range sel {
+			sel[i].Args = append(slices.Clone(sel[i].Args), "--time-limit", limit.String())
+		}
 	}
 	if *list {
 		for _, c := range sel {

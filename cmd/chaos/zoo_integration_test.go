@@ -29,9 +29,19 @@ var zooCases = []zooCase{
 	{"clock-token", "token-order", []string{"--nemesis", "none", "--fencing", "on"}},
 }
 
+// TestZooIsCaught takes about 10 minutes (two runs per row), so it runs
+// only when asked: ZKCHAOS_ZOO=all, or a list of rows. The same rows are
+// cells of `chaos test-all` (matrix.Default), whose smoke subset CI runs
+// on every change and whose --repeat measures detection rates.
 func TestZooIsCaught(t *testing.T) {
 	needEnsemble(t)
 	only := os.Getenv("ZKCHAOS_ZOO") // e.g. ZKCHAOS_ZOO=herd,clock-token
+	if only == "" {
+		t.Skip("the zoo table takes ~10 min: set ZKCHAOS_ZOO=all (or rows) to run it; CI runs its cells through chaos test-all --smoke")
+	}
+	if only == "all" {
+		only = ""
+	}
 	for _, c := range zooCases {
 		if only != "" && !strings.Contains(","+only+",", ","+c.recipe+",") {
 			continue
