@@ -3,7 +3,6 @@ package checker
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -101,11 +100,6 @@ func CheckHerd(ctx context.Context, in Input) Result {
 	}
 	d.WakeupsPerHandoff = float64(d.Wakeups) / float64(d.Handoffs)
 	d.MeanWaiters = float64(waitersSum) / float64(d.Handoffs)
-	keys := make([]string, 0, len(d.Keys))
-	for k := range d.Keys {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	if d.WakeupsPerHandoff > 1.5 && d.WakeupsPerHandoff > 0.5*(d.MeanWaiters+1) {
 		return Result{Valid: Invalid, Error: fmt.Sprintf("herd effect: %.2f watch wake-ups per hand-off with %.2f other waiters on average (a predecessor watch wakes about one)",
 			d.WakeupsPerHandoff, d.MeanWaiters), Details: d}

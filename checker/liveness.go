@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -98,11 +99,7 @@ func CheckLiveness(ctx context.Context, in Input) Result {
 			lost[e.Key] = append(lost[e.Key], e)
 		}
 	}
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(byKey))
 	for _, k := range keys {
 		if ctx.Err() != nil {
 			return cancelled(ctx)

@@ -3,6 +3,8 @@ package checker
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -56,11 +58,7 @@ func CheckTokenOrder(ctx context.Context, in Input) Result {
 		}
 	}
 	limit := in.maxViolations()
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(byKey))
 	for _, k := range keys {
 		if ctx.Err() != nil {
 			return cancelled(ctx)

@@ -10,27 +10,43 @@ import (
 	"time"
 )
 
+// DialBounded connects to a server for one short exchange that must never
+// outlive ctx: a paused or cut-off server accepts, or not, and then never
+// answers. Without a deadline on ctx the exchange gets def. The
+// connection's deadline is ctx's, and ctx's end unblocks reads and writes
+// too, not only the dial. done closes the connection and releases the
+// deadline; call it once the exchange is over.
+func DialBounded(ctx context.Context, addr string, def time.Duration) (c net.Conn, done func(), err error) {
+	cancel := context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		ctx, cancel = context.WithTimeout(ctx, def)
+	}
+	var d net.Dialer
+	c, err = d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	dl, _ := ctx.Deadline()
+	_ = c.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	return c, func() {
+		stop()
+		c.Close()
+		cancel()
+	}, nil
+}
+
 // FourLetter sends a four-letter word (srvr, mntr, ruok, ...) to a server
 // and returns its whole answer. It is the one probe that works against any
 // backend and never needs a session, so it cannot disturb what it observes.
 // Without a deadline on ctx it gives up after 2 s.
 func FourLetter(ctx context.Context, addr, cmd string) (string, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, done, err := DialBounded(ctx, addr, 2*time.Second)
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", cmd, addr, err)
 	}
-	defer c.Close()
-	dl, _ := ctx.Deadline()
-	_ = c.SetDeadline(dl)
-	// A cancelled ctx must unblock the read too, not only the dial.
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer done()
 	if _, err := io.WriteString(c, cmd); err != nil {
 		return "", fmt.Errorf("%s %s: write: %w", cmd, addr, err)
 	}

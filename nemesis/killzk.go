@@ -21,22 +21,15 @@ type killZK struct{}
 func (killZK) Verbs() (string, string) { return history.FKill, history.FRestart }
 
 func (killZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
-	c, err := ensembleOf(env)
+	c, leader, err := baseline(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	leader, err := baseline(ctx, c)
+	n, err := pickNode(env, c)
 	if err != nil {
 		return nil, err
 	}
-	n, ok := pickNode(env, c)
-	if !ok {
-		return nil, fmt.Errorf("%w: no server running", ErrNoTarget)
-	}
-	pid, target := n.PID(), describe(n)
-	if n.ID() == leader.ID() {
-		target += ", the leader"
-	}
+	pid, target := n.PID(), targetOf(n, leader)
 	eff := &Effect{Value: history.Value{PID: pid, Target: target}, Undo: restartZK(c, n, pid, target)}
 	if err := n.Kill(ctx); err != nil {
 		return eff, err
@@ -54,12 +47,7 @@ func (killZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	}
 	eff.Value.Detail = "pid gone from /proc; srvr refused"
 	if n.ID() == leader.ID() {
-		saw, after, err := observe(ctx, c, effectWait, newLeader(leader))
-		if err != nil {
-			eff.Value.Detail += "; no new leader: " + err.Error()
-		} else {
-			eff.Value.Detail += fmt.Sprintf("; %s after %s", saw, after.Round(time.Millisecond))
-		}
+		eff.Value.Detail += electionDetail(ctx, c, leader)
 	}
 	return eff, nil
 }
@@ -85,11 +73,6 @@ func restartZK(c cluster.Cluster, n cluster.Node, pid int, target string) func(c
 			return v, fmt.Errorf("restarted as pid %d but not serving: %w", v.PID, err)
 		}
 		v.Detail = fmt.Sprintf("restarted as pid %d, serving as %s after %s", v.PID, st.Mode, time.Since(start).Round(time.Millisecond))
-		whole, err := waitWhole(ctx, c)
-		if err != nil {
-			return v, err
-		}
-		v.Detail += "; " + whole
-		return v, nil
+		return healed(ctx, c, v)
 	}
 }

@@ -46,11 +46,7 @@ type ruleLister interface {
 }
 
 func (p partition) Inject(ctx context.Context, env *Env) (*Effect, error) {
-	c, err := ensembleOf(env)
-	if err != nil {
-		return nil, err
-	}
-	leader, err := baseline(ctx, c)
+	c, leader, err := baseline(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +156,6 @@ func healUndo(c cluster.Cluster, byID map[int]cluster.Node, ids []int, target st
 			return v, err
 		}
 		v.Detail = "no rules left"
-		whole, err := waitWhole(ctx, c)
-		if err != nil {
-			return v, err
-		}
-		v.Detail += "; " + whole
-		return v, nil
+		return healed(ctx, c, v)
 	}
 }

@@ -22,25 +22,17 @@ type pauseZK struct{ leader bool }
 func (pauseZK) Verbs() (string, string) { return history.FPause, history.FResume }
 
 func (p pauseZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
-	c, err := ensembleOf(env)
-	if err != nil {
-		return nil, err
-	}
-	leader, err := baseline(ctx, c)
+	c, leader, err := baseline(ctx, env)
 	if err != nil {
 		return nil, err
 	}
 	n := leader
 	if !p.leader {
-		var ok bool
-		if n, ok = pickNode(env, c); !ok {
-			return nil, fmt.Errorf("%w: no server running", ErrNoTarget)
+		if n, err = pickNode(env, c); err != nil {
+			return nil, err
 		}
 	}
-	pid, target := n.PID(), describe(n)
-	if n.ID() == leader.ID() {
-		target += ", the leader"
-	}
+	pid, target := n.PID(), targetOf(n, leader)
 	eff := &Effect{Value: history.Value{PID: pid, Target: target}, Undo: resumeZK(c, n, pid, target)}
 	if err := n.Pause(ctx); err != nil {
 		return eff, err
@@ -49,12 +41,7 @@ func (p pauseZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	if n.ID() == leader.ID() {
 		// The verified effect is the stop; whether the others elect a new
 		// leader is what the pause shows, and is recorded either way.
-		saw, after, err := observe(ctx, c, effectWait, newLeader(leader))
-		if err != nil {
-			eff.Value.Detail += "; no new leader: " + err.Error()
-		} else {
-			eff.Value.Detail += fmt.Sprintf("; %s after %s", saw, after.Round(1e6))
-		}
+		eff.Value.Detail += electionDetail(ctx, c, leader)
 	}
 	return eff, nil
 }
@@ -73,11 +60,6 @@ func resumeZK(c cluster.Cluster, n cluster.Node, pid int, target string) func(co
 		} else {
 			v.Detail = "process no longer stopped"
 		}
-		whole, err := waitWhole(ctx, c)
-		if err != nil {
-			return v, err
-		}
-		v.Detail += "; " + whole
-		return v, nil
+		return healed(ctx, c, v)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/history"
 )
 
 // Bounds of the ZooKeeper faults. An injection waits up to effectWait to
@@ -23,29 +24,25 @@ const (
 	probeTimeout = 700 * time.Millisecond
 )
 
-// ensembleOf is env's cluster, or why a server fault has no target.
-func ensembleOf(env *Env) (cluster.Cluster, error) {
-	if env.Cluster == nil {
-		return nil, fmt.Errorf("%w: no access to the ensemble (%w)", ErrNoTarget, cluster.ErrUnsupported)
+// baseline waits for env's whole ensemble and returns it with its leader,
+// so every server fault starts from a known state and can tell what it
+// changed. A fault that finds no ensemble or no leader does nothing
+// (ErrNoTarget): it could not verify anything it did.
+func baseline(ctx context.Context, env *Env) (cluster.Cluster, cluster.Node, error) {
+	c := env.Cluster
+	if c == nil {
+		return nil, nil, fmt.Errorf("%w: no access to the ensemble (%w)", ErrNoTarget, cluster.ErrUnsupported)
 	}
-	return env.Cluster, nil
-}
-
-// baseline waits for a whole ensemble and returns its leader, so every
-// server fault starts from a known state and can tell what it changed. A
-// fault that finds none does nothing (ErrNoTarget): it could not verify
-// anything it did.
-func baseline(ctx context.Context, c cluster.Cluster) (cluster.Node, error) {
 	wctx, cancel := context.WithTimeout(ctx, baselineWait)
 	defer cancel()
 	if err := c.WaitReady(wctx); err != nil {
-		return nil, fmt.Errorf("%w: ensemble not whole before the fault: %w", ErrNoTarget, err)
+		return nil, nil, fmt.Errorf("%w: ensemble not whole before the fault: %w", ErrNoTarget, err)
 	}
 	l, err := cluster.Leader(ctx, c)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
 	}
-	return l, nil
+	return c, l, nil
 }
 
 // describe names a server for the history: id, PID and address.
@@ -55,7 +52,7 @@ func describe(n cluster.Node) string {
 
 // pickNode chooses a running server with the run's seeded source, in id
 // order so a seed repeats its choice.
-func pickNode(env *Env, c cluster.Cluster) (cluster.Node, bool) {
+func pickNode(env *Env, c cluster.Cluster) (cluster.Node, error) {
 	var up []cluster.Node
 	for _, n := range c.Nodes() {
 		if n.PID() != 0 {
@@ -63,10 +60,32 @@ func pickNode(env *Env, c cluster.Cluster) (cluster.Node, bool) {
 		}
 	}
 	if len(up) == 0 {
-		return nil, false
+		return nil, fmt.Errorf("%w: no server running", ErrNoTarget)
 	}
 	slices.SortFunc(up, func(a, b cluster.Node) int { return a.ID() - b.ID() })
-	return up[env.Rand.IntN(len(up))], true
+	return up[env.Rand.IntN(len(up))], nil
+}
+
+// targetOf names the server a single-server fault hits, marking the
+// leader, whose loss is what makes the fault interesting.
+func targetOf(n, leader cluster.Node) string {
+	t := describe(n)
+	if n.ID() == leader.ID() {
+		t += ", the leader"
+	}
+	return t
+}
+
+// electionDetail watches for a new leader after a fault on the old one and
+// says, as a suffix for the record, whether and when one was seen. Either
+// way it is not an error: the fault itself was verified, the election is
+// what it shows.
+func electionDetail(ctx context.Context, c cluster.Cluster, old cluster.Node) string {
+	saw, after, err := observe(ctx, c, effectWait, newLeader(old))
+	if err != nil {
+		return "; no new leader: " + err.Error()
+	}
+	return fmt.Sprintf("; %s after %s", saw, after.Round(time.Millisecond))
 }
 
 // effect is a condition on the servers' answers that shows a fault took
@@ -133,6 +152,18 @@ func waitWhole(ctx context.Context, c cluster.Cluster) (string, error) {
 		who = fmt.Sprintf(", leader n%d", l.ID())
 	}
 	return fmt.Sprintf("ensemble whole again after %s%s", time.Since(start).Round(time.Millisecond), who), nil
+}
+
+// healed ends an undo that has done its part: it waits for the whole
+// ensemble, so the next fault starts from a healthy one, and adds how long
+// that took to v.
+func healed(ctx context.Context, c cluster.Cluster, v history.Value) (history.Value, error) {
+	whole, err := waitWhole(ctx, c)
+	if err != nil {
+		return v, err
+	}
+	v.Detail += "; " + whole
+	return v, nil
 }
 
 // bounded gives an undo its own deadline: undos run on a background

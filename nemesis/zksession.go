@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"time"
 
@@ -40,21 +39,11 @@ type closeResult struct {
 // closeSession attaches to session on the server at addr and closes it.
 // Without a deadline on ctx it gives up after 5 s.
 func closeSession(ctx context.Context, addr string, session int64, passwd []byte, timeout time.Duration) (closeResult, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, done, err := cluster.DialBounded(ctx, addr, 5*time.Second)
 	if err != nil {
 		return closeResult{}, fmt.Errorf("close session %s on %s: %w", sessionHex(session), addr, err)
 	}
-	defer c.Close()
-	dl, _ := ctx.Deadline()
-	_ = c.SetDeadline(dl)
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer done()
 
 	var res closeResult
 	if err := writeFrame(c, connectRequest(session, passwd, timeout)); err != nil {

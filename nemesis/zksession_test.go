@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -24,25 +23,16 @@ func TestCloseSessionExpiresTheClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper")
 	}
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("no java")
-	}
-	if _, err := local.DefaultClassPath(); err != nil {
-		t.Skip("no ZooKeeper jars")
+	if err := local.Available(); err != nil {
+		t.Skipf("no ZooKeeper: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := local.New(ctx, local.Config{Nodes: 1, Dir: t.TempDir(), Env: proc.Env("test-nemesis", os.Getpid())})
+	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: t.TempDir(), Env: proc.Env("test-nemesis", os.Getpid())})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	addr := c.ConnectString()
 
 	lock, err := recipes.NewSeed(recipes.Config{Servers: []string{addr}, SessionTimeout: 4 * time.Second,

@@ -5,10 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -27,10 +25,8 @@ func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 // runTests starts one real ZooKeeper for the whole package: a JVM takes
 // seconds to start, and the tests run one after another anyway.
 func runTests(m *testing.M) int {
-	_, javaErr := exec.LookPath("java")
-	_, cpErr := local.DefaultClassPath()
-	if javaErr != nil || cpErr != nil {
-		fmt.Fprintf(os.Stderr, "no ZooKeeper (java: %v, jars: %v): ZooKeeper tests skip\n", javaErr, cpErr)
+	if err := local.Available(); err != nil {
+		fmt.Fprintf(os.Stderr, "no ZooKeeper (%v): ZooKeeper tests skip\n", err)
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "zkchaos-recipes-test-")
@@ -41,7 +37,7 @@ func runTests(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := local.New(ctx, local.Config{Nodes: 1, Dir: dir, Env: proc.Env("test-recipes", os.Getpid())})
+	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: dir, Env: proc.Env("test-recipes", os.Getpid())})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -51,14 +47,6 @@ func runTests(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "close cluster:", err)
 		}
 	}()
-	if err := c.Start(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := c.WaitReady(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	zkAddr = c.ConnectString()
 	return m.Run()
 }
@@ -68,35 +56,6 @@ func needZK(t *testing.T) {
 	if zkAddr == "" {
 		t.Skip("no ZooKeeper")
 	}
-}
-
-// testLogger logs to the test's output until the test ends and drops
-// lines after that: client goroutines may outlive the test by a moment.
-func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{w: t.Output()}
-	t.Cleanup(w.stop)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type testWriter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	done bool
-}
-
-func (w *testWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done {
-		return len(b), nil
-	}
-	return w.w.Write(b)
-}
-
-func (w *testWriter) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
 }
 
 // wchp asks the server which sessions watch which paths (four-letter word

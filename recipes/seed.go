@@ -1,7 +1,6 @@
 package recipes
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
+
+	"github.com/zkchaos/zkchaos/internal/queue"
 )
 
 func init() {
@@ -36,7 +37,7 @@ type Seed struct {
 	timeout time.Duration
 	log     *slog.Logger
 	conn    *zk.Conn
-	events  *queue[SessionEvent]
+	events  *queue.Queue[SessionEvent]
 	// bugs switches on the classic mistakes of the known-bug zoo (zoo.go);
 	// all false for seed itself.
 	bugs bugs
@@ -53,11 +54,10 @@ type Seed struct {
 	// zk.Connect returns.
 	ready chan struct{}
 
+	credentials
+
 	mu sync.Mutex
-	// session is the id of the live session, 0 when there is none (before
-	// the first connect, after an expiry).
-	session   int64
-	connected bool
+	sessionTracker
 	// changed is closed and replaced on every session event, waking every
 	// waiter so it re-examines the world.
 	changed   chan struct{}
@@ -67,10 +67,6 @@ type Seed struct {
 	// so that their Release says ErrRevoked rather than ErrNotHeld.
 	lost   map[string]Grant
 	closed bool
-	// pwSession and pw are the last session the server granted and its
-	// password, captured from the connect response (see SessionPassword).
-	pwSession int64
-	pw        []byte
 }
 
 // NewSeed connects to ZooKeeper; the session is established in the
@@ -109,7 +105,7 @@ func newSeedWithBugs(cfg Config, b bugs) (*Seed, error) {
 		token:     tok,
 		timeout:   cfg.SessionTimeout,
 		log:       log,
-		events:    newQueue[SessionEvent](),
+		events:    queue.New[SessionEvent](),
 		bugs:      b,
 		ready:     make(chan struct{}),
 		changed:   make(chan struct{}),
@@ -122,7 +118,7 @@ func newSeedWithBugs(cfg Config, b bugs) (*Seed, error) {
 		zk.WithEventCallback(s.onEvent), zk.WithLogger(zkLogger{log}),
 		zk.WithDialer(capturingDialer(nil, s.gotPassword)))
 	if err != nil {
-		s.events.close()
+		s.events.Close()
 		return nil, fmt.Errorf("seed: connect %v: %w", cfg.Servers, err)
 	}
 	s.conn = conn
@@ -138,25 +134,6 @@ func newSeedWithBugs(cfg Config, b bugs) (*Seed, error) {
 	return s, nil
 }
 
-// gotPassword keeps the password of the session just granted. It runs
-// before go-zookeeper reports StateHasSession, so the password is known by
-// the time the session is announced.
-func (s *Seed) gotPassword(session int64, pw []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pwSession, s.pw = session, pw
-}
-
-// SessionPassword implements SessionCredentials.
-func (s *Seed) SessionPassword(session int64) ([]byte, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if session == 0 || session != s.pwSession {
-		return nil, false
-	}
-	return bytes.Clone(s.pw), true
-}
-
 // onEvent tracks the session. It runs on go-zookeeper's goroutines and so
 // never blocks (the queue is unbounded).
 func (s *Seed) onEvent(ev zk.Event) {
@@ -166,31 +143,25 @@ func (s *Seed) onEvent(ev zk.Event) {
 	<-s.ready
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch ev.State {
-	case zk.StateHasSession:
-		id := s.conn.SessionID()
+	se, ok := s.observe(ev.State, s.conn)
+	if !ok {
+		return
+	}
+	switch se.State {
+	case StateConnected:
 		// A grant from another session is gone: go-zookeeper replaced an
 		// expired session without us seeing the expiry.
 		if !s.bugs.ignoreSession {
-			s.loseLocked(func(g Grant) bool { return g.Session != id }, StateSessionChanged)
+			s.loseLocked(func(g Grant) bool { return g.Session != se.Session }, StateSessionChanged)
 		}
-		s.session, s.connected = id, true
-		s.emitLocked(SessionEvent{State: StateConnected, Session: id})
-	case zk.StateDisconnected:
-		if !s.connected {
-			return // go-zookeeper reports every failed reconnect too
-		}
-		s.connected = false
-		s.emitLocked(SessionEvent{State: StateDisconnected, Session: s.session})
-	case zk.StateExpired:
-		old := s.session
-		s.session, s.connected = 0, false
-		s.emitLocked(SessionEvent{State: StateExpired, Session: old})
+		s.emitLocked(se)
+	case StateDisconnected:
+		s.emitLocked(se)
+	case StateExpired:
+		s.emitLocked(se)
 		if !s.bugs.ignoreSession {
 			s.loseLocked(func(Grant) bool { return true }, StateExpired)
 		}
-	default:
-		return // connecting, TCP connected (no session yet): nothing changes
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
@@ -198,7 +169,7 @@ func (s *Seed) onEvent(ev zk.Event) {
 
 func (s *Seed) emitLocked(ev SessionEvent) {
 	s.log.Info("session event", "state", ev.State, "session", fmt.Sprintf("0x%x", ev.Session))
-	s.events.push(ev)
+	s.events.Push(ev)
 }
 
 // loseLocked revokes the held grants matching lose and reports each.
@@ -210,7 +181,7 @@ func (s *Seed) loseLocked(lose func(Grant) bool, why string) {
 		delete(s.held, k)
 		s.lost[k] = g
 		s.log.Warn("lock lost", "key", k, "node", g.Node, "token", g.Token, "why", why)
-		s.events.push(SessionEvent{State: why, Session: g.Session, Lost: &g})
+		s.events.Push(SessionEvent{State: why, Session: g.Session, Lost: &g})
 	}
 }
 
@@ -292,7 +263,7 @@ func (s *Seed) Held(key string) (Grant, bool) {
 }
 
 // Events implements Lock.
-func (s *Seed) Events() <-chan SessionEvent { return s.events.out }
+func (s *Seed) Events() <-chan SessionEvent { return s.events.Out() }
 
 // Close ends the session, so the server deletes every node of ours.
 func (s *Seed) Close() error {
@@ -312,7 +283,7 @@ func (s *Seed) Close() error {
 	case <-time.After(5 * time.Second):
 		s.log.Warn("zk connection loop still running after close")
 	}
-	s.events.close()
+	s.events.Close()
 	return nil
 }
 

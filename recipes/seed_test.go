@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkchaos/zkchaos/internal/testlog"
 )
 
 const testSession = 2 * time.Second
@@ -20,7 +22,7 @@ const testSession = 2 * time.Second
 // newSeed connects a recipe to addr and waits for its session.
 func newSeed(t *testing.T, addr, root, token string) *Seed {
 	t.Helper()
-	l, err := New("seed", Config{Servers: []string{addr}, SessionTimeout: testSession, Root: root, Token: token, Logger: testLogger(t)})
+	l, err := New("seed", Config{Servers: []string{addr}, SessionTimeout: testSession, Root: root, Token: token, Logger: testlog.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,7 @@ func newSeed(t *testing.T, addr, root, token string) *Seed {
 // observer is a plain client for looking at the lock tree.
 func observer(t *testing.T) *zk.Conn {
 	t.Helper()
-	c, _, err := zk.Connect([]string{zkAddr}, testSession, zk.WithLogger(zkLogger{testLogger(t)}))
+	c, _, err := zk.Connect([]string{zkAddr}, testSession, zk.WithLogger(zkLogger{testlog.Logger(t)}))
 	if err != nil {
 		t.Fatal(err)
 	}

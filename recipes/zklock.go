@@ -1,7 +1,6 @@
 package recipes
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkchaos/zkchaos/internal/queue"
 )
 
 func init() {
@@ -38,19 +39,17 @@ type ZKLock struct {
 	root   string
 	log    *slog.Logger
 	conn   *zk.Conn
-	events *queue[SessionEvent]
+	events *queue.Queue[SessionEvent]
 	ready  chan struct{}
+	credentials
 
-	mu        sync.Mutex
-	session   int64
-	connected bool
-	held      map[string]zkHeld
+	mu sync.Mutex
+	sessionTracker
+	held map[string]zkHeld
 	// busy marks keys with a Lock() call still running (possibly abandoned
 	// by a timed-out Acquire).
-	busy      map[string]bool
-	pwSession int64
-	pw        []byte
-	closed    bool
+	busy   map[string]bool
+	closed bool
 }
 
 type zkHeld struct {
@@ -75,12 +74,12 @@ func NewZKLock(cfg Config) (*ZKLock, error) {
 	if cfg.Token == TokenCzxid {
 		log.Info("zk-lock exposes no czxid: fencing with the sequence number of its node")
 	}
-	l := &ZKLock{root: root, log: log, events: newQueue[SessionEvent](), ready: make(chan struct{}),
+	l := &ZKLock{root: root, log: log, events: queue.New[SessionEvent](), ready: make(chan struct{}),
 		held: map[string]zkHeld{}, busy: map[string]bool{}}
 	conn, ec, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, zk.WithEventCallback(l.onEvent),
 		zk.WithLogger(zkLogger{log}), zk.WithDialer(capturingDialer(nil, l.gotPassword)))
 	if err != nil {
-		l.events.close()
+		l.events.Close()
 		return nil, fmt.Errorf("zk-lock: connect %v: %w", cfg.Servers, err)
 	}
 	l.conn = conn
@@ -100,36 +99,9 @@ func (l *ZKLock) onEvent(ev zk.Event) {
 	<-l.ready
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch ev.State {
-	case zk.StateHasSession:
-		l.session, l.connected = l.conn.SessionID(), true
-		l.events.push(SessionEvent{State: StateConnected, Session: l.session})
-	case zk.StateDisconnected:
-		if l.connected {
-			l.connected = false
-			l.events.push(SessionEvent{State: StateDisconnected, Session: l.session})
-		}
-	case zk.StateExpired:
-		old := l.session
-		l.session, l.connected = 0, false
-		l.events.push(SessionEvent{State: StateExpired, Session: old})
+	if se, ok := l.observe(ev.State, l.conn); ok {
+		l.events.Push(se)
 	}
-}
-
-func (l *ZKLock) gotPassword(session int64, pw []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.pwSession, l.pw = session, pw
-}
-
-// SessionPassword implements SessionCredentials.
-func (l *ZKLock) SessionPassword(session int64) ([]byte, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if session == 0 || session != l.pwSession {
-		return nil, false
-	}
-	return bytes.Clone(l.pw), true
 }
 
 // Acquire implements Lock.
@@ -267,7 +239,7 @@ func (l *ZKLock) Release(ctx context.Context, key string) error {
 }
 
 // Events implements Lock.
-func (l *ZKLock) Events() <-chan SessionEvent { return l.events.out }
+func (l *ZKLock) Events() <-chan SessionEvent { return l.events.Out() }
 
 // Close ends the session.
 func (l *ZKLock) Close() error {
@@ -279,6 +251,6 @@ func (l *ZKLock) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	l.conn.Close()
-	l.events.close()
+	l.events.Close()
 	return nil
 }

@@ -239,12 +239,7 @@ type op struct {
 
 func (s *server) handleWrite(w http.ResponseWriter, r *http.Request) {
 	var req WriteRequest
-	if err := decodeStrict(w, r, &req); err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if req.Key == "" {
-		httpError(w, http.StatusBadRequest, "empty key")
+	if !decodeKeyed(w, r, &req, &req.Key) {
 		return
 	}
 	if req.Token == nil && s.mode != ModeOff {
@@ -260,12 +255,7 @@ func (s *server) handleWrite(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handleRead(w http.ResponseWriter, r *http.Request) {
 	var req ReadRequest
-	if err := decodeStrict(w, r, &req); err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if req.Key == "" {
-		httpError(w, http.StatusBadRequest, "empty key")
+	if !decodeKeyed(w, r, &req, &req.Key) {
 		return
 	}
 	o := op{kind: OpRead, key: req.Key, process: req.Process, pid: req.PID}
@@ -405,6 +395,21 @@ func (s *server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	writeJSON(w, h)
+}
+
+// decodeKeyed decodes a request that must name a key (key points into
+// req) and answers 400 when it is malformed or names none; false means the
+// answer has been sent.
+func decodeKeyed(w http.ResponseWriter, r *http.Request, req any, key *string) bool {
+	if err := decodeStrict(w, r, req); err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return false
+	}
+	if *key == "" {
+		httpError(w, http.StatusBadRequest, "empty key")
+		return false
+	}
+	return true
 }
 
 // decodeStrict refuses unknown fields and trailing data: a misspelt

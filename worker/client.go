@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/zkchaos/zkchaos/internal/queue"
 )
 
 // ErrExited is returned by Do when the worker exits before answering: the
@@ -36,7 +38,9 @@ type Proc struct {
 	pending map[int64]chan Message
 	exited  bool
 
-	events *msgQueue
+	// events is unbounded so the stdout reader never blocks on a slow
+	// Events consumer (which would stall the responses behind it).
+	events *queue.Queue[Message]
 	stderr *tailWriter
 	done   chan struct{}
 	err    error
@@ -70,7 +74,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, stderrLog io.Writer) (*Proc, erro
 		cmd:     cmd,
 		stdin:   stdin,
 		pending: map[int64]chan Message{},
-		events:  newMsgQueue(),
+		events:  queue.New[Message](),
 		stderr:  tail,
 		done:    make(chan struct{}),
 	}
@@ -123,7 +127,7 @@ func (p *Proc) readLoop(stdout io.Reader, hello chan<- Message) {
 		delete(p.pending, id)
 	}
 	p.mu.Unlock()
-	p.events.close()
+	p.events.Close()
 	close(p.done)
 }
 
@@ -140,7 +144,7 @@ func (p *Proc) route(m Message) {
 			return
 		}
 	}
-	p.events.push(m)
+	p.events.Push(m)
 }
 
 // PID is the worker's process id (also its process group id).
@@ -219,7 +223,7 @@ func (p *Proc) forget(id int64) bool {
 // Events delivers unsolicited events and late responses in arrival order.
 // It is never allowed to block the reader (unbounded) and is closed when
 // the process has exited.
-func (p *Proc) Events() <-chan Message { return p.events.out }
+func (p *Proc) Events() <-chan Message { return p.events.Out() }
 
 // CloseInput closes the worker's stdin: it releases, closes its session
 // and exits.
@@ -299,63 +303,4 @@ func (t *tailWriter) String() string {
 		s += "\n" + string(t.partial)
 	}
 	return s
-}
-
-// msgQueue is an unbounded FIFO in front of a channel, so the stdout
-// reader never blocks on a slow Events consumer (which would stall the
-// responses behind it).
-type msgQueue struct {
-	mu     sync.Mutex
-	items  []Message
-	closed bool
-	notify chan struct{}
-	out    chan Message
-}
-
-func newMsgQueue() *msgQueue {
-	q := &msgQueue{notify: make(chan struct{}, 1), out: make(chan Message)}
-	go q.run()
-	return q
-}
-
-func (q *msgQueue) push(m Message) {
-	q.mu.Lock()
-	q.items = append(q.items, m)
-	q.mu.Unlock()
-	q.wake()
-}
-
-func (q *msgQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	q.wake()
-}
-
-func (q *msgQueue) wake() {
-	select {
-	case q.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (q *msgQueue) run() {
-	for {
-		q.mu.Lock()
-		if len(q.items) == 0 {
-			closed := q.closed
-			q.mu.Unlock()
-			if closed {
-				close(q.out)
-				return
-			}
-			<-q.notify
-			continue
-		}
-		m := q.items[0]
-		q.items[0] = Message{}
-		q.items = q.items[1:]
-		q.mu.Unlock()
-		q.out <- m
-	}
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,10 +57,8 @@ func workerMain(js string) int {
 }
 
 func runTests(m *testing.M) int {
-	_, javaErr := exec.LookPath("java")
-	_, cpErr := local.DefaultClassPath()
-	if javaErr != nil || cpErr != nil {
-		fmt.Fprintf(os.Stderr, "no ZooKeeper (java: %v, jars: %v): ZooKeeper tests skip\n", javaErr, cpErr)
+	if err := local.Available(); err != nil {
+		fmt.Fprintf(os.Stderr, "no ZooKeeper (%v): ZooKeeper tests skip\n", err)
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "zkchaos-worker-test-")
@@ -75,7 +71,7 @@ func runTests(m *testing.M) int {
 	defer cancel()
 	sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
 	defer scancel()
-	c, err := local.New(sctx, local.Config{Nodes: 1, Dir: dir + "/zk", Env: proc.Env(testRun, os.Getpid())})
+	c, err := local.Launch(sctx, local.Config{Nodes: 1, Dir: dir + "/zk", Env: proc.Env(testRun, os.Getpid())})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -85,14 +81,6 @@ func runTests(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "close cluster:", err)
 		}
 	}()
-	if err := c.Start(sctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := c.WaitReady(sctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	zkAddr = c.ConnectString()
 
 	ready := make(chan string, 1)
@@ -138,36 +126,4 @@ func needZK(t *testing.T) {
 	if zkAddr == "" {
 		t.Skip("no ZooKeeper")
 	}
-}
-
-// testLogger logs to the test's output until the test ends.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-// testWriter forwards to t's output and drops what comes after the test:
-// worker stderr and client goroutines can outlive it by a moment.
-func testWriter(t *testing.T) io.Writer {
-	w := &lateSafe{w: t.Output()}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return w
-}
-
-type lateSafe struct {
-	mu   sync.Mutex
-	w    io.Writer
-	done bool
-}
-
-func (w *lateSafe) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done {
-		return len(b), nil
-	}
-	return w.w.Write(b)
 }

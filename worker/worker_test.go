@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkchaos/zkchaos/internal/testlog"
 	"github.com/zkchaos/zkchaos/proc"
 )
 
@@ -48,7 +49,7 @@ func startWorker(t *testing.T, cfg Config) *Proc {
 	cmd.Env = append(cmd.Env, proc.Env(testRun, os.Getpid())...)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	p, err := Start(ctx, cmd, testWriter(t))
+	p, err := Start(ctx, cmd, testlog.Writer(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestAcquireTimeout(t *testing.T) {
 func TestMalformedLines(t *testing.T) {
 	needZK(t)
 	cfg := testConfig(t, 0, testRoot(t))
-	cfg.Logger = testLogger(t)
+	cfg.Logger = testlog.Logger(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)

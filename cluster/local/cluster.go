@@ -45,6 +45,28 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
+// Launch is New, Start and WaitReady in one, for callers that want a
+// serving ensemble or none at all: on failure it closes what it started, so
+// no JVM outlives the error. ctx bounds the start and the wait, not that
+// close.
+func Launch(ctx context.Context, cfg Config) (*Cluster, error) {
+	c, err := New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	err = c.Start(ctx)
+	if err == nil {
+		err = c.WaitReady(ctx)
+	}
+	if err != nil {
+		if cerr := c.Close(context.WithoutCancel(ctx)); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close cluster: %w", cerr))
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
 func (c *Cluster) build(ctx context.Context) error {
 	if c.cfg.Network == nil {
 		ps, err := freePorts(3 * c.cfg.Nodes)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -73,6 +74,20 @@ func (c *Config) defaults() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
+}
+
+// Available reports why no ensemble can start on this machine with the
+// default Java and class path, or nil if one can; tests skip on it rather
+// than fail where ZooKeeper is not installed.
+func Available() error {
+	var errs []error
+	if _, err := exec.LookPath("java"); err != nil {
+		errs = append(errs, fmt.Errorf("java: %w", err))
+	}
+	if _, err := DefaultClassPath(); err != nil {
+		errs = append(errs, fmt.Errorf("jars: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // DefaultClassPath is the class path used when Config.ClassPath is empty.

@@ -19,11 +19,8 @@ import (
 
 func skipUnlessZK(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skipf("no java on PATH: %v", err)
-	}
-	if _, err := DefaultClassPath(); err != nil {
-		t.Skipf("no ZooKeeper jars: %v", err)
+	if err := Available(); err != nil {
+		t.Skipf("no ZooKeeper: %v", err)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -230,20 +229,8 @@ func TestKilledControllerDuringIsolation(t *testing.T) {
 	needEnsemble(t)
 	needRoot(t)
 	results := t.TempDir()
-	cmd := exec.Command(binary(t), "run", "--results", results, "--name", "killed-isolate", "--fencing", "on",
+	cmd, se := startChaos(t, "run", "--results", results, "--name", "killed-isolate", "--fencing", "on",
 		"--nemesis", "isolate-holder", "--time-limit", "5m", "--nemesis-interval", "1s", "--pause", "30s", "--seed", "16")
-	var se strings.Builder
-	cmd.Stderr = &se
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
 	var dir, ns string
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline) && ns == ""; time.Sleep(100 * time.Millisecond) {
 		if d, err := filepath.EvalSymlinks(filepath.Join(results, "latest")); err == nil {
@@ -259,11 +246,7 @@ func TestKilledControllerDuringIsolation(t *testing.T) {
 	}
 	runID := readTest(t, dir).RunID
 	t.Logf("killing controller pid %d while %s is isolated: %s", cmd.Process.Pid, ns, strings.TrimSpace(string(out)))
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	killed = true
+	crash(t, cmd)
 	time.Sleep(2 * time.Second)
 	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
 		t.Errorf("namespace %s (with its rules) still exists 2 s after the controller died", ns)

@@ -128,15 +128,22 @@ type resultsJSON struct {
 
 func readResults(t *testing.T, dir string) resultsJSON {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	return readJSON[resultsJSON](t, dir, "results.json")
+}
+
+// readJSON decodes the run folder's file name, failing the test if it is
+// missing or not the expected JSON.
+func readJSON[T any](t *testing.T, dir, name string) T {
+	t.Helper()
+	var v T
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
-		t.Fatalf("results.json: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	var r resultsJSON
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("results.json: %v", err)
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
-	return r
+	return v
 }
 
 type testJSON struct {
@@ -146,15 +153,7 @@ type testJSON struct {
 
 func readTest(t *testing.T, dir string) testJSON {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "test.json"))
-	if err != nil {
-		t.Fatalf("test.json: %v", err)
-	}
-	var tj testJSON
-	if err := json.Unmarshal(b, &tj); err != nil {
-		t.Fatalf("test.json: %v", err)
-	}
-	return tj
+	return readJSON[testJSON](t, dir, "test.json")
 }
 
 // assertNothingLeft checks that no process of the run exists (none
@@ -350,20 +349,8 @@ func assertPausesHappened(t *testing.T, dir string) {
 func TestKilledControllerLeavesNothing(t *testing.T) {
 	needEnsemble(t)
 	results := t.TempDir()
-	cmd := exec.Command(binary(t), "run", "--results", results, "--name", "killed", "--fencing", "on",
+	cmd, se := startChaos(t, "run", "--results", results, "--name", "killed", "--fencing", "on",
 		"--time-limit", "5m", "--nemesis-interval", "1s", "--pause", "30s", "--seed", "3")
-	var se bytes.Buffer
-	cmd.Stderr = &se
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
 	// Wait for a verified pause in the history.
 	var dir string
 	deadline := time.Now().Add(90 * time.Second)
@@ -391,11 +378,7 @@ func TestKilledControllerLeavesNothing(t *testing.T) {
 		t.Fatalf("history says a holder is paused but no process of the run is stopped")
 	}
 	t.Logf("killing controller pid %d with %d run processes alive, %d stopped", cmd.Process.Pid, len(tagged), stopped)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	killed = true
+	crash(t, cmd)
 	time.Sleep(2 * time.Second)
 	assertNothingLeft(t, runID)
 
@@ -407,6 +390,34 @@ func TestKilledControllerLeavesNothing(t *testing.T) {
 	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() == 255) {
 		t.Errorf("chaos check after SIGKILL: %v\n%s", err, out)
 	}
+}
+
+// startChaos starts the chaos binary with args in the background, its
+// stderr kept for failure messages. However the test ends, the process is
+// killed and reaped, so a failed test leaves no controller running.
+func startChaos(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	se := &bytes.Buffer{}
+	cmd.Stderr = se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, se
+}
+
+// crash SIGKILLs a controller started by startChaos, as a crash would,
+// and reaps it: what it leaves behind is the janitor's to clean.
+func crash(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
 }
 
 // pausedNow reports whether the history's last nemesis event is a

@@ -222,16 +222,7 @@ func TestZKFaults(t *testing.T) {
 func startZKRun(t *testing.T, f string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
 	t.Helper()
 	results := t.TempDir()
-	cmd := exec.Command(binary(t), append([]string{"run", "--results", results}, args...)...)
-	se := &bytes.Buffer{}
-	cmd.Stderr = se
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	cmd, se := startChaos(t, append([]string{"run", "--results", results}, args...)...)
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		if d, err := filepath.EvalSymlinks(filepath.Join(results, "latest")); err == nil && zkLastNemesisIs(d, f) {
@@ -308,10 +299,7 @@ func TestKilledControllerMidZKFault(t *testing.T) {
 			if tc.f == history.FPartition && rules == 0 {
 				t.Fatalf("history says a partition is in effect but no namespace of the run has rules")
 			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
+			crash(t, cmd)
 			time.Sleep(2 * time.Second)
 			assertNothingLeft(t, runID)
 			if nss := zkSlotNamespaces(t, runID); len(nss) > 0 {
