@@ -54,6 +54,9 @@ type LivenessDetails struct {
 	// ExcusedFaults counts the nemesis windows time was excused for.
 	ExcusedFaults int    `json:"excused_faults"`
 	Note          string `json:"note,omitempty"`
+	// FirstViolationTimeNS is when (run clock) the first violation
+	// happened, the figure test-all reports as time to first violation.
+	FirstViolationTimeNS *int64 `json:"first_violation_time_ns,omitempty"`
 }
 
 // Grace after a fault ends during which stalls are still excused: the
@@ -109,6 +112,14 @@ func CheckLiveness(ctx context.Context, in Input) Result {
 		d.Stalls = append(d.Stalls, droughts(k, byKey[k], v.End, ex, droughtT)...)
 	}
 	if len(d.Stalls) > 0 {
+		// A stall becomes a violation once it has lasted its threshold.
+		for _, st := range d.Stalls {
+			th := freeT
+			if st.Kind == StallNoAcquisition {
+				th = droughtT
+			}
+			d.FirstViolationTimeNS = earliest(d.FirstViolationTimeNS, st.FromNS+int64(th))
+		}
 		return Result{Valid: Invalid, Details: d}
 	}
 	return Result{Valid: Valid, Details: d}

@@ -129,3 +129,11 @@ func (o lockOp) token() (int64, bool) {
 	}
 	return *o.Value.Token, true
 }
+
+// earliest keeps the earlier of a first-violation time and t.
+func earliest(cur *int64, t int64) *int64 {
+	if cur == nil || t < *cur {
+		return &t
+	}
+	return cur
+}

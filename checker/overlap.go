@@ -34,6 +34,9 @@ type GrantOverlapDetails struct {
 	Overlaps        []Overlap `json:"overlaps"`
 	OverlapCount    int       `json:"overlap_count"`
 	OverlapsOmitted int       `json:"overlaps_omitted,omitempty"`
+	// FirstViolationTimeNS is when (run clock) the first violation
+	// happened, the figure test-all reports as time to first violation.
+	FirstViolationTimeNS *int64 `json:"first_violation_time_ns,omitempty"`
 }
 
 // CheckGrantOverlap is an exact mutual-exclusion check that faults cannot
@@ -111,6 +114,9 @@ func CheckGrantOverlap(ctx context.Context, in Input) Result {
 	}
 	sort.Slice(d.Overlaps, func(i, j int) bool { return d.Overlaps[i].GrantedNS < d.Overlaps[j].GrantedNS })
 	if d.OverlapCount > 0 {
+		for _, o := range d.Overlaps {
+			d.FirstViolationTimeNS = earliest(d.FirstViolationTimeNS, o.GrantedNS)
+		}
 		return Result{Valid: Invalid, Details: d, Error: fmt.Sprintf("%d grants overlapped a grant that was still held: %s", d.OverlapCount, d.Overlaps[0].Message)}
 	}
 	return Result{Valid: Valid, Details: d}

@@ -29,6 +29,9 @@ type TokenOrderDetails struct {
 	Regressions        []TokenRegression `json:"regressions"`
 	RegressionCount    int               `json:"regression_count"`
 	RegressionsOmitted int               `json:"regressions_omitted,omitempty"`
+	// FirstViolationTimeNS is when (run clock) the first violation
+	// happened, the figure test-all reports as time to first violation.
+	FirstViolationTimeNS *int64 `json:"first_violation_time_ns,omitempty"`
 }
 
 // CheckTokenOrder checks the one property a fencing token must have (seed
@@ -81,6 +84,9 @@ func CheckTokenOrder(ctx context.Context, in Input) Result {
 	}
 	if d.RegressionCount > 0 {
 		r := d.Regressions[0]
+		for _, g := range d.Regressions {
+			d.FirstViolationTimeNS = earliest(d.FirstViolationTimeNS, g.TimesNS[1])
+		}
 		return Result{Valid: Invalid, Details: d, Error: fmt.Sprintf("%d grants did not raise the token, first on %s: %d then %d",
 			d.RegressionCount, r.Key, r.Tokens[0], r.Tokens[1])}
 	}
