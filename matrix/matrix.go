@@ -83,7 +83,7 @@ func Filter(cells []Cell, patterns []string) ([]Cell, error) {
 	var out []Cell
 	for _, c := range cells {
 		for _, p := range patterns {
-			ok, err := path.Match(p, c.Name())
+			ok, err := matchPrefix(p, c.Name())
 			if err != nil {
 				return nil, fmt.Errorf("--cells pattern %q: %w", p, err)
 			}
@@ -97,6 +97,20 @@ func Filter(cells []Cell, patterns []string) ([]Cell, error) {
 		return nil, fmt.Errorf("--cells %s matches no cell (chaos test-all --list shows them)", strings.Join(patterns, ","))
 	}
 	return out, nil
+}
+
+// matchPrefix matches a glob against the name or any leading run of its
+// segments, so "herd/*" selects every herd cell without spelling out the
+// fencing segment.
+func matchPrefix(pattern, name string) (bool, error) {
+	segs := strings.Split(name, "/")
+	for k := len(segs); k >= 1; k-- {
+		ok, err := path.Match(pattern, strings.Join(segs[:k], "/"))
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
 }
 
 // Smoke keeps the cells marked for CI.

@@ -13,7 +13,7 @@ import (
 
 func TestFilter(t *testing.T) {
 	cells := Default("chaos")
-	got, err := Filter(cells, []string{"seed/pause-holder/*"})
+	got, err := Filter(cells, []string{"seed/pause-holder"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,6 +24,10 @@ func TestFilter(t *testing.T) {
 	}
 	if len(got) == 0 {
 		t.Fatal("glob kept nothing")
+	}
+	herd, err := Filter(cells, []string{"herd/*"})
+	if err != nil || len(herd) != 1 || herd[0].Recipe != "herd" {
+		t.Errorf("herd/* kept %v (%v), want the one herd cell", herd, err)
 	}
 	if _, err := Filter(cells, []string{"no-such-recipe"}); err == nil {
 		t.Error("a filter matching nothing must be an error, not an empty (green) matrix")
