@@ -190,8 +190,12 @@ func killIn(ctx context.Context, ns string) error {
 	return nil
 }
 
+// deleteLink removes a link that may already be gone. "No such device"
+// is the race we met for real: the kernel destroys the root end of a veth
+// asynchronously once its namespace is deleted, between ip's lookup of the
+// name and its delete request.
 func deleteLink(ctx context.Context, name string) error {
-	if _, err := run(ctx, "ip", "link", "del", name); err != nil && !stderrHas(err, "Cannot find device", "does not exist") {
+	if _, err := run(ctx, "ip", "link", "del", name); err != nil && !stderrHas(err, "Cannot find device", "does not exist", "No such device") {
 		return err
 	}
 	return nil
