@@ -2,9 +2,12 @@ package netns
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -45,12 +48,26 @@ func (h *Host) Block(ctx context.Context, peers ...string) error {
 	return nil
 }
 
-// Heal removes every block of the host.
+// Heal removes every block of the host. A host whose namespace is gone
+// (its worker exited and the namespace was removed meanwhile) has nothing
+// left to heal.
 func (h *Host) Heal(ctx context.Context) error {
 	if _, err := h.iptables(ctx, "-F", hostChain); err != nil {
+		if h.Gone() {
+			return nil
+		}
 		return fmt.Errorf("heal host %s: %w", h.Name, err)
 	}
 	return nil
+}
+
+// Gone reports whether the host's namespace no longer exists. Worker
+// namespaces are removed as their processes exit, concurrently with a
+// final sweep over the hosts; such a host has no rules, which is not an
+// error.
+func (h *Host) Gone() bool {
+	_, err := os.Stat(filepath.Join("/run/netns", h.NS))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 func (h *Host) iptables(ctx context.Context, args ...string) (string, error) {
@@ -62,6 +79,9 @@ func (h *Host) iptables(ctx context.Context, args ...string) (string, error) {
 func (h *Host) Rules(ctx context.Context) ([]string, error) {
 	out, err := h.iptables(ctx, "-S", hostChain)
 	if err != nil {
+		if h.Gone() {
+			return nil, nil
+		}
 		return nil, fmt.Errorf("rules of host %s: %w", h.Name, err)
 	}
 	var rules []string

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -108,8 +106,8 @@ func (n hostNet) Heal(ctx context.Context) error { return n.h.Heal(ctx) }
 // Rules fails when the namespace is gone (its worker exited and the
 // fleet removed it), which the nemesis reads as "no rules left".
 func (n hostNet) Rules(ctx context.Context) ([]string, error) {
-	if _, err := os.Stat(filepath.Join("/run/netns", n.h.NS)); err != nil {
-		return nil, fmt.Errorf("namespace %s: %w", n.h.NS, err)
+	if n.h.Gone() {
+		return nil, fmt.Errorf("namespace %s is gone", n.h.NS)
 	}
 	return n.h.Rules(ctx)
 }
