@@ -6,7 +6,7 @@ export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 BIN := bin/chaos
 RUN_ARGS ?=
-STATICCHECK_VERSION := 2026.2.2
+STATICCHECK_VERSION := v0.8.2
 
 .PHONY: run test deps build lint fmt-check bench clean cleanup
 
