@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/store"
 )
 
 // Validity is a checker's answer. The zero value is Unknown so that a
@@ -132,6 +132,9 @@ type Input struct {
 	// results.json nobody can open. 0 means DefaultMaxViolations; negative
 	// means no bound.
 	MaxViolations int
+	// Completion says whether the run finished; nil means not judged (a
+	// hand-made history). runner.Check always sets it.
+	Completion *Completion
 }
 
 // DefaultMaxViolations is the evidence kept when Input.MaxViolations is 0.
@@ -308,6 +311,9 @@ type Results struct {
 	// checker that did not pass.
 	Reasons  []string          `json:"reasons,omitempty"`
 	Checkers map[string]Result `json:"checkers"`
+	// Completion says whether the run finished and how far it got; an
+	// incomplete run is never valid.
+	Completion *Completion `json:"completion,omitempty"`
 	// Order is the order the checkers ran in, for reports (JSON objects
 	// have none).
 	Order     []string  `json:"order"`
@@ -365,6 +371,7 @@ func runAll(ctx context.Context, in Input, gate []string, cs []Checker) Results 
 		}
 	}
 	res.Valid = Merge(vs...)
+	applyCompletion(&res, in.Completion)
 	res.ElapsedMS = float64(time.Since(start)) / float64(time.Millisecond)
 	return res
 }
@@ -434,25 +441,8 @@ func WriteResults(path string, r Results) error {
 	if err != nil {
 		return fmt.Errorf("encode results: %w", err)
 	}
-	b = append(b, '\n')
-	f, err := os.CreateTemp(filepath.Dir(path), ".results-*.json")
-	if err != nil {
+	if err := store.WriteFileAtomic(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("write results: %w", err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(b)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write results %s: %w", path, werr)
 	}
 	return nil
 }

@@ -52,19 +52,6 @@ const (
 	// ignores it; the linearizability checkers take it as the real
 	// completion of that info operation (it only narrows what was unknown).
 	FLate = "late"
-	// Nemesis operations.
-	FPause  = "pause"
-	FResume = "resume"
-	// FKill and FRestart: a server killed with SIGKILL, and started again
-	// with its data.
-	FKill    = "kill"
-	FRestart = "restart"
-	// FPartition and FHeal: traffic cut by rules, and the rules removed.
-	FPartition = "partition"
-	FHeal      = "heal"
-	// FRestore is the final phase's sweep of whatever fault is left
-	// (process nemesis), before the final reads.
-	FRestore = "restore"
 	// FFinalRead is a key's value read from the register after every fault
 	// was undone and the ensemble serves again: what the run ended with.
 	FFinalRead = "final-read"
@@ -122,15 +109,19 @@ func (p Process) String() string {
 //	session:         State, Session
 //	pause/resume:    PID, Target, Verified
 type Value struct {
-	Token    *int64 `json:"token,omitempty"`
-	N        *int64 `json:"n,omitempty"`
-	Current  *int64 `json:"current_token,omitempty"`
-	Node     string `json:"node,omitempty"`
-	Session  string `json:"session,omitempty"`
-	State    string `json:"state,omitempty"`
-	PID      int    `json:"pid,omitempty"`
-	Target   string `json:"target,omitempty"`
-	Verified *bool  `json:"verified,omitempty"`
+	Token   *int64 `json:"token,omitempty"`
+	N       *int64 `json:"n,omitempty"`
+	Current *int64 `json:"current_token,omitempty"`
+	Node    string `json:"node,omitempty"`
+	Session string `json:"session,omitempty"`
+	State   string `json:"state,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	Target  string `json:"target,omitempty"`
+	// TargetProcess is the logical worker process a nemesis operation
+	// acted on (client-side faults, session observations); nil for faults
+	// of the ensemble.
+	TargetProcess *int  `json:"target_process,omitempty"`
+	Verified      *bool `json:"verified,omitempty"`
 	// Of names the original operation of a late response (F == FLate).
 	Of string `json:"of,omitempty"`
 	// Detail is free text for the report (e.g. how a fault was verified).
@@ -156,6 +147,9 @@ type Event struct {
 
 // Int64 returns a pointer to v, for the optional fields of Value.
 func Int64(v int64) *int64 { return &v }
+
+// Int returns a pointer to v, for the optional fields of Value.
+func Int(v int) *int { return &v }
 
 // Bool returns a pointer to v, for the optional fields of Value.
 func Bool(v bool) *bool { return &v }

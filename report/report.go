@@ -93,6 +93,7 @@ code, pre { font-family: ui-monospace, monospace; }
 <p class="meta">run started {{if .Time}}{{.Time}}{{else}}(unknown){{end}}; report written {{.GeneratedAt}}; gate: {{.Gate}}{{if .Dir}}; folder <code>{{.Dir}}</code>{{end}}</p>
 {{if .Truncated}}<p><strong>Note:</strong> the history's last line was cut off (the run was killed mid-write) and was dropped before checking.</p>{{end}}
 <div class="verdict {{.VerdictClass}}" id="verdict">{{.Verdict}}</div>
+{{with .Completion}}<p id="completion">{{if .Completed}}Run complete: the workload ran {{.Reached}} of {{.Limit}}, stopped by its time limit, and the final phase ran.{{else}}<strong>Run incomplete</strong>: {{.Why}}. Phase reached: {{.Phase}}; workload {{.Reached}} of {{.Limit}}; final phase {{if .FinalPhase}}ran{{else}}did not run{{end}}. Finding no violation in part of a run proves nothing about the rest, so this run cannot be valid.{{end}}</p>{{end}}
 {{if .Reasons}}<ul>{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
 <h2>Checkers</h2>
@@ -233,6 +234,7 @@ type view struct {
 	Verdict       string
 	VerdictClass  string
 	Reasons       []string
+	Completion    *completionView
 	Gate          string
 	Config        []kv
 	ConfigRaw     string
@@ -321,12 +323,23 @@ func verdictText(v checker.Validity) string {
 	return "UNKNOWN"
 }
 
+// completionView is the run's completeness in words.
+type completionView struct {
+	checker.Completion
+	Reached, Limit string
+}
+
 func build(in Page) view {
 	v := view{Name: in.Name, Dir: in.Dir, Truncated: in.HistoryTruncated, Verdict: verdictText(in.Results.Valid), VerdictClass: validClass(in.Results.Valid),
 		Reasons: in.Results.Reasons, Gate: strings.Join(in.Results.Gate, ", "), Links: in.Links,
 		GeneratedAt: time.Now().UTC().Format(time.RFC3339)}
 	if !in.Start.IsZero() {
 		v.Time = in.Start.Format(time.RFC3339)
+	}
+	if c := in.Results.Completion; c != nil {
+		v.Completion = &completionView{Completion: *c,
+			Reached: time.Duration(c.ReachedNS).Round(time.Millisecond).String(),
+			Limit:   time.Duration(c.TimeLimitNS).Round(time.Millisecond).String()}
 	}
 	if v.Links == nil {
 		v.Links = DefaultLinks()

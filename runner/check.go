@@ -78,13 +78,25 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
+	st, stErr := store.ReadStatus(run.Path(store.StatusFile))
+	if stErr != nil && !errors.Is(stErr, os.ErrNotExist) {
+		return nil, stErr
+	}
+	var end int64
+	for _, e := range h.Events {
+		end = max(end, e.Time)
+	}
+	if st.TimeLimitNS == 0 {
+		st.TimeLimitNS = int64(tf.TimeLimit)
+	}
+	completion := checker.CompletionOf(st, stErr == nil, end)
 	// Pages of an earlier check of this folder would be stale (or, for a
 	// key that now passes, wrong); the checkers draw them afresh.
 	if err := os.RemoveAll(run.Path(checker.VisualDir)); err != nil {
 		return nil, fmt.Errorf("remove old visualisations: %w", err)
 	}
 	res := checker.RunAll(ctx, checker.Input{History: h.Events, ApplyLog: applyLog, StartWall: startWall,
-		Fencing: tf.Fencing, Dir: run.Dir, Budget: o.budget}, gate)
+		Fencing: tf.Fencing, Dir: run.Dir, Budget: o.budget, Completion: &completion}, gate)
 	if err := checker.WriteResults(run.Path(store.ResultsFile), res); err != nil {
 		return nil, err
 	}

@@ -94,8 +94,12 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 		return out, err
 	}
 	c := &controller{cfg: cfg, exe: exe, run: run, runID: runID, log: log, jan: jan, hard: hard, t0: t0,
-		env: proc.Env(runID, os.Getpid())}
+		env:    proc.Env(runID, os.Getpid()),
+		status: store.Status{TimeLimitNS: int64(cfg.TimeLimit), ControllerPID: os.Getpid()}}
 	defer c.teardown()
+	if err := c.setPhase(store.PhaseSetup); err != nil {
+		return out, err
+	}
 
 	netMode, err := c.setupNetwork(hard)
 	if err != nil {
@@ -116,6 +120,9 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	out.Timings.Ensemble = c.ensembleReady
 
 	wStart := time.Now()
+	if err := c.setPhase(store.PhaseWorkload); err != nil {
+		return out, err
+	}
 	c.workload(ctx)
 	out.Timings.Workload = time.Since(wStart)
 
@@ -159,6 +166,27 @@ type controller struct {
 
 	tornDown   sync.Once
 	harnessErr error
+
+	// status is status.json: how far the run got (see store.Status).
+	statusMu sync.Mutex
+	status   store.Status
+}
+
+// setPhase records that the run entered phase p. A status that cannot be
+// written means the results folder cannot be written: the run stops.
+func (c *controller) setPhase(p store.Phase) error {
+	return c.updateStatus(func(s *store.Status) { s.Phase = p })
+}
+
+// updateStatus changes status.json under its lock.
+func (c *controller) updateStatus(change func(*store.Status)) error {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	change(&c.status)
+	if err := store.WriteStatus(c.run.Path(store.StatusFile), c.status); err != nil {
+		return fmt.Errorf("results folder: %w", err)
+	}
+	return nil
 }
 
 func (c *controller) setupNetwork(ctx context.Context) (string, error) {
@@ -250,6 +278,7 @@ func (c *controller) startServices(ctx context.Context) error {
 // is stopped, so every paused worker gets to act out its stale operation
 // and every late answer is recorded.
 func (c *controller) workload(ctx context.Context) {
+	wStart := time.Now()
 	gen, stop := context.WithTimeout(ctx, c.cfg.TimeLimit)
 	defer stop()
 	seed := uint64(c.cfg.Seed)
@@ -285,17 +314,33 @@ func (c *controller) workload(ctx context.Context) {
 		}
 	}()
 	<-gen.Done()
+	why := store.StopTimeLimit
 	if ctx.Err() != nil {
-		c.log.Warn("interrupted: stopping the workload, healing, and checking what was recorded")
+		why = store.StopInterrupted
+		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+			why += " (" + cause.Error() + ")"
+		}
+		c.log.Warn("interrupted: stopping the workload, healing, and checking what was recorded", "why", why)
 	}
+	reached := time.Since(wStart)
 	// Heal first: paused workers resume while the clients finish.
 	<-nemDone
 	clients.Wait()
+	if err := c.updateStatus(func(s *store.Status) {
+		s.Phase, s.StoppedBecause, s.WorkloadNS = store.PhaseFinal, why, int64(reached)
+	}); err != nil {
+		c.harnessErr = err
+	}
 	c.restore()
 	c.log.Info("workload over; recovering", "for", c.cfg.Recovery.String())
 	sleepCtx(c.hard, c.cfg.Recovery)
 	c.finalReads()
 	c.finalState()
+	if c.hard.Err() == nil {
+		if err := c.updateStatus(func(s *store.Status) { s.FinalPhase = true }); err != nil && c.harnessErr == nil {
+			c.harnessErr = err
+		}
+	}
 }
 
 // finalState reads the register's final state into the controller log, for
@@ -319,6 +364,9 @@ func (c *controller) teardown() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		var errs []error
+		if err := c.setPhase(store.PhaseTeardown); err != nil {
+			errs = append(errs, err)
+		}
 		if c.fleet != nil {
 			c.fleet.shutdown(5 * time.Second)
 		}
@@ -341,6 +389,18 @@ func (c *controller) teardown() {
 			}
 		}
 		if err := c.jan.Finish(10 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+		if err := c.updateStatus(func(s *store.Status) {
+			s.Phase = store.PhaseDone
+			if s.StoppedBecause == "" {
+				// Torn down before the workload ended: a harness failure.
+				s.StoppedBecause = "harness failure during " + "setup or workload"
+				if c.harnessErr != nil {
+					s.StoppedBecause = "harness failure: " + c.harnessErr.Error()
+				}
+			}
+		}); err != nil {
 			errs = append(errs, err)
 		}
 		if len(errs) > 0 {

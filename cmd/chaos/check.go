@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/runner"
@@ -70,6 +71,14 @@ func exitCode(c *runner.CheckOutcome) int {
 func printSummary(w io.Writer, c *runner.CheckOutcome) {
 	r := c.Results
 	fmt.Fprintf(w, "valid: %s (gate: %s)\n", r.Valid, strings.Join(r.Gate, ","))
+	if c := r.Completion; c != nil {
+		if c.Completed {
+			fmt.Fprintf(w, "run: complete (workload %s of %s, final phase ran)\n",
+				time.Duration(c.ReachedNS).Round(time.Millisecond), time.Duration(c.TimeLimitNS).Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(w, "run: INCOMPLETE: %s\n", c.Why)
+		}
+	}
 	names := append([]string(nil), r.Order...)
 	if len(names) == 0 {
 		for n := range r.Checkers {

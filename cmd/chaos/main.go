@@ -44,21 +44,21 @@ func realMain(args []string) int {
 	// The first SIGINT/SIGTERM cancels ctx: a run stops its workload, heals,
 	// tears down and still checks what it recorded. A second one cancels
 	// hard: stop now (the janitor undoes the faults); a third exits.
-	ctx, cancel := context.WithCancel(context.Background())
-	hard, cancelHard := context.WithCancel(context.Background())
-	defer cancel()
-	defer cancelHard()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	hard, cancelHard := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	defer cancelHard(nil)
 	sigs := make(chan os.Signal, 3)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		n := 0
-		for range sigs {
+		for sig := range sigs {
 			n++
 			switch n {
 			case 1:
-				cancel()
+				cancel(fmt.Errorf("signal %s", sig))
 			case 2:
-				cancelHard()
+				cancelHard(fmt.Errorf("second signal %s", sig))
 			default:
 				os.Exit(exitHarness)
 			}

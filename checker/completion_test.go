@@ -1,0 +1,64 @@
+package checker
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/store"
+)
+
+func TestCompletionOf(t *testing.T) {
+	limit := int64(60 * time.Second)
+	done := store.Status{Phase: store.PhaseDone, StoppedBecause: store.StopTimeLimit, TimeLimitNS: limit,
+		WorkloadNS: limit, FinalPhase: true}
+	cases := []struct {
+		name     string
+		st       store.Status
+		found    bool
+		complete bool
+		why      string
+	}{
+		{"finished", done, true, true, ""},
+		{"no status file", store.Status{}, false, false, "no status.json"},
+		{"killed in the workload", store.Status{Phase: store.PhaseWorkload, TimeLimitNS: limit}, true, false, `phase "workload"`},
+		{"interrupted", func() store.Status {
+			s := done
+			s.StoppedBecause = store.StopInterrupted + " (signal interrupt)"
+			s.WorkloadNS = int64(10 * time.Second)
+			return s
+		}(), true, false, "stopped early (interrupted (signal interrupt)); workload reached 10s of 1m0s"},
+		{"final phase cut", func() store.Status { s := done; s.FinalPhase = false; return s }(), true, false, "final phase"},
+	}
+	for _, c := range cases {
+		got := CompletionOf(c.st, c.found, int64(12*time.Second))
+		if got.Completed != c.complete || !strings.Contains(got.Why, c.why) {
+			t.Errorf("%s: got completed=%v why=%q, want %v and %q", c.name, got.Completed, got.Why, c.complete, c.why)
+		}
+	}
+	if got := CompletionOf(store.Status{Phase: store.PhaseWorkload}, true, int64(12*time.Second)); got.ReachedNS != int64(12*time.Second) {
+		t.Errorf("a killed run's reach is its history's end: got %d", got.ReachedNS)
+	}
+}
+
+// An incomplete run is never valid; a violation found in it still is
+// invalid.
+func TestRunAllIncompleteRun(t *testing.T) {
+	pass := Checker{Name: "pass", Check: func(context.Context, Input) Result { return Result{Valid: Valid} }}
+	fail := Checker{Name: "fail", Check: func(context.Context, Input) Result { return Result{Valid: Invalid} }}
+	inc := &Completion{Completed: false, Why: "killed"}
+	in := Input{Completion: inc}
+	if r := runAll(context.Background(), in, []string{"pass"}, []Checker{pass}); r.Valid != Unknown || r.Completion != inc {
+		t.Errorf("incomplete run with no violation: got %s, want unknown with the completion", r.Valid)
+	} else if !strings.Contains(strings.Join(r.Reasons, ";"), "run incomplete: killed") {
+		t.Errorf("reasons do not say why: %v", r.Reasons)
+	}
+	if r := runAll(context.Background(), in, []string{"fail"}, []Checker{fail}); r.Valid != Invalid {
+		t.Errorf("incomplete run with a violation: got %s, want false", r.Valid)
+	}
+	in.Completion = &Completion{Completed: true}
+	if r := runAll(context.Background(), in, []string{"pass"}, []Checker{pass}); r.Valid != Valid {
+		t.Errorf("complete run: got %s, want true", r.Valid)
+	}
+}

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// StatusFile is status.json: how far the controller got. It is rewritten
+// atomically at every phase change, so a run whose controller was killed
+// leaves the last phase it reached, and a run folder without it was never
+// carried through by a controller at all. The checkers refuse to call such
+// a run valid (see checker.Completion).
+const StatusFile = "status.json"
+
+// Phase is a stage of a run, in order.
+type Phase string
+
+// The phases a controller goes through. PhaseDone is written once the
+// history is closed, before the checkers run.
+const (
+	PhaseSetup    Phase = "setup"
+	PhaseWorkload Phase = "workload"
+	PhaseFinal    Phase = "final"
+	PhaseTeardown Phase = "teardown"
+	PhaseDone     Phase = "done"
+)
+
+// Why the workload stopped (Status.StoppedBecause), besides free text for
+// harness failures.
+const (
+	StopTimeLimit   = "time-limit"
+	StopInterrupted = "interrupted"
+)
+
+// Status is status.json.
+type Status struct {
+	Phase Phase `json:"phase"`
+	// StoppedBecause is why the workload ended: StopTimeLimit when it ran
+	// its whole time, StopInterrupted (with the signal) when a person or
+	// CI stopped it, or the harness failure that ended it. Empty while the
+	// workload runs.
+	StoppedBecause string `json:"stopped_because,omitempty"`
+	// TimeLimitNS is the workload's time limit; WorkloadNS how long it ran
+	// (set when it ended).
+	TimeLimitNS int64 `json:"time_limit_ns"`
+	WorkloadNS  int64 `json:"workload_ns"`
+	// FinalPhase says the final phase ran to its end: every fault undone,
+	// the recovery wait, each worker's final read.
+	FinalPhase    bool      `json:"final_phase"`
+	ControllerPID int       `json:"controller_pid"`
+	Updated       time.Time `json:"updated"`
+}
+
+// WriteStatus replaces status.json atomically.
+func WriteStatus(path string, s Status) error {
+	s.Updated = time.Now().UTC()
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode status: %w", err)
+	}
+	return WriteFileAtomic(path, append(b, '\n'))
+}
+
+// ReadStatus reads status.json; an error wrapping os.ErrNotExist means the
+// run has none.
+func ReadStatus(path string) (Status, error) {
+	var s Status
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("read status: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("read status %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// WriteFileAtomic writes b to path through a temporary file in the same
+// folder, fsync'd and renamed over path, so a reader sees the old content
+// or the new, never half of either.
+func WriteFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(b)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
