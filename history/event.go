@@ -120,8 +120,13 @@ type Value struct {
 	// TargetProcess is the logical worker process a nemesis operation
 	// acted on (client-side faults, session observations); nil for faults
 	// of the ensemble.
-	TargetProcess *int  `json:"target_process,omitempty"`
-	Verified      *bool `json:"verified,omitempty"`
+	TargetProcess *int `json:"target_process,omitempty"`
+	// LastSeenNS, on a session-gone observation (FSessionGone), is the
+	// last run-clock time the session was seen alive on the servers (or,
+	// for a session closed by the nemesis, when the close was sent): the
+	// session ended after it and before the observation itself.
+	LastSeenNS *int64 `json:"last_seen_ns,omitempty"`
+	Verified   *bool  `json:"verified,omitempty"`
 	// Of names the original operation of a late response (F == FLate).
 	Of string `json:"of,omitempty"`
 	// Detail is free text for the report (e.g. how a fault was verified).
