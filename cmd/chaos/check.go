@@ -74,7 +74,7 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 	if c := r.Completion; c != nil {
 		if c.Completed {
 			fmt.Fprintf(w, "run: complete (workload %s of %s, final phase ran)\n",
-				time.Duration(c.ReachedNS).Round(time.Millisecond), time.Duration(c.TimeLimitNS).Round(time.Millisecond))
+				time.Duration(c.ReachedNS).Round(100*time.Millisecond), time.Duration(c.TimeLimitNS).Round(100*time.Millisecond))
 		} else {
 			fmt.Fprintf(w, "run: INCOMPLETE: %s\n", c.Why)
 		}

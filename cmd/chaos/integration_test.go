@@ -243,6 +243,12 @@ func TestFencedRunIsValid(t *testing.T) {
 	if res.Valid != true {
 		t.Errorf("results.json valid = %v, want true", res.Valid)
 	}
+	if !strings.Contains(r.stdout, "run: complete (workload 40s of 40s, final phase ran)") {
+		t.Errorf("a finished run does not say it is complete:\n%s", r.stdout)
+	}
+	if c := readJSON[completionJSON](t, r.dir, "results.json").Completion; c == nil || !c.Completed || c.StoppedBecause != "time-limit" {
+		t.Errorf("results.json completion = %+v, want completed by its time limit", c)
+	}
 	acq := res.Checkers["stats"].Ops["acquire"]
 	if acq.OK < 24 {
 		t.Errorf("only %d acquisitions completed; want dozens", acq.OK)
@@ -342,14 +348,17 @@ func assertPausesHappened(t *testing.T, dir string) {
 	}
 }
 
-// TestKilledControllerLeavesNothing SIGKILLs the controller while a
-// holder is paused: within 2 seconds the janitor must have resumed and
-// killed every process of the run and removed its namespaces, and the
-// history written so far must still be checkable.
+// TestKilledControllerLeavesNothing SIGKILLs the controller of an
+// unfenced run while a holder is paused: within 2 seconds the janitor must
+// have resumed and killed every process of the run and removed its
+// namespaces, and the history written so far must still be checkable. The
+// check must not call it valid: the stale write the resumed holder would
+// have made never happened, so a "valid" here would be a verdict on data
+// that is not there.
 func TestKilledControllerLeavesNothing(t *testing.T) {
 	needEnsemble(t)
 	results := t.TempDir()
-	cmd, se := startChaos(t, "run", "--results", results, "--name", "killed", "--fencing", "on",
+	cmd, se := startChaos(t, "run", "--results", results, "--name", "killed", "--fencing", "off",
 		"--time-limit", "5m", "--nemesis-interval", "1s", "--pause", "30s", "--seed", "3")
 	// Wait for a verified pause in the history.
 	var dir string
@@ -382,14 +391,49 @@ func TestKilledControllerLeavesNothing(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	assertNothingLeft(t, runID)
 
-	// What was recorded is still there and checkable.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, binary(t), "check", dir).CombinedOutput()
-	var ee *exec.ExitError
-	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() == 255) {
-		t.Errorf("chaos check after SIGKILL: %v\n%s", err, out)
+	// What was recorded is still there and checkable, and incomplete.
+	code, out := chaosCheck(t, dir)
+	if code != 1 && code != 2 {
+		t.Errorf("chaos check of a killed unfenced run: exit %d, want 2 (unknown) or 1 (invalid), never 0\n%s", code, out)
 	}
+	if !strings.Contains(out, "run: INCOMPLETE") {
+		t.Errorf("chaos check of a killed run does not say it is incomplete:\n%s", out)
+	}
+	res := readJSON[completionJSON](t, dir, "results.json")
+	if res.Completion == nil || res.Completion.Completed {
+		t.Errorf("results.json completion = %+v, want completed false", res.Completion)
+	}
+}
+
+// completionJSON is the part of results.json that says whether the run
+// finished.
+type completionJSON struct {
+	Valid      any `json:"valid"`
+	Completion *struct {
+		Completed      bool   `json:"completed"`
+		Phase          string `json:"phase"`
+		ReachedNS      int64  `json:"reached_ns"`
+		TimeLimitNS    int64  `json:"time_limit_ns"`
+		FinalPhase     bool   `json:"final_phase"`
+		StoppedBecause string `json:"stopped_because"`
+		Why            string `json:"why"`
+	} `json:"completion"`
+}
+
+// chaosCheck runs `chaos check dir` and returns its exit code and output.
+func chaosCheck(t *testing.T, dir string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary(t), append([]string{"check", dir}, args...)...).CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode(), string(out)
+	case err != nil:
+		t.Fatalf("chaos check: %v\n%s", err, out)
+	}
+	return 0, string(out)
 }
 
 // startChaos starts the chaos binary with args in the background, its
@@ -438,50 +482,92 @@ func pausedNow(dir string) bool {
 }
 
 // TestInterruptedRunStillChecks sends SIGINT mid-run: the run must heal,
-// stop everything, and still write its verdict.
+// stop everything, and still write its verdict, which is unknown (exit 2):
+// an interrupted fenced run has found no violation in part of what it was
+// asked to run, and says so on stdout and in results.json.
 func TestInterruptedRunStillChecks(t *testing.T) {
 	needEnsemble(t)
 	results := t.TempDir()
-	cmd := exec.Command(binary(t), "run", "--results", results, "--name", "interrupted",
-		"--time-limit", "5m", "--nemesis-interval", "1s", "--seed", "4")
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
+	cmd, so, se, dir := startUntilPaused(t, results, "interrupted", "--time-limit", "5m", "--nemesis-interval", "1s", "--seed", "4")
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	code := exitOf(cmd.Wait())
+	if code != 2 {
+		t.Fatalf("interrupted fenced run: exit %d, want 2 (unknown)\nstdout: %s\nstderr: %s", code, so.String(), tail(se.String(), 3000))
+	}
+	if !strings.Contains(so.String(), "valid: unknown") || !strings.Contains(so.String(), "run: INCOMPLETE: the workload stopped early (interrupted (signal interrupt))") {
+		t.Errorf("interrupted run does not say so on stdout:\n%s", so.String())
+	}
+	res := readJSON[completionJSON](t, dir, "results.json")
+	if c := res.Completion; c == nil || c.Completed || !strings.HasPrefix(c.StoppedBecause, "interrupted") || !c.FinalPhase ||
+		c.ReachedNS <= 0 || c.ReachedNS >= c.TimeLimitNS {
+		t.Errorf("results.json completion = %+v, want an interrupted run that healed (final phase ran) and reached less than its limit", c)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !strings.Contains(string(b), "Run incomplete") {
+		t.Errorf("report.html does not say the run is incomplete (%v)", err)
+	}
+	assertNothingLeft(t, readTest(t, dir).RunID)
+}
+
+// TestTwiceInterruptedRun sends SIGINT twice: the second one means stop
+// now. Whatever the controller manages after that, the run is never valid
+// and nothing of it survives.
+func TestTwiceInterruptedRun(t *testing.T) {
+	needEnsemble(t)
+	results := t.TempDir()
+	cmd, so, se, dir := startUntilPaused(t, results, "interrupted-twice", "--time-limit", "5m", "--nemesis-interval", "1s", "--seed", "5")
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(50 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	code := exitOf(cmd.Wait())
+	if code == 0 || code == 1 {
+		t.Fatalf("twice interrupted fenced run: exit %d, want 2 or 255\nstdout: %s\nstderr: %s", code, so.String(), tail(se.String(), 3000))
+	}
+	if code == 2 && !strings.Contains(so.String(), "run: INCOMPLETE") {
+		t.Errorf("twice interrupted run does not say it is incomplete:\n%s", so.String())
+	}
+	time.Sleep(2 * time.Second) // the janitor's share, if the controller left any
+	assertNothingLeft(t, readTest(t, dir).RunID)
+	if code, out := chaosCheck(t, dir); code != 2 {
+		t.Errorf("chaos check of a twice interrupted run: exit %d, want 2\n%s", code, out)
+	}
+}
+
+// startUntilPaused starts a fenced `chaos run` and waits until a holder is
+// paused; it returns the command, its stdout and stderr, and the run
+// folder. The process is killed when the test ends, whatever happens.
+func startUntilPaused(t *testing.T, results, name string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer, string) {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"run", "--results", results, "--name", name}, args...)...)
+	so, se := &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = so, se
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var dir string
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
-		if d, err := filepath.EvalSymlinks(filepath.Join(results, "latest")); err == nil {
-			if pausedNow(d) {
-				dir = d
-				break
-			}
+		if d, err := filepath.EvalSymlinks(filepath.Join(results, "latest")); err == nil && pausedNow(d) {
+			return cmd, so, se, d
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if dir == "" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("no pause within 90s\nstderr: %s", tail(se.String(), 3000))
-	}
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
-	code := 0
+	t.Fatalf("no pause within 90s\nstderr: %s", tail(se.String(), 3000))
+	return nil, nil, nil, ""
+}
+
+// exitOf is the exit code of a finished command (0 for a nil error).
+func exitOf(err error) int {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		code = ee.ExitCode()
+		return ee.ExitCode()
 	}
-	if code == 255 {
-		t.Fatalf("interrupted run: harness failure\nstdout: %s\nstderr: %s", so.String(), tail(se.String(), 3000))
+	if err != nil {
+		return -1
 	}
-	if _, err := os.Stat(filepath.Join(dir, "results.json")); err != nil {
-		t.Errorf("interrupted run wrote no results.json")
-	}
-	if !strings.Contains(so.String(), "valid:") {
-		t.Errorf("interrupted run printed no verdict: %s", so.String())
-	}
-	assertNothingLeft(t, readTest(t, dir).RunID)
+	return 0
 }
 
 func tail(s string, n int) string {
