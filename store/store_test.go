@@ -37,9 +37,17 @@ func TestCreateLinksLatest(t *testing.T) {
 			t.Errorf("run folder lacks %s", sub)
 		}
 	}
-	// Same millisecond: refuse rather than mix two runs.
-	if _, err := Create(base, "lock", t0); err == nil {
-		t.Error("a second run in the same folder was allowed")
+	// Same millisecond: a folder of its own, sorting after the first run
+	// and before the next millisecond's.
+	c, err := Create(base, "lock", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(c.Dir) != filepath.Base(a.Dir)+"-001" {
+		t.Errorf("second run in the same millisecond: %s, want %s-001", c.Dir, a.Dir)
+	}
+	if !(filepath.Base(a.Dir) < filepath.Base(c.Dir) && filepath.Base(c.Dir) < filepath.Base(b.Dir)) {
+		t.Errorf("folders do not sort by start: %s, %s, %s", a.Dir, c.Dir, b.Dir)
 	}
 }
 
