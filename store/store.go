@@ -45,6 +45,38 @@ func ValidName(name string) error {
 	return nil
 }
 
+// CheckBase reports why run folders cannot be made at dir (nil when they
+// can), creating nothing that stays: the deepest existing folder on the
+// path must be a folder in which a new folder can be made, which a probe
+// folder, removed at once, shows. A run checks its folder this way before
+// it starts anything, so an unusable --results is refused as bad input
+// rather than failing as the harness once processes are running.
+func CheckBase(dir string) error {
+	at := filepath.Clean(dir)
+	for {
+		st, err := os.Stat(at)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("%s is not a folder", at)
+			}
+			break
+		}
+		parent := filepath.Dir(at)
+		if !errors.Is(err, fs.ErrNotExist) || parent == at {
+			return err
+		}
+		at = parent
+	}
+	probe, err := os.MkdirTemp(at, ".zkchaos-probe-")
+	if err != nil {
+		return fmt.Errorf("cannot create a folder in %s: %w", at, err)
+	}
+	if err := os.Remove(probe); err != nil {
+		return fmt.Errorf("remove probe folder: %w", err)
+	}
+	return nil
+}
+
 // Run is one run's folder.
 type Run struct {
 	Dir string

@@ -76,3 +76,29 @@ func TestOpenNeedsHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCheckBase(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []string{dir, filepath.Join(dir, "new", "deeper")} {
+		if err := CheckBase(ok); err != nil {
+			t.Errorf("CheckBase(%s): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{file, filepath.Join(file, "below"), "/proc/forbidden"} {
+		if err := CheckBase(bad); err == nil {
+			t.Errorf("CheckBase(%s) accepted", bad)
+		}
+	}
+	// Nothing is left behind: no probe, no created folder.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("CheckBase left %d entries in %s, want only the file", len(entries), dir)
+	}
+}
