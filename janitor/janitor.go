@@ -38,6 +38,9 @@ type Message struct {
 	Done bool `json:"done,omitempty"`
 }
 
+// sweepTimeout bounds the janitor's final sweep.
+const sweepTimeout = 2 * time.Minute
+
 // Serve runs the janitor: read messages until EOF, then sweep. It returns
 // when the sweep is done.
 func Serve(ctx context.Context, run string, in io.Reader, log *slog.Logger) error {
@@ -61,25 +64,32 @@ func Serve(ctx context.Context, run string, in io.Reader, log *slog.Logger) erro
 	if !done {
 		log.Warn("janitor: controller gone without saying done; sweeping the run", "run", run)
 	}
+	// Bounded: a slot's lock held by a hung process must not keep the
+	// janitor forever; what it could not sweep is chaos cleanup's.
+	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
 	return Sweep(ctx, run, slots, log)
 }
 
-// Sweep resumes and kills every process of the run, then removes its
-// network slots. Processes go first: a paused server must not outlive its
-// namespace, and a namespace is only removable once its processes are gone.
-func Sweep(ctx context.Context, run string, slots []int, log *slog.Logger) error {
+// Sweep resumes and kills every process of the run, then removes the
+// network slots whose slot file names the run. Processes go first: a
+// paused server must not outlive its namespace, and a namespace is only
+// removable once its processes are gone. The slots are found by their
+// files, not from what the controller told (told is only logged): a
+// controller may die before telling, and a slot it released may belong
+// to another run by now, which the slot's lock and file settle.
+func Sweep(ctx context.Context, run string, told []int, log *slog.Logger) error {
 	start := time.Now()
 	var errs []error
 	pids, err := proc.SweepRun(run, 1500*time.Millisecond)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, s := range slots {
-		if err := netns.SweepSlot(ctx, s); err != nil {
-			errs = append(errs, fmt.Errorf("sweep network slot %d: %w", s, err))
-		}
+	swept, err := netns.ReleaseRun(ctx, run)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("sweep network: %w", err))
 	}
-	log.Info("janitor: swept", "run", run, "killed", len(pids), "slots", slots,
+	log.Info("janitor: swept", "run", run, "killed", len(pids), "slots_told", told, "slots_swept", swept,
 		"took", time.Since(start).String(), "errors", len(errs))
 	return errors.Join(errs...)
 }
@@ -174,8 +184,8 @@ func Main(run, logPath string) int {
 }
 
 // Cleanup removes what earlier runs left: every process tagged with a run
-// whose controller is dead, and every network slot whose controller is
-// dead. With all, runs in progress go too. It returns one line per thing
+// whose controller is dead, and every network slot whose owner is dead or
+// unknown (netns.Abandoned). With all, runs in progress go too. It returns one line per thing
 // removed, and is safe to run twice.
 func Cleanup(ctx context.Context, all bool) ([]string, error) {
 	var report []string
@@ -201,15 +211,24 @@ func Cleanup(ctx context.Context, all bool) ([]string, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	rule := netns.SweepRule(netns.Abandoned)
+	if all {
+		rule = netns.AnyOwner
+	}
 	for _, s := range slots {
-		if !all && !s.Leftover() {
-			continue
-		}
-		if err := netns.SweepSlot(ctx, s.Slot); err != nil {
+		// Decided again under the slot's lock: Slots() is only a snapshot.
+		owner, swept, err := netns.SweepSlot(ctx, s.Slot, rule)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("network slot %d: %w", s.Slot, err))
 			continue
 		}
-		report = append(report, fmt.Sprintf("network slot %d (run %s): removed", s.Slot, s.RunID))
+		if swept {
+			run := "unknown"
+			if owner != nil && owner.RunID != "" {
+				run = owner.RunID
+			}
+			report = append(report, fmt.Sprintf("network slot %d (run %s): removed", s.Slot, run))
+		}
 	}
 	return report, errors.Join(errs...)
 }

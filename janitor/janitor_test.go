@@ -30,7 +30,7 @@ func TestServeSweepsOnEOF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = netns.SweepSlot(ctx, n.Slot) })
+	t.Cleanup(func() { _, _, _ = netns.SweepSlot(ctx, n.Slot, netns.OwnedBy(run)) })
 	h, err := n.AddHost(ctx, "w1")
 	if err != nil {
 		t.Fatal(err)

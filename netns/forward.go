@@ -3,10 +3,8 @@ package netns
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // FwdChain is the root-namespace chain that lets bridged traffic of our
@@ -18,20 +16,10 @@ const FwdChain = "ZKCHAOS-FWD"
 // check-then-insert of the jump and the delete-when-empty of the chain are
 // not atomic in iptables, and parallel runs (or parallel test binaries)
 // would otherwise insert the jump twice or delete a chain in use.
+// A slot's lock, when held, is always taken before this one.
 func fwdLock() (unlock func(), err error) {
-	if err := os.MkdirAll(StateDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", StateDir, err)
-	}
-	p := filepath.Join(StateDir, "fwd.lock")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", p, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", p, err)
-	}
-	return func() { f.Close() }, nil
+	unlock, _, err = lockFile(context.Background(), filepath.Join(StateDir, "fwd.lock"), true)
+	return unlock, err
 }
 
 // bridgeRules are the slot's rules in FwdChain, in order: traffic between

@@ -2,18 +2,15 @@ package netns
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
 
 // Network is one run's slot: a bridge in the root namespace holding the
@@ -25,19 +22,12 @@ type Network struct {
 	RunID   string
 	Prefix  netip.Prefix
 
+	owner  SlotFile // what the slot file says, so Close can tell ours
 	log    *slog.Logger
 	mu     sync.Mutex
 	next   int // veth counter k; addresses are never reused within a run
 	hosts  map[string]*Host
 	closed bool
-}
-
-// SlotFile is what /run/zkchaos/slot-<s>.json records, so that cleanup can
-// tell a leftover (controller dead) from a run in progress.
-type SlotFile struct {
-	RunID         string    `json:"run_id"`
-	ControllerPID int       `json:"controller_pid"`
-	Created       time.Time `json:"created"`
 }
 
 func slotPath(s int) string { return filepath.Join(StateDir, fmt.Sprintf("slot-%d.json", s)) }
@@ -64,9 +54,10 @@ func hostAddr(p netip.Prefix, k int) (netip.Addr, error) {
 	return addrFrom(base + 1 + uint32(k)), nil
 }
 
-// Create takes the first free slot and sets up its bridge and forwarding.
-// The bridge is created first because creating a link is atomic: two runs
-// racing for a slot cannot both get it.
+// Create claims the first free slot for run runID, whose controller is
+// controllerPID, and sets up its bridge and forwarding. The claim follows
+// the slot protocol (slot.go): a slot is free when nobody holds its lock
+// and nothing of it exists; the owner is recorded before anything is made.
 func Create(ctx context.Context, runID string, controllerPID int, log *slog.Logger) (*Network, error) {
 	if err := Available(); err != nil {
 		return nil, err
@@ -74,46 +65,27 @@ func Create(ctx context.Context, runID string, controllerPID int, log *slog.Logg
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	nss, err := listNamespaces(ctx)
+	owner, err := newOwner(runID, controllerPID)
 	if err != nil {
 		return nil, err
 	}
 	for s := 0; s < MaxSlots; s++ {
-		if len(nsOfSlot(nss, s)) > 0 {
-			continue // a leftover; chaos cleanup removes it, we must not reuse names
+		n, err := claim(ctx, s, owner)
+		if err != nil {
+			return nil, err
 		}
-		br := bridgeName(s)
-		if _, err := run(ctx, "ip", "link", "add", br, "type", "bridge"); err != nil {
-			if stderrHas(err, "File exists") {
-				continue
-			}
-			return nil, fmt.Errorf("create bridge for slot %d: %w", s, err)
+		if n != nil {
+			n.log = log
+			log.Info("network created", "slot", s, "bridge", n.Bridge, "gateway", n.Gateway, "prefix", n.Prefix)
+			return n, nil
 		}
-		n := &Network{Slot: s, Bridge: br, RunID: runID, Prefix: slotPrefix(s), log: log, hosts: map[string]*Host{}}
-		gw, _ := hostAddr(n.Prefix, 0)
-		n.Gateway = gw.String()
-		if err := n.setup(ctx, controllerPID); err != nil {
-			if cerr := SweepSlot(context.WithoutCancel(ctx), s); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("clean up slot %d: %w", s, cerr))
-			}
-			return nil, fmt.Errorf("set up slot %d: %w", s, err)
-		}
-		log.Info("network created", "slot", s, "bridge", br, "gateway", n.Gateway, "prefix", n.Prefix)
-		return n, nil
 	}
 	return nil, fmt.Errorf("no free network slot among %d (run chaos cleanup?)", MaxSlots)
 }
 
-func (n *Network) setup(ctx context.Context, controllerPID int) error {
-	// The slot file goes first so that a crash during setup leaves a
-	// leftover that cleanup can attribute.
-	if err := os.MkdirAll(StateDir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", StateDir, err)
-	}
-	b, _ := json.Marshal(SlotFile{RunID: n.RunID, ControllerPID: controllerPID, Created: time.Now().UTC()})
-	if err := os.WriteFile(slotPath(n.Slot), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write slot file: %w", err)
-	}
+// setup gives the new bridge its address and forwarding; the slot's lock
+// is held.
+func (n *Network) setup(ctx context.Context) error {
 	pfx := fmt.Sprintf("%s/%d", n.Gateway, n.Prefix.Bits())
 	if _, err := run(ctx, "ip", "addr", "add", pfx, "dev", n.Bridge); err != nil {
 		return err
@@ -216,8 +188,10 @@ func (n *Network) RemoveHost(ctx context.Context, h *Host) error {
 	return nil
 }
 
-// Close removes everything of the slot. It is idempotent, and refuses to
-// sweep a slot that another run has taken since.
+// Close releases the slot: everything of it is removed, under the slot's
+// lock and only if the slot file still names this network's owner. It is
+// idempotent. A slot taken by another run since (only chaos cleanup --all
+// can take a live run's slot) is an error and left alone.
 func (n *Network) Close(ctx context.Context) error {
 	n.mu.Lock()
 	if n.closed {
@@ -226,16 +200,17 @@ func (n *Network) Close(ctx context.Context) error {
 	}
 	n.closed = true
 	n.mu.Unlock()
-	if b, err := os.ReadFile(slotPath(n.Slot)); err == nil {
-		var f SlotFile
-		if json.Unmarshal(b, &f) == nil && f.RunID != n.RunID {
-			return fmt.Errorf("close slot %d: slot file names run %q, not ours (%q); not sweeping", n.Slot, f.RunID, n.RunID)
-		}
-	}
-	if err := SweepSlot(ctx, n.Slot); err != nil {
+	got, swept, err := SweepSlot(ctx, n.Slot, func(o *SlotFile) bool { return sameOwner(o, &n.owner) })
+	switch {
+	case err != nil:
 		return fmt.Errorf("close network: %w", err)
+	case swept:
+		n.log.Info("network closed", "slot", n.Slot)
+	case got == nil:
+		n.log.Warn("network already gone: its slot file was removed by someone else (chaos cleanup --all?)", "slot", n.Slot)
+	default:
+		return fmt.Errorf("close slot %d: slot file names run %q, not ours (%q); not sweeping", n.Slot, got.RunID, n.RunID)
 	}
-	n.log.Info("network closed", "slot", n.Slot)
 	return nil
 }
 

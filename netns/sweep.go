@@ -2,7 +2,6 @@ package netns
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -28,9 +27,9 @@ type SlotInfo struct {
 	Namespaces      []string
 }
 
-// Leftover reports whether nobody owns the slot any more. The PID check
-// cannot tell a reused PID from the controller, so a leftover might be
-// reported as alive (kept), never the other way round.
+// Leftover reports whether nobody owns the slot any more (see
+// SlotFile.Alive). It is a snapshot for reports: chaos cleanup decides
+// again under the slot's lock.
 func (s SlotInfo) Leftover() bool { return !s.ControllerAlive }
 
 // Slots lists every slot of which anything exists: a slot file, a bridge,
@@ -51,20 +50,15 @@ func Slots() ([]SlotInfo, error) {
 		return nil, fmt.Errorf("list slot files: %w", err)
 	}
 	for _, f := range files {
-		s, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "slot-"), ".json"))
-		if err != nil || s < 0 || s >= MaxSlots {
+		s, ok := slotOfFile(f)
+		if !ok {
 			continue
 		}
 		info := get(s)
 		info.HasFile = true
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		var sf SlotFile
-		if json.Unmarshal(b, &sf) == nil {
+		if sf, err := readSlotFile(s); err == nil && sf != nil {
 			info.RunID, info.ControllerPID, info.Created = sf.RunID, sf.ControllerPID, sf.Created
-			info.ControllerAlive = sf.ControllerPID > 0 && proc.Alive(sf.ControllerPID)
+			info.ControllerAlive = sf.Alive()
 		}
 	}
 	links, err := listLinks(ctx)
@@ -93,14 +87,12 @@ func Slots() ([]SlotInfo, error) {
 	return out, nil
 }
 
-// SweepSlot removes everything of slot s: processes left in its namespaces,
-// the namespaces, veths, the bridge, its forwarding rules (and the shared
-// chain once unused) and the slot file. It carries on past errors so one
-// stuck piece does not leave the rest, and is safe to repeat.
-func SweepSlot(ctx context.Context, s int) error {
-	if s < 0 || s >= MaxSlots {
-		return fmt.Errorf("sweep slot %d: out of range 0..%d", s, MaxSlots-1)
-	}
+// sweepLocked removes everything of slot s: processes left in its
+// namespaces, the namespaces, veths, the bridge, its forwarding rules (and
+// the shared chain once unused) and, once all that is gone, the slot file.
+// The caller holds the slot's lock. It carries on past errors so one stuck
+// piece does not leave the rest, and is safe to repeat.
+func sweepLocked(ctx context.Context, s int) error {
 	var errs []error
 	nss, err := listNamespaces(ctx)
 	if err != nil {
@@ -115,9 +107,8 @@ func SweepSlot(ctx context.Context, s int) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	vethPrefix := fmt.Sprintf("zk%dh", s)
 	for _, l := range links {
-		if rest, ok := strings.CutPrefix(l, vethPrefix); ok && isDigits(rest) {
+		if isVethOf(l, s) {
 			if err := deleteLink(ctx, l); err != nil {
 				errs = append(errs, err)
 			}
@@ -129,11 +120,13 @@ func SweepSlot(ctx context.Context, s int) error {
 	if err := removeForward(ctx, bridgeName(s)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.Remove(slotPath(s)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("remove slot file: %w", err))
+	if len(errs) > 0 {
+		// Keep the file: the slot still names its owner, and stays out of
+		// use until a later sweep finishes the job.
+		return errors.Join(errs...)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("sweep slot %d: %w", s, err)
+	if err := os.Remove(slotPath(s)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove slot file: %w", err)
 	}
 	return nil
 }
@@ -245,6 +238,21 @@ func nsOfSlot(nss []string, s int) []string {
 		}
 	}
 	return out
+}
+
+// isVethOf reports whether link is the root end of a veth of slot s.
+func isVethOf(link string, s int) bool {
+	rest, ok := strings.CutPrefix(link, fmt.Sprintf("zk%dh", s))
+	return ok && isDigits(rest)
+}
+
+// slotOfFile parses the slot of a path StateDir/slot-<s>.json.
+func slotOfFile(path string) (int, bool) {
+	s, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "slot-"), ".json"))
+	if err != nil || s < 0 || s >= MaxSlots || filepath.Base(path) != fmt.Sprintf("slot-%d.json", s) {
+		return 0, false
+	}
+	return s, true
 }
 
 func isDigits(s string) bool {

@@ -87,6 +87,32 @@ func State(pid int) (byte, error) {
 	return b[i+2], nil
 }
 
+// StartTime returns when pid started, in clock ticks after boot (field 22
+// of /proc/PID/stat). With the PID it names one process for as long as the
+// machine runs: a PID that is reused after its process died comes back
+// with a later start time, so a record of (PID, start) can tell its
+// process from the stranger that now has the number.
+func StartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read start time of pid %d: %w", pid, err)
+	}
+	// Fields after the command name start at field 3 (state).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	st, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse start time in /proc/%d/stat: %w", pid, err)
+	}
+	return st, nil
+}
+
 // Alive reports whether pid exists and is not a zombie.
 func Alive(pid int) bool {
 	s, err := State(pid)

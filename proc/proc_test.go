@@ -99,3 +99,26 @@ func TestFindTaggedAndSweep(t *testing.T) {
 		t.Errorf("the sweep killed another run's process")
 	}
 }
+
+func TestStartTimeNamesOneProcess(t *testing.T) {
+	a := startSleeper(t, "proc-test-start")
+	st, err := StartTime(a.Process.Pid)
+	if err != nil || st == 0 {
+		t.Fatalf("StartTime(%d) = %d, %v", a.Process.Pid, st, err)
+	}
+	again, err := StartTime(a.Process.Pid)
+	if err != nil || again != st {
+		t.Errorf("StartTime changed: %d then %d (%v)", st, again, err)
+	}
+	self, err := StartTime(os.Getpid())
+	if err != nil || self > st {
+		t.Errorf("our start %d (%v) is after our child's %d", self, err, st)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StartTime(cmd.Process.Pid); err == nil {
+		t.Error("StartTime of an exited process succeeded")
+	}
+}

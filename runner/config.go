@@ -6,6 +6,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -80,6 +81,30 @@ func Defaults() Config {
 	}
 }
 
+// checkTimeLimit refuses a time limit that cannot hold one whole fault
+// cycle (a fault would be cut short, or never happen, and the run still
+// look like a run with faults), or, without faults, that is below
+// MinTimeLimit. The message names the value at fault and the numbers.
+func (c Config) checkTimeLimit() error {
+	if len(c.Nemesis) == 1 && c.Nemesis[0] == "none" {
+		if c.TimeLimit < MinTimeLimit {
+			return fmt.Errorf("--time-limit %s: too short; the minimum is %s", c.TimeLimit, MinTimeLimit)
+		}
+		return nil
+	}
+	cycle := c.FaultCycle()
+	if c.TimeLimit >= cycle {
+		return nil
+	}
+	hold, shorten := fmt.Sprintf("--pause %s", c.PauseFor), "--pause"
+	if c.PauseFor == 0 {
+		hold = fmt.Sprintf("pause %s (twice --session-timeout %s)", c.Pause(), c.SessionTimeout)
+		shorten = "--session-timeout (or set --pause)"
+	}
+	return fmt.Errorf("--time-limit %s is shorter than one fault cycle: the minimum is %s (--nemesis-interval %s + %s to inject + %s); raise --time-limit or shorten %s",
+		c.TimeLimit, cycle, c.NemesisInterval, InjectAllowance, hold, shorten)
+}
+
 // Pause is the effective pause duration.
 func (c Config) Pause() time.Duration {
 	if c.PauseFor > 0 {
@@ -100,6 +125,22 @@ func (c Config) NetMode() string {
 		return "loopback"
 	}
 	return "netns"
+}
+
+// MinTimeLimit is the shortest workload of a run without faults: less
+// leaves the workers of a fresh ensemble no time for a critical section,
+// and the run would only prove that the harness starts.
+const MinTimeLimit = time.Second
+
+// InjectAllowance is what a fault cycle allows, beside its quiet time and
+// its hold, for finding a target and injecting and verifying the fault
+// (pause-holder waits up to 1 s for a holder).
+const InjectAllowance = time.Second
+
+// FaultCycle is the time one fault takes from the start of the workload:
+// quiet, inject, hold. The undo comes after the time limit if need be.
+func (c Config) FaultCycle() time.Duration {
+	return c.NemesisInterval + InjectAllowance + c.Pause()
 }
 
 // Validate checks everything before anything is started, so bad input
@@ -142,8 +183,22 @@ func (c Config) Validate() error {
 	if c.PauseFor < 0 {
 		bad("--pause %s: must not be negative", c.PauseFor)
 	}
+	if len(c.Gate) == 0 {
+		bad("--gate is empty: give one or more of %s", strings.Join(checker.Names(), ", "))
+	} else if err := checker.ValidateGate(c.Gate); err != nil {
+		errs = append(errs, fmt.Errorf("--gate: %w", err))
+	}
+	if c.TimeLimit > 0 && c.NemesisInterval > 0 && c.PauseFor >= 0 {
+		if err := c.checkTimeLimit(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.ResultsDir == "" {
 		bad("--results: must not be empty")
+	} else if store.ValidName(c.Name) == nil {
+		if err := store.CheckBase(filepath.Join(c.ResultsDir, c.Name)); err != nil {
+			bad("--results %s: %v", c.ResultsDir, err)
+		}
 	}
 	if !slices.Contains([]string{"czxid", "seq"}, c.Token) {
 		bad("--token %q: must be czxid or seq", c.Token)

@@ -29,6 +29,16 @@ func TestValidateNamesTheBadValue(t *testing.T) {
 		{func(c *Config) { c.Name = "../up" }, "--name"},
 		{func(c *Config) { c.LockRoot = "locks/" }, "--lock-root"},
 		{func(c *Config) { c.Nodes = 0 }, "--nodes"},
+		{func(c *Config) { c.Gate = nil }, "--gate is empty"},
+		{func(c *Config) { c.Gate = []string{"nonsense"} }, "nonsense"},
+		{func(c *Config) { c.SessionTimeout, c.TimeLimit = 10*time.Minute, 20*time.Second },
+			"--time-limit 20s is shorter than one fault cycle: the minimum is 20m5s (--nemesis-interval 4s + 1s to inject + pause 20m0s (twice --session-timeout 10m0s))"},
+		{func(c *Config) { c.PauseFor, c.TimeLimit = 30*time.Second, 20*time.Second },
+			"--time-limit 20s is shorter than one fault cycle: the minimum is 35s (--nemesis-interval 4s + 1s to inject + --pause 30s); raise --time-limit or shorten --pause"},
+		{func(c *Config) { c.TimeLimit = time.Nanosecond },
+			"--time-limit 1ns is shorter than one fault cycle: the minimum is 11s (--nemesis-interval 4s + 1s to inject + pause 6s (twice --session-timeout 3s))"},
+		{func(c *Config) { c.Nemesis, c.TimeLimit = []string{"none"}, time.Nanosecond }, "--time-limit 1ns: too short; the minimum is 1s"},
+		{func(c *Config) { c.ResultsDir = "/proc/forbidden" }, "--results /proc/forbidden: cannot create a folder in /proc"},
 	}
 	for _, tc := range cases {
 		c := Defaults()
@@ -37,6 +47,25 @@ func TestValidateNamesTheBadValue(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("want an error naming %q, got %v", tc.want, err)
 		}
+	}
+}
+
+// TestTimeLimitFitsOneFaultCycle: the limit is exactly one cycle, or the
+// floor without faults; one nanosecond less is refused.
+func TestTimeLimitFitsOneFaultCycle(t *testing.T) {
+	c := Defaults()
+	c.TimeLimit = c.FaultCycle()
+	if err := c.Validate(); err != nil {
+		t.Errorf("a time limit of exactly one fault cycle (%s): %v", c.TimeLimit, err)
+	}
+	c.TimeLimit--
+	if err := c.Validate(); err == nil {
+		t.Errorf("a time limit 1ns short of one fault cycle (%s) accepted", c.FaultCycle())
+	}
+	c = Defaults()
+	c.Nemesis, c.TimeLimit, c.SessionTimeout = []string{"none"}, MinTimeLimit, time.Hour
+	if err := c.Validate(); err != nil {
+		t.Errorf("no faults, %s, session timeout 1h: %v", c.TimeLimit, err)
 	}
 }
 

@@ -12,9 +12,11 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,51 +45,116 @@ func ValidName(name string) error {
 	return nil
 }
 
+// CheckBase reports why run folders cannot be made at dir (nil when they
+// can), creating nothing that stays: the deepest existing folder on the
+// path must be a folder in which a new folder can be made, which a probe
+// folder, removed at once, shows. A run checks its folder this way before
+// it starts anything, so an unusable --results is refused as bad input
+// rather than failing as the harness once processes are running.
+func CheckBase(dir string) error {
+	at := filepath.Clean(dir)
+	for {
+		st, err := os.Stat(at)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("%s is not a folder", at)
+			}
+			break
+		}
+		parent := filepath.Dir(at)
+		if !errors.Is(err, fs.ErrNotExist) || parent == at {
+			return err
+		}
+		at = parent
+	}
+	probe, err := os.MkdirTemp(at, ".zkchaos-probe-")
+	if err != nil {
+		return fmt.Errorf("cannot create a folder in %s: %w", at, err)
+	}
+	if err := os.Remove(probe); err != nil {
+		return fmt.Errorf("remove probe folder: %w", err)
+	}
+	return nil
+}
+
 // Run is one run's folder.
 type Run struct {
 	Dir string
 }
 
 // Create makes a new run folder under base for the test name and points
-// the latest links at it. The timestamp has milliseconds so that two runs
-// started in the same second (tests) do not collide; a collision still
-// fails rather than mixing two runs.
+// the latest links at it. Folders are named by the start time in UTC with
+// milliseconds, so they sort by start. Runs started in the same millisecond
+// (parallel CI jobs, tests) get a suffix -001, -002, ..., which sorts after
+// the bare time and before the next millisecond: mkdir is the claim, a
+// racing run that loses it (EEXIST) tries the next name, so two runs never
+// share a folder and no run fails for starting at the same time.
 func Create(base, name string, now time.Time) (*Run, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
 	}
-	stamp := now.UTC().Format("20060102T150405.000Z")
-	dir := filepath.Join(base, name, stamp)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	parent := filepath.Join(base, name)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("create results folder: %w", err)
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create run folder: %w", err)
+	folder, err := mkdirUnique(parent, now.UTC().Format("20060102T150405.000Z"))
+	if err != nil {
+		return nil, err
 	}
-	r := &Run{Dir: dir}
+	r := &Run{Dir: filepath.Join(parent, folder)}
 	for _, sub := range []string{ZKDir, WorkersDir} {
 		if err := os.Mkdir(r.Path(sub), 0o755); err != nil {
 			return nil, fmt.Errorf("create run folder: %w", err)
 		}
 	}
-	if err := relink(filepath.Join(base, "latest"), filepath.Join(name, stamp)); err != nil {
+	if err := relink(filepath.Join(base, "latest"), filepath.Join(name, folder)); err != nil {
 		return nil, err
 	}
-	if err := relink(filepath.Join(base, name, "latest"), stamp); err != nil {
+	if err := relink(filepath.Join(parent, "latest"), folder); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// relink points link at target atomically (a new symlink renamed over the
-// old), so a reader never sees latest missing.
+// maxSameStamp bounds the runs that may start in one millisecond.
+const maxSameStamp = 1000
+
+// mkdirUnique creates parent/stamp, or the first free parent/stamp-NNN,
+// and returns the name it created.
+func mkdirUnique(parent, stamp string) (string, error) {
+	for i := 0; i < maxSameStamp; i++ {
+		name := stamp
+		if i > 0 {
+			name = fmt.Sprintf("%s-%03d", stamp, i)
+		}
+		err := os.Mkdir(filepath.Join(parent, name), 0o755)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("create run folder: %w", err)
+		}
+	}
+	return "", fmt.Errorf("create run folder: %d runs already started at %s in %s", maxSameStamp, stamp, parent)
+}
+
+// tmpSeq numbers the temporary links of this process.
+var tmpSeq atomic.Uint64
+
+// relink points link at target atomically: a new symlink under a name of
+// its own (this process's PID and a counter, so concurrent runs, in this
+// process or others, never share one) is renamed over the old link, so a
+// reader never sees latest missing. Concurrent runs each rename theirs; the
+// last rename wins, and every state in between is a valid link.
 func relink(link, target string) error {
-	tmp := link + ".tmp"
+	tmp := fmt.Sprintf("%s.tmp-%d-%d", link, os.Getpid(), tmpSeq.Add(1))
+	// Only a dead process with our PID can have left this name behind.
 	_ = os.Remove(tmp)
 	if err := os.Symlink(target, tmp); err != nil {
 		return fmt.Errorf("link %s: %w", link, err)
 	}
 	if err := os.Rename(tmp, link); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("link %s: %w", link, err)
 	}
 	return nil

@@ -37,9 +37,17 @@ func TestCreateLinksLatest(t *testing.T) {
 			t.Errorf("run folder lacks %s", sub)
 		}
 	}
-	// Same millisecond: refuse rather than mix two runs.
-	if _, err := Create(base, "lock", t0); err == nil {
-		t.Error("a second run in the same folder was allowed")
+	// Same millisecond: a folder of its own, sorting after the first run
+	// and before the next millisecond's.
+	c, err := Create(base, "lock", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(c.Dir) != filepath.Base(a.Dir)+"-001" {
+		t.Errorf("second run in the same millisecond: %s, want %s-001", c.Dir, a.Dir)
+	}
+	if !(filepath.Base(a.Dir) < filepath.Base(c.Dir) && filepath.Base(c.Dir) < filepath.Base(b.Dir)) {
+		t.Errorf("folders do not sort by start: %s, %s, %s", a.Dir, c.Dir, b.Dir)
 	}
 }
 
@@ -66,5 +74,31 @@ func TestOpenNeedsHistory(t *testing.T) {
 	}
 	if _, err := Open(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCheckBase(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []string{dir, filepath.Join(dir, "new", "deeper")} {
+		if err := CheckBase(ok); err != nil {
+			t.Errorf("CheckBase(%s): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{file, filepath.Join(file, "below"), "/proc/forbidden"} {
+		if err := CheckBase(bad); err == nil {
+			t.Errorf("CheckBase(%s) accepted", bad)
+		}
+	}
+	// Nothing is left behind: no probe, no created folder.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("CheckBase left %d entries in %s, want only the file", len(entries), dir)
 	}
 }

@@ -29,18 +29,20 @@ func cmdCheck(ctx context.Context, args []string) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		dir, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitHarness
+	if err := parseFlags(fs, args, os.Stderr); err != nil {
+		return parseExit(err)
 	}
 	if dir == "" && fs.NArg() > 0 {
 		dir = fs.Arg(0)
 	} else if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "chaos check: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return exitHarness
+		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
 	}
 	if dir == "" {
-		fs.Usage()
-		return exitHarness
+		return parseExit(usageError(fs, os.Stderr, "no run folder given (chaos check RUN-DIR)"))
+	}
+	if gateSet(fs) && len(splitList(*gate)) == 0 {
+		return parseExit(usageError(fs, os.Stderr, "--gate is empty: give one or more of %s, or leave it out for the run's own gate",
+			strings.Join(checker.Names(), ", ")))
 	}
 	if *budget < 0 {
 		fmt.Fprintf(os.Stderr, "chaos check: --check-budget %s: must not be negative\n", *budget)
@@ -53,6 +55,14 @@ func cmdCheck(ctx context.Context, args []string) int {
 	}
 	printSummary(os.Stdout, out)
 	return exitCode(out)
+}
+
+// gateSet reports whether --gate was given, so that an explicit empty
+// list is refused rather than taken for the default.
+func gateSet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "gate" })
+	return set
 }
 
 func exitCode(c *runner.CheckOutcome) int {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/zkchaos/zkchaos/janitor"
 )
@@ -16,12 +17,11 @@ func cmdCleanup(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("chaos cleanup", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	all := fs.Bool("all", false, "also remove runs whose controller is still alive")
-	if err := fs.Parse(args); err != nil {
-		return exitHarness
+	if err := parseFlags(fs, args, os.Stderr); err != nil {
+		return parseExit(err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "chaos cleanup: unexpected arguments\n")
-		return exitHarness
+		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
 	}
 	rep, err := janitor.Cleanup(ctx, *all)
 	for _, line := range rep {
@@ -42,9 +42,11 @@ func cmdJanitor(_ context.Context, args []string) int {
 	fs.SetOutput(os.Stderr)
 	run := fs.String("run", "", "run id whose processes and network to sweep when stdin closes")
 	logPath := fs.String("log", "", "log file")
-	if err := fs.Parse(args); err != nil || *run == "" {
-		fmt.Fprintln(os.Stderr, "chaos janitor: --run is required (the janitor is started by chaos run)")
-		return exitHarness
+	if err := parseFlags(fs, args, os.Stderr); err != nil {
+		return parseExit(err)
+	}
+	if *run == "" {
+		return parseExit(usageError(fs, os.Stderr, "--run is required (the janitor is started by chaos run)"))
 	}
 	return janitor.Main(*run, *logPath)
 }

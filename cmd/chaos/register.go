@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,11 +29,8 @@ func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "usage: chaos register --log PATH [--listen ADDR] [--fencing off|on|strict]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 255 // flag has already said what was wrong
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return parseExit(err)
 	}
 	bad := func(msg string) int {
 		fmt.Fprintf(stderr, "chaos register: %s\n", msg)

@@ -56,11 +56,11 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		strings.Join(checker.Names(), ", "))
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return cfg, usageError(fs, stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	cfg.Nemesis = splitList(*nem)
 	cfg.Gate = splitList(*gate)
@@ -72,9 +72,6 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 			return cfg, fmt.Errorf("--seed %q: not an integer", *seed)
 		}
 		cfg.Seed = n
-	}
-	if err := runner.ValidateGate(cfg.Gate); err != nil {
-		return cfg, fmt.Errorf("--gate: %w", err)
 	}
 	return cfg, cfg.Validate()
 }
@@ -91,10 +88,11 @@ func splitList(s string) []string {
 
 func cmdRun(ctx, hard context.Context, args []string) int {
 	cfg, err := parseRunFlags(args, os.Stderr)
+	if errors.Is(err, errHelp) || errors.Is(err, errUsage) {
+		return parseExit(err)
+	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(os.Stderr, "chaos run: %v\n", err)
-		}
+		fmt.Fprintf(os.Stderr, "chaos run: %v\n", err)
 		return exitHarness
 	}
 	exe, err := os.Executable()

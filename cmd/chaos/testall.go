@@ -28,12 +28,11 @@ func cmdTestAll(ctx context.Context, args []string) int {
 	list := fs.Bool("list", false, "list the cells and exit")
 	seed := fs.Int64("seed", 1, "seed of the first attempt (attempt i uses seed+i)")
 	limit := fs.Duration("time-limit", 0, "override every cell's --time-limit (0: the cell's own)")
-	if err := fs.Parse(args); err != nil {
-		return exitHarness
+	if err := parseFlags(fs, args, os.Stderr); err != nil {
+		return parseExit(err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "chaos test-all: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return exitHarness
+		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
 	}
 	if *repeat < 1 || *passRate <= 0 || *passRate > 1 {
 		fmt.Fprintln(os.Stderr, "chaos test-all: --repeat must be >= 1 and --pass-rate in (0, 1]")

@@ -37,11 +37,8 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stderr, "usage: chaos worker --zk HOST:PORT,... --register URL [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 255
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return parseExit(err)
 	}
 	bad := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "chaos worker: "+format+"\n", a...)

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/proc"
+)
+
+// TestBadInputStartsNothing runs the real binary with each bad input of
+// issue 8: it must exit 255 with the problem on the first line of stderr
+// (and no usage dump after it), and start nothing: no results folder, no
+// process of a run, no network slot. Each case carries a short, faultless
+// setting where it can, so that a binary that wrongly accepts it costs
+// seconds rather than a minute.
+func TestBadInputStartsNothing(t *testing.T) {
+	cases := []struct {
+		name  string
+		args  []string
+		first string // must appear on the first line of stderr
+	}{
+		{"empty gate", []string{"--gate", "", "--nemesis", "none", "--time-limit", "2s"}, "--gate is empty"},
+		{"blank gate", []string{"--gate", " , ", "--nemesis", "none", "--time-limit", "2s"}, "--gate is empty"},
+		{"empty nemesis", []string{"--nemesis", "", "--time-limit", "2s"}, "--nemesis is empty"},
+		{"session timeout longer than the time limit", []string{"--session-timeout", "10m", "--time-limit", "20s"},
+			"--time-limit 20s is shorter than one fault cycle: the minimum is 20m5s"},
+		{"pause longer than the time limit", []string{"--pause", "30s", "--time-limit", "20s"},
+			"--time-limit 20s is shorter than one fault cycle: the minimum is 35s"},
+		{"time limit below one fault cycle", []string{"--time-limit", "1ns"}, "--time-limit 1ns is shorter than one fault cycle: the minimum is 11s"},
+		{"time limit below the floor without faults", []string{"--time-limit", "1ns", "--nemesis", "none"}, "--time-limit 1ns: too short; the minimum is 1s"},
+		{"time limit not a duration", []string{"--time-limit", "abc"}, `invalid value "abc" for flag -time-limit`},
+		{"unknown flag", []string{"--no-such-flag", "--nemesis", "none", "--time-limit", "2s"}, "flag provided but not defined: -no-such-flag"},
+		{"extra argument", []string{"extra", "--nemesis", "none", "--time-limit", "2s"}, "unexpected arguments: extra"},
+		{"results folder that cannot be created", []string{"--results", "/proc/forbidden", "--nemesis", "none", "--time-limit", "2s"},
+			"--results /proc/forbidden: cannot create a folder in /proc"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			results := filepath.Join(t.TempDir(), "results")
+			args := append([]string{"run", "--results", results, "--name", "bad"}, tc.args...)
+			if slices.Contains(tc.args, "--results") {
+				results = "/proc/forbidden"
+			}
+			code, stderr, pid := runBinary(t, args...)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if code != 255 {
+				t.Errorf("exit %d, want 255", code)
+			}
+			if !strings.Contains(lines[0], tc.first) {
+				t.Errorf("first line of stderr %q does not name the problem (%q)", lines[0], tc.first)
+			}
+			if len(lines) > 2 {
+				t.Errorf("%d lines on stderr, want the error and at most a pointer to -h:\n%s", len(lines), tail(stderr, 2000))
+			}
+			if _, err := os.Lstat(results); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("results folder %s exists after bad input (%v)", results, err)
+			}
+			assertNothingStarted(t, pid)
+		})
+	}
+}
+
+// TestFlagMistakesPointAtHelp: every subcommand that parses flags reports
+// a mistake in one line, then points at -h; -h itself prints the whole
+// usage and exits 0.
+func TestFlagMistakesPointAtHelp(t *testing.T) {
+	for _, cmd := range []string{"run", "check", "test-all", "cleanup", "register", "worker", "janitor"} {
+		code, stderr, _ := runBinary(t, cmd, "--no-such-flag")
+		lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+		want := []string{"chaos " + cmd + ": flag provided but not defined: -no-such-flag",
+			"chaos " + cmd + ": see 'chaos " + cmd + " -h' for the flags"}
+		if code != 255 || len(lines) != 2 || lines[0] != want[0] || lines[1] != want[1] {
+			t.Errorf("chaos %s --no-such-flag: exit %d, stderr:\n%s\nwant exit 255 and:\n%s", cmd, code, tail(stderr, 1000), strings.Join(want, "\n"))
+		}
+		code, stderr, _ = runBinary(t, cmd, "-h")
+		if code != 0 || strings.Count(stderr, "\n") < 2 || !strings.Contains(stderr, "  -") {
+			t.Errorf("chaos %s -h: exit %d, want 0 and the flags:\n%s", cmd, code, tail(stderr, 1000))
+		}
+	}
+}
+
+// runBinary runs the chaos binary (bounded: a binary that wrongly starts a
+// run is killed, and its janitor cleans up) and returns its exit code,
+// stderr and PID.
+func runBinary(t *testing.T, args ...string) (int, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Dir = t.TempDir()
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	err := cmd.Run()
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("chaos %v: %v", args, err)
+	}
+	return code, se.String(), cmd.Process.Pid
+}
+
+// assertNothingStarted checks that the controller pid left nothing: no
+// process tagged with it, no process of this binary (a janitor, register
+// or worker), no network slot naming it.
+func assertNothingStarted(t *testing.T, pid int) {
+	t.Helper()
+	tagged, err := proc.FindTagged("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tagged {
+		if p.Controller == pid {
+			t.Errorf("process %d of the refused run (controller %d) exists", p.PID, pid)
+		}
+	}
+	exe, err := filepath.EvalSymlinks(binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil || p == os.Getpid() {
+			continue
+		}
+		if e, err := os.Readlink("/proc/" + d.Name() + "/exe"); err == nil && e == exe && proc.Alive(p) {
+			t.Errorf("process %d of the chaos binary is running after a refused run", p)
+		}
+	}
+	if netns.Available() != nil {
+		return
+	}
+	slots, err := netns.Slots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		if s.ControllerPID == pid {
+			t.Errorf("network slot %d taken by the refused run: %+v", s.Slot, s)
+		}
+	}
+}
