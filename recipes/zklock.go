@@ -278,7 +278,7 @@ func (l *ZKLock) Release(ctx context.Context, key string) error {
 		l.mu.Lock()
 		l.unsure = append(l.unsure, h.grant)
 		l.mu.Unlock()
-		return unknown("release "+key, fmt.Errorf("Unlock of %s: %w", h.grant.Node, err))
+		return unknown("release "+key, fmt.Errorf("unlock of %s: %w", h.grant.Node, err))
 	}
 }
 
