@@ -35,6 +35,11 @@ const (
 	StateDisconnected   = "disconnected"
 	StateExpired        = "expired"
 	StateSessionChanged = "session-changed"
+	// StateClosed: the session was ended by this client itself (Close),
+	// not lost to a fault. Its grants are reported lost with it, after the
+	// close, so that the history shows where they ended; the checkers do
+	// not take it as an excuse the way they take expired.
+	StateClosed = "closed"
 )
 
 // SessionEvent is a session change or, with Lost set, a lock the recipe
@@ -55,9 +60,13 @@ type Lock interface {
 	// lock was not granted; unless errors.Is(err, ErrUnknown), the caller
 	// may also rely on the recipe's queue entry being gone.
 	Acquire(ctx context.Context, key string, timeout time.Duration) (Grant, error)
-	// Release gives the lock up: nil, ErrNotHeld (never held or already
-	// released), ErrRevoked (lost to a session expiry before the release),
-	// or an error wrapping ErrUnknown.
+	// Release gives the lock up: nil (the node existed until this release
+	// deleted it), ErrNotHeld (never held or already released), ErrRevoked
+	// (lost to a session expiry before the release sent its delete), or an
+	// error wrapping ErrUnknown (for example a delete whose reply was lost
+	// before the session expired). After ErrUnknown the recipe still counts
+	// the grant as possibly held: it reports it lost when its session
+	// expires, changes or is closed.
 	Release(ctx context.Context, key string) error
 	// Held reports whether the caller holds key and its session is
 	// connected right now, i.e. may do protected work.
@@ -67,6 +76,9 @@ type Lock interface {
 	// stalls the client library.
 	Events() <-chan SessionEvent
 	// Close ends the session; the server then drops what it still holds.
+	// Once the close is done it reports a StateClosed session event and a
+	// StateClosed lost event for every grant it still held (or whose
+	// release was unknown), then closes Events.
 	Close() error
 }
 

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -41,8 +40,6 @@ type Seed struct {
 	// bugs switches on the classic mistakes of the known-bug zoo (zoo.go);
 	// all false for seed itself.
 	bugs bugs
-	// wakeups counts watch wake-ups, for the herd statistics.
-	wakeups atomic.Int64
 
 	// bg ends the background deletions of queue nodes on Close.
 	bg     context.Context
@@ -65,7 +62,11 @@ type Seed struct {
 	acquiring map[string]bool
 	// lost holds grants revoked by a session event and not yet released,
 	// so that their Release says ErrRevoked rather than ErrNotHeld.
-	lost   map[string]Grant
+	lost map[string]Grant
+	// unsure holds, by node, grants being released or whose release ended
+	// unknown: their node may still exist while their session lives, so
+	// they are reported lost when it expires, changes or is closed.
+	unsure map[string]Grant
 	closed bool
 }
 
@@ -112,6 +113,7 @@ func newSeedWithBugs(cfg Config, b bugs) (*Seed, error) {
 		held:      map[string]Grant{},
 		acquiring: map[string]bool{},
 		lost:      map[string]Grant{},
+		unsure:    map[string]Grant{},
 	}
 	s.bg, s.bgStop = context.WithCancel(context.Background())
 	conn, ec, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
@@ -172,7 +174,8 @@ func (s *Seed) emitLocked(ev SessionEvent) {
 	s.events.Push(ev)
 }
 
-// loseLocked revokes the held grants matching lose and reports each.
+// loseLocked revokes the held grants matching lose and reports each, and
+// likewise the grants whose release is in progress or ended unknown.
 func (s *Seed) loseLocked(lose func(Grant) bool, why string) {
 	for k, g := range s.held {
 		if !lose(g) {
@@ -180,9 +183,19 @@ func (s *Seed) loseLocked(lose func(Grant) bool, why string) {
 		}
 		delete(s.held, k)
 		s.lost[k] = g
-		s.log.Warn("lock lost", "key", k, "node", g.Node, "token", g.Token, "why", why)
-		s.events.Push(SessionEvent{State: why, Session: g.Session, Lost: &g})
+		s.reportLostLocked(g, why)
 	}
+	for n, g := range s.unsure {
+		if lose(g) {
+			delete(s.unsure, n)
+			s.reportLostLocked(g, why)
+		}
+	}
+}
+
+func (s *Seed) reportLostLocked(g Grant, why string) {
+	s.log.Warn("lock lost", "key", g.Key, "node", g.Node, "token", g.Token, "why", why)
+	s.events.Push(SessionEvent{State: why, Session: g.Session, Lost: &g})
 }
 
 // sessionChanged returns the channel closed at the next session event.
@@ -265,7 +278,8 @@ func (s *Seed) Held(key string) (Grant, bool) {
 // Events implements Lock.
 func (s *Seed) Events() <-chan SessionEvent { return s.events.Out() }
 
-// Close ends the session, so the server deletes every node of ours.
+// Close ends the session, so the server deletes every node of ours, then
+// reports the close and the grants that ended with it.
 func (s *Seed) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -283,8 +297,28 @@ func (s *Seed) Close() error {
 	case <-time.After(5 * time.Second):
 		s.log.Warn("zk connection loop still running after close")
 	}
+	s.mu.Lock()
+	s.reportClosedLocked()
+	s.mu.Unlock()
 	s.events.Close()
 	return nil
+}
+
+// reportClosedLocked reports the session this client closed and, after it,
+// every grant that was held or unsure, as lost with StateClosed. The
+// session event comes first so a reader sees why before what.
+func (s *Seed) reportClosedLocked() {
+	if s.session != 0 {
+		s.emitLocked(SessionEvent{State: StateClosed, Session: s.session})
+	}
+	for k, g := range s.held {
+		delete(s.held, k)
+		s.reportLostLocked(g, StateClosed)
+	}
+	for n, g := range s.unsure {
+		delete(s.unsure, n)
+		s.reportLostLocked(g, StateClosed)
+	}
 }
 
 // seqDigits is the width of ZooKeeper's sequence suffix.
@@ -587,8 +621,12 @@ func (s *Seed) wait(ctx context.Context, key, dir, prefix, node string, czxid, o
 		}
 		s.log.Debug("waiting on predecessor", "key", key, "node", name, "pred", queue[idx-1])
 		select {
-		case <-r.ch:
-			s.wakeups.Add(1)
+		case ev := <-r.ch:
+			// A watch dropped because the session ended is a session
+			// event, not a wake-up (the protocol's definition).
+			if ev.Type != zk.EventNotWatching {
+				countWakeup(ctx)
+			}
 			if s.bugs.assumeOnWatch {
 				// bug: the watch fired, so "we must be first now".
 				return s.grant(key, node, czxid, owner)
@@ -716,8 +754,23 @@ func (s *Seed) Release(ctx context.Context, key string) error {
 		return fmt.Errorf("release %s: %w", key, ErrNotHeld)
 	}
 	delete(s.held, key)
+	// Until the outcome is known the grant is unsure: an expiry now must
+	// still be reported as its loss.
+	s.unsure[g.Node] = g
 	s.mu.Unlock()
+	err := s.deleteOwn(ctx, g)
+	if err == nil || errors.Is(err, ErrRevoked) {
+		s.mu.Lock()
+		delete(s.unsure, g.Node)
+		s.mu.Unlock()
+	}
+	return err
+}
 
+// deleteOwn deletes the grant's node and says what is known of it: nil,
+// ErrRevoked, or ErrUnknown with the reason.
+func (s *Seed) deleteOwn(ctx context.Context, g Grant) error {
+	key := g.Key
 	// sent: an earlier attempt may have been applied although its reply
 	// was lost, so a later NoNode may be our own delete.
 	sent := false
@@ -736,20 +789,20 @@ func (s *Seed) Release(ctx context.Context, key string) error {
 				return nil // our earlier delete went through
 			}
 			if sent {
-				return unknown("release "+key, errors.New("session expired after a delete whose reply was lost"))
+				return unknown("release "+key, fmt.Errorf("the connection was lost after the delete of %s was sent and the session then expired: the node is gone, but whether this release deleted it is unknown", g.Node))
 			}
 			s.log.Warn("release found the lock node gone: revoked", "key", key, "node", g.Node)
 			return fmt.Errorf("release %s: %w", key, ErrRevoked)
 		case ctx.Err() != nil:
 			s.deleteInBackground(g.Node)
-			return unknown("release "+key, err)
+			return unknown("release "+key, fmt.Errorf("delete of %s not confirmed in time (sent before: %v): %w", g.Node, sent, err))
 		case errors.Is(err, zk.ErrClosing) || s.isClosed():
 			return unknown("release "+key, err)
 		case transient(err):
 			sent = sent || ambiguous(err)
 			if err := s.pause(ctx); err != nil {
 				s.deleteInBackground(g.Node)
-				return unknown("release "+key, err)
+				return unknown("release "+key, fmt.Errorf("delete of %s not confirmed in time (sent before: %v): %w", g.Node, sent, err))
 			}
 		default:
 			return unknown("release "+key, err)

@@ -408,3 +408,52 @@ func TestExpiryLosesLock(t *testing.T) {
 		t.Fatalf("new grant %+v after %+v", g2, g)
 	}
 }
+
+// TestCloseReportsClosed: Close reports the session closed, then every
+// grant still held and every grant whose release ended unknown as lost
+// with StateClosed (docs/worker-protocol.md, "Closing the session").
+func TestCloseReportsClosed(t *testing.T) {
+	needZK(t)
+	p := newProxy(t, zkAddr)
+	s := newSeed(t, p.addr(), testRoot(t), TokenCzxid)
+	held := acquire(t, s, "held")
+	unsure := acquire(t, s, "unsure")
+	released := acquire(t, s, "released")
+	if err := s.Release(context.Background(), "released"); err != nil {
+		t.Fatal(err)
+	}
+	p.block()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	err := s.Release(ctx, "unsure")
+	cancel()
+	if !errors.Is(err, ErrUnknown) {
+		t.Fatalf("release while cut off: %v, want ErrUnknown", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var closedAt = -1
+	lost := map[string]Grant{}
+	i := 0
+	for ev := range s.Events() {
+		switch {
+		case ev.Lost == nil && ev.State == StateClosed:
+			if ev.Session != held.Session {
+				t.Fatalf("closed session %x, want %x", ev.Session, held.Session)
+			}
+			closedAt = i
+		case ev.Lost != nil:
+			if ev.State != StateClosed || closedAt < 0 {
+				t.Fatalf("lost %+v with state %s (session closed reported at %d)", *ev.Lost, ev.State, closedAt)
+			}
+			lost[ev.Lost.Key] = *ev.Lost
+		}
+		i++
+	}
+	if closedAt < 0 {
+		t.Fatal("no closed session event")
+	}
+	if len(lost) != 2 || lost["held"] != held || lost["unsure"] != unsure {
+		t.Fatalf("lost at close: %+v, want %+v and %+v (not %+v)", lost, held, unsure, released)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -34,7 +35,12 @@ func init() {
 //     if the session owns it; the token is that node's sequence number.
 //   - It has no ownership check and no notice of lock loss: Held is true
 //     from Lock() to Unlock(), whatever the session does, and no lost event
-//     is ever reported (session events are, from the connection).
+//     is ever reported (session events are, from the connection), except
+//     for the grants still held when the worker closes the session itself.
+//   - Its wait is hidden inside Lock(); the wake-ups of an acquire are the
+//     watch notifications the connection delivers for the key's queue while
+//     that acquire runs (Lock() sets one data watch on its predecessor at a
+//     time and lists the queue again each time it fires).
 type ZKLock struct {
 	root   string
 	log    *slog.Logger
@@ -48,7 +54,14 @@ type ZKLock struct {
 	held map[string]zkHeld
 	// busy marks keys with a Lock() call still running (possibly abandoned
 	// by a timed-out Acquire).
-	busy   map[string]bool
+	busy map[string]bool
+	// waking maps the queue directory of each Acquire in progress to its
+	// wake-up counter; an abandoned Lock() no longer has an entry, so its
+	// wake-ups count for nobody.
+	waking map[string]*atomic.Int64
+	// unsure are grants whose Unlock ended unknown: reported lost when the
+	// worker closes the session.
+	unsure []Grant
 	closed bool
 }
 
@@ -75,7 +88,7 @@ func NewZKLock(cfg Config) (*ZKLock, error) {
 		log.Info("zk-lock exposes no czxid: fencing with the sequence number of its node")
 	}
 	l := &ZKLock{root: root, log: log, events: queue.New[SessionEvent](), ready: make(chan struct{}),
-		held: map[string]zkHeld{}, busy: map[string]bool{}}
+		held: map[string]zkHeld{}, busy: map[string]bool{}, waking: map[string]*atomic.Int64{}}
 	conn, ec, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, zk.WithEventCallback(l.onEvent),
 		zk.WithLogger(zkLogger{log}), zk.WithDialer(capturingDialer(nil, l.gotPassword)))
 	if err != nil {
@@ -91,16 +104,43 @@ func NewZKLock(cfg Config) (*ZKLock, error) {
 	return l, nil
 }
 
-// onEvent only reports the session; zk.Lock itself never hears of it.
+// onEvent reports the session (zk.Lock itself never hears of it) and
+// counts watch notifications for the queues being waited on. go-zookeeper
+// calls it for every notification before it wakes the watch's channel, so
+// the count is in before Lock() can return.
 func (l *ZKLock) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
 	<-l.ready
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if se, ok := l.observe(ev.State, l.conn); ok {
-		l.events.Push(se)
+	switch ev.Type {
+	case zk.EventSession:
+		if se, ok := l.observe(ev.State, l.conn); ok {
+			l.events.Push(se)
+		}
+	case zk.EventNodeDeleted, zk.EventNodeDataChanged, zk.EventNodeCreated, zk.EventNodeChildrenChanged:
+		if n := l.waking[path.Dir(ev.Path)]; n != nil {
+			n.Add(1)
+		}
+	}
+}
+
+// CountsWakeups implements WakeupCounter.
+func (l *ZKLock) CountsWakeups() bool { return true }
+
+// countWakeups counts notifications for dir into the counter of ctx until
+// the returned function is called.
+func (l *ZKLock) countWakeups(ctx context.Context, dir string) (stop func()) {
+	n := wakeupsOf(ctx)
+	if n == nil {
+		return func() {}
+	}
+	l.mu.Lock()
+	l.waking[dir] = n
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		delete(l.waking, dir)
+		l.mu.Unlock()
 	}
 }
 
@@ -118,6 +158,7 @@ func (l *ZKLock) Acquire(ctx context.Context, key string, timeout time.Duration)
 	l.mu.Unlock()
 
 	dir := path.Join(l.root, key)
+	defer l.countWakeups(ctx, dir)()
 	zl := zk.NewLock(l.conn, dir, zk.WorldACL(zk.PermAll))
 	done := make(chan error, 1)
 	go func() { done <- zl.Lock() }()
@@ -234,7 +275,10 @@ func (l *ZKLock) Release(ctx context.Context, key string) error {
 	case errors.Is(err, zk.ErrNoNode):
 		return fmt.Errorf("release %s: %w", key, ErrRevoked)
 	default:
-		return unknown("release "+key, err)
+		l.mu.Lock()
+		l.unsure = append(l.unsure, h.grant)
+		l.mu.Unlock()
+		return unknown("release "+key, fmt.Errorf("unlock of %s: %w", h.grant.Node, err))
 	}
 }
 
@@ -251,6 +295,19 @@ func (l *ZKLock) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	l.conn.Close()
+	l.mu.Lock()
+	if l.session != 0 {
+		l.events.Push(SessionEvent{State: StateClosed, Session: l.session})
+	}
+	gone := l.unsure
+	for _, h := range l.held {
+		gone = append(gone, h.grant)
+	}
+	l.held, l.unsure = map[string]zkHeld{}, nil
+	l.mu.Unlock()
+	for _, g := range gone {
+		l.events.Push(SessionEvent{State: StateClosed, Session: g.Session, Lost: &g})
+	}
 	l.events.Close()
 	return nil
 }

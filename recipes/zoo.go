@@ -74,8 +74,9 @@ func registerZoo(b bugs) {
 	Register(b.name, func(cfg Config) (Lock, error) { return newSeedWithBugs(cfg, b) })
 }
 
-// Wakeups implements WakeupCounter: how many watches fired while waiting.
-func (s *Seed) Wakeups() int64 { return s.wakeups.Load() }
+// CountsWakeups implements WakeupCounter: every zoo recipe counts, so that
+// the herd recipe shows its herd.
+func (s *Seed) CountsWakeups() bool { return true }
 
 // releaseSmallest is the release of the release-smallest bug: whatever the
 // state of our grant (held, or already lost to an expiry), delete the node

@@ -52,7 +52,14 @@ const (
 	// StateSessionChanged: the client came back with a different session
 	// id than the one the lock was taken under.
 	StateSessionChanged = "session-changed"
+	// StateClosed: the worker (or its client library) closed the session
+	// itself; a lost event with it names a grant that ended with the close.
+	StateClosed = "closed"
 )
+
+// LostReasons are the states a lost event may carry, the list of
+// docs/worker-protocol.md ("Lost reasons").
+var LostReasons = []string{StateExpired, StateSessionChanged, StateClosed}
 
 // Message is one line a worker writes to stdout: a response when ID is set
 // and Event is empty, an event otherwise.
@@ -70,10 +77,10 @@ type Message struct {
 	Value *int64 `json:"value,omitempty"`
 	// Accepted is the register's answer to a write or read.
 	Accepted *bool `json:"accepted,omitempty"`
-	// CurrentToken is, for a rejected read or write, the register's fence
-	// for the key; for an accepted read, the token of the last accepted
-	// write (which write the read observed: the register checker needs it
-	// to see a stale value reappear).
+	// CurrentToken is, for an accepted read, the register reply's token
+	// (the token of the last accepted write: which write the read observed,
+	// so the register checker sees a stale value reappear); for a rejected
+	// read or write, the reply's fence.
 	CurrentToken *int64 `json:"current_token,omitempty"`
 	// State and Session describe a session event (and why a lock was lost).
 	State   string `json:"state,omitempty"`
@@ -82,9 +89,10 @@ type Message struct {
 	// it; the nemesis uses it to expire the session from outside.
 	Password string `json:"password,omitempty"`
 	PID      int    `json:"pid,omitempty"`
-	// Wakeups (acquire responses, optional) is how many times a watch has
-	// woken the worker's recipe since it started; the herd checker compares
-	// wake-ups with hand-offs.
+	// Wakeups (acquire responses, optional) is how many times, during this
+	// acquire, a watch notification woke its wait and made the lock code
+	// examine the queue again (docs/worker-protocol.md, "Wake-ups"); the
+	// herd checker compares wake-ups per acquire with the waiters.
 	Wakeups *int64 `json:"wakeups,omitempty"`
 	Error   string `json:"error,omitempty"`
 }

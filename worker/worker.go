@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkchaos/zkchaos/recipes"
@@ -37,12 +38,9 @@ type Config struct {
 // healthy register ever takes.
 const registerTimeout = 5 * time.Second
 
-// exitReleaseTimeout bounds the best-effort releases on stdin EOF; the
-// session close that follows removes whatever is left anyway.
-const exitReleaseTimeout = 5 * time.Second
-
 // Run is the worker process: it speaks the protocol on in and out until in
-// ends, then releases what it holds, closes the session and returns nil.
+// ends, then closes the session (which ends every grant at once), reports
+// the close and the grants it ended, and returns nil.
 //
 // Requests are served one at a time in order, and each read or write
 // checks Held right before the register call and nowhere else: a worker
@@ -98,7 +96,7 @@ serve:
 			break serve
 		}
 	}
-	w.shutdown(ctx)
+	w.shutdown()
 	select {
 	case <-forwarded:
 	case <-time.After(2 * time.Second):
@@ -119,8 +117,8 @@ type worker struct {
 	out   io.Writer
 
 	// grants are the locks granted and not yet released (including ones
-	// since lost), for the release reply and the exit cleanup. Only the
-	// serving goroutine touches it.
+	// since lost), for the release reply. Only the serving goroutine
+	// touches it.
 	grants map[string]recipes.Grant
 }
 
@@ -211,17 +209,13 @@ func (w *worker) emit(m Message) {
 	}
 }
 
-// shutdown releases what is held (best effort, bounded) and closes the
-// session, which also drops anything a release could not remove.
-func (w *worker) shutdown(ctx context.Context) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exitReleaseTimeout)
-	defer cancel()
-	for key := range w.grants {
-		if err := w.lock.Release(rctx, key); err != nil {
-			w.log.Info("release at exit", "key", key, "err", err)
-		}
-		delete(w.grants, key)
-	}
+// shutdown closes the session rather than releasing lock by lock: one
+// closeSession deletes every node of the session at once, bounded by the
+// client's close timeout, while releases would each wait on a connection
+// that may be gone. The recipe reports the close and every grant it ended
+// (lost, state closed) before it closes its events.
+func (w *worker) shutdown() {
+	clear(w.grants)
 	if err := w.lock.Close(); err != nil {
 		w.log.Warn("closing recipe", "err", err)
 	}
@@ -279,10 +273,11 @@ func (w *worker) acquire(ctx context.Context, req Request) Message {
 	if req.TimeoutMS <= 0 {
 		return Message{Type: Fail, Error: "acquire: timeout_ms must be positive"}
 	}
-	g, err := w.lock.Acquire(ctx, req.Key, time.Duration(req.TimeoutMS)*time.Millisecond)
+	var wakeups atomic.Int64
+	g, err := w.lock.Acquire(recipes.WithWakeups(ctx, &wakeups), req.Key, time.Duration(req.TimeoutMS)*time.Millisecond)
 	m := w.acquireReply(req.Key, g, err)
-	if wc, ok := w.lock.(recipes.WakeupCounter); ok {
-		m.Wakeups = ptr(wc.Wakeups())
+	if wc, ok := w.lock.(recipes.WakeupCounter); ok && wc.CountsWakeups() {
+		m.Wakeups = ptr(wakeups.Load())
 	}
 	return m
 }

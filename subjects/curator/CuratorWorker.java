@@ -5,6 +5,20 @@
 // path, acquire with a timeout, a ConnectionStateListener that treats
 // SUSPENDED as "stop protected work" and LOST as "the lock is gone".
 //
+// Three things Curator does not offer are added around it, each where the
+// protocol needs an exact answer (docs/worker-protocol.md):
+//   - release: InterProcessMutex.release() ignores a node that is already
+//     gone and retries a delete whose reply was lost, so it cannot tell
+//     "released" from "revoked" from "unknown". The worker deletes its own
+//     node once with the plain ZooKeeper handle, judges the outcome as the
+//     seed recipe does, and then lets Curator clear its bookkeeping.
+//   - wake-ups: LockInternals waits on a watcher it keeps private. The
+//     worker gives Curator a ZooKeeper handle whose getData(path, watcher)
+//     wraps each watcher, tagged with the acquire that set it, and counts a
+//     notification when it fires during that same acquire.
+//   - closing: at the end of stdin it closes the client and reports the
+//     session closed and every grant it ended (lost, state closed).
+//
 // It needs nothing but Curator 5, ZooKeeper and the JDK (java.net.http for
 // the register); the protocol is flat, so the JSON code here is small.
 import java.io.BufferedReader;
@@ -22,7 +36,9 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -31,6 +47,13 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.utils.ZookeeperFactory;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.admin.ZooKeeperAdmin;
+import org.apache.zookeeper.client.ZKClientConfig;
 import org.apache.zookeeper.data.Stat;
 
 public final class CuratorWorker {
@@ -41,10 +64,54 @@ public final class CuratorWorker {
     }
 
     static final class Grant {
-        final String node; final long token; final long session;
+        final String key; final String node; final long token; final long session;
+        // lost: reported lost (the listener sets it, under the worker's lock).
         boolean lost;
-        Grant(String node, long token, long session) { this.node = node; this.token = token; this.session = session; }
+        Grant(String key, String node, long token, long session) { this.key = key; this.node = node; this.token = token; this.session = session; }
     }
+
+    // acquiring is the id of the acquire in progress (0: none); wakeups
+    // counts its wake-ups. Only the main thread acquires, one at a time.
+    static volatile long acquiring;
+    static final AtomicLong wakeups = new AtomicLong();
+
+    // CountingWatcher is a watcher set during acquire `acquire`; a
+    // notification (not a session event) that fires while that acquire is
+    // still in progress is one wake-up. Equality follows the wrapped
+    // watcher and the acquire, so ZooKeeper's de-duplication of a watcher
+    // set twice on one path still works within an acquire.
+    static final class CountingWatcher implements Watcher {
+        final Watcher inner; final long acquire;
+        CountingWatcher(Watcher inner, long acquire) { this.inner = inner; this.acquire = acquire; }
+        @Override public void process(WatchedEvent e) {
+            if (e.getType() != Watcher.Event.EventType.None && acquire != 0 && acquire == acquiring) wakeups.incrementAndGet();
+            inner.process(e);
+        }
+        @Override public boolean equals(Object o) {
+            return o instanceof CountingWatcher && ((CountingWatcher) o).inner.equals(inner) && ((CountingWatcher) o).acquire == acquire;
+        }
+        @Override public int hashCode() { return Objects.hash(inner, acquire); }
+    }
+
+    // CountingZooKeeper is the handle Curator gets: LockInternals waits
+    // with getData(path, watcher, stat), so that is where its watcher is
+    // wrapped; everything else is ZooKeeper's own.
+    static final class CountingZooKeeper extends ZooKeeperAdmin {
+        CountingZooKeeper(String cs, int st, Watcher w, boolean ro) throws java.io.IOException { super(cs, st, w, ro); }
+        CountingZooKeeper(String cs, int st, Watcher w, boolean ro, ZKClientConfig cfg) throws java.io.IOException { super(cs, st, w, ro, cfg); }
+        @Override public byte[] getData(String path, Watcher watcher, Stat stat) throws KeeperException, InterruptedException {
+            return super.getData(path, watcher == null ? null : new CountingWatcher(watcher, acquiring), stat);
+        }
+    }
+
+    static final ZookeeperFactory countingFactory = new ZookeeperFactory() {
+        @Override public ZooKeeper newZooKeeper(String cs, int st, Watcher w, boolean ro) throws Exception {
+            return new CountingZooKeeper(cs, st, w, ro);
+        }
+        @Override public ZooKeeper newZooKeeper(String cs, int st, Watcher w, boolean ro, ZKClientConfig cfg) throws Exception {
+            return cfg == null ? new CountingZooKeeper(cs, st, w, ro) : new CountingZooKeeper(cs, st, w, ro, cfg);
+        }
+    };
 
     static final PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
     static final Object outLock = new Object();
@@ -58,8 +125,18 @@ public final class CuratorWorker {
     final Map<String, Mutex> mutexes = new HashMap<>();
     // grants are guarded by this; the listener thread marks them lost.
     final Map<String, Grant> grants = new HashMap<>();
+    // unsure are grants being released, or whose release ended unknown:
+    // their node may live as long as their session, so they are reported
+    // lost when it ends. Guarded by this.
+    final List<Grant> unsure = new ArrayList<>();
+    // generation counts session ends (LOST, or a new session id); closing
+    // stops the listener once shutdown has begun. Both guarded by this.
+    long generation;
+    boolean closing;
     volatile boolean usable; // connected and not suspended/lost
     volatile long session;
+    final long sessionMs;
+    long acquireSeq;
     final long pid = ProcessHandle.current().pid();
 
     CuratorWorker(String zk, String register, int process, long sessionMs, String tokenKind, String root) {
@@ -67,7 +144,9 @@ public final class CuratorWorker {
         this.process = process;
         this.root = root;
         this.tokenKind = tokenKind;
+        this.sessionMs = sessionMs;
         this.client = CuratorFrameworkFactory.builder().connectString(zk)
+            .zookeeperFactory(countingFactory)
             .sessionTimeoutMs((int) sessionMs).connectionTimeoutMs((int) Math.max(sessionMs, 1000))
             .retryPolicy(new ExponentialBackoffRetry(100, 3)).build();
     }
@@ -104,22 +183,21 @@ public final class CuratorWorker {
         try { return client.getZookeeperClient().getZooKeeper().getSessionId(); } catch (Exception e) { return 0; }
     }
 
-    void onState(ConnectionState st) {
+    // onState reports session changes, and grants lost with a session.
+    // It emits under the worker's lock so that a session event and the
+    // lost events it causes are written together and in that order.
+    synchronized void onState(ConnectionState st) {
+        if (closing) return;
         switch (st) {
             case CONNECTED:
             case RECONNECTED: {
                 long id = currentSession();
-                List<Map<String, Object>> lostNow = new ArrayList<>();
-                synchronized (this) {
-                    for (Map.Entry<String, Grant> e : grants.entrySet()) {
-                        Grant g = e.getValue();
-                        if (!g.lost && g.session != id) { g.lost = true; lostNow.add(lostEvent(e.getKey(), g, "session-changed")); }
-                    }
-                    session = id;
-                    usable = true;
-                }
+                List<Grant> lostNow = loseLocked(g -> g.session != id);
+                if (session != 0 && id != session) generation++;
+                session = id;
+                usable = true;
                 event(obj("event", "session", "state", "connected", "session", hex(id), "password", password()));
-                for (Map<String, Object> m : lostNow) event(m);
+                for (Grant g : lostNow) event(lostEvent(g, "session-changed"));
                 break;
             }
             case SUSPENDED:
@@ -128,15 +206,10 @@ public final class CuratorWorker {
                 break;
             case LOST: {
                 usable = false;
-                List<Map<String, Object>> lostNow = new ArrayList<>();
-                synchronized (this) {
-                    for (Map.Entry<String, Grant> e : grants.entrySet()) {
-                        Grant g = e.getValue();
-                        if (!g.lost) { g.lost = true; lostNow.add(lostEvent(e.getKey(), g, "expired")); }
-                    }
-                }
+                generation++;
+                List<Grant> lostNow = loseLocked(g -> true);
                 event(obj("event", "session", "state", "expired", "session", hex(session)));
-                for (Map<String, Object> m : lostNow) event(m);
+                for (Grant g : lostNow) event(lostEvent(g, "expired"));
                 break;
             }
             default:
@@ -144,8 +217,20 @@ public final class CuratorWorker {
         }
     }
 
-    static Map<String, Object> lostEvent(String key, Grant g, String why) {
-        return obj("event", "lost", "key", key, "token", g.token, "node", g.node, "state", why, "session", hex(g.session));
+    // loseLocked marks the held and unsure grants that match as lost and
+    // returns them; unsure ones are settled by it.
+    List<Grant> loseLocked(java.util.function.Predicate<Grant> match) {
+        List<Grant> out = new ArrayList<>();
+        for (Grant g : grants.values()) if (!g.lost && match.test(g)) { g.lost = true; out.add(g); }
+        for (java.util.Iterator<Grant> it = unsure.iterator(); it.hasNext(); ) {
+            Grant g = it.next();
+            if (!g.lost && match.test(g)) { g.lost = true; out.add(g); it.remove(); }
+        }
+        return out;
+    }
+
+    static Map<String, Object> lostEvent(Grant g, String why) {
+        return obj("event", "lost", "key", g.key, "token", g.token, "node", g.node, "state", why, "session", hex(g.session));
     }
 
     void run() throws Exception {
@@ -216,6 +301,24 @@ public final class CuratorWorker {
 
     Map<String, Object> acquire(String key, long timeoutMs) {
         if (timeoutMs <= 0) return obj("type", "fail", "error", "acquire: timeout_ms must be positive");
+        Map<String, Object> r = acquireCounted(key, timeoutMs);
+        r.put("wakeups", wakeups.get());
+        return r;
+    }
+
+    // acquireCounted runs one acquire with its own wake-up count: watches
+    // set by earlier acquires carry their ids and no longer count.
+    Map<String, Object> acquireCounted(String key, long timeoutMs) {
+        wakeups.set(0);
+        acquiring = ++acquireSeq;
+        try {
+            return acquireLock(key, timeoutMs);
+        } finally {
+            acquiring = 0;
+        }
+    }
+
+    Map<String, Object> acquireLock(String key, long timeoutMs) {
         Mutex mu = mutexes.computeIfAbsent(key, k -> new Mutex(client, root + "/" + k));
         synchronized (this) {
             if (grants.containsKey(key) || mu.isOwnedByCurrentThread()) return obj("type", "fail", "error", "already holding " + key);
@@ -235,7 +338,7 @@ public final class CuratorWorker {
             Stat st = client.checkExists().forPath(node);
             if (st == null) throw new IllegalStateException("lock node " + node + " is gone right after acquire");
             long tok = "seq".equals(tokenKind) ? Long.parseLong(node.substring(node.length() - 10)) : st.getCzxid();
-            Grant g = new Grant(node, tok, st.getEphemeralOwner());
+            Grant g = new Grant(key, node, tok, st.getEphemeralOwner());
             synchronized (this) { grants.put(key, g); }
             log("acquired " + key + " node " + node + " token " + tok);
             return obj("type", "ok", "token", tok, "node", node);
@@ -292,7 +395,10 @@ public final class CuratorWorker {
             return obj("type", "info", "token", token, "value", written, "error", "register " + path + ": bad reply: " + e);
         }
         if (Boolean.TRUE.equals(rep.get("accepted"))) {
-            return obj("type", "ok", "token", token, "accepted", true, "value", written != null ? written : (Object) num(rep.get("value")));
+            if (written != null) return obj("type", "ok", "token", token, "accepted", true, "value", written);
+            // A read reports which write it observed: the reply's token,
+            // the token of the last accepted write.
+            return obj("type", "ok", "token", token, "accepted", true, "value", num(rep.get("value")), "current_token", num(rep.get("token")));
         }
         String reason = rep.get("reason") instanceof String ? (String) rep.get("reason") : "";
         return obj("type", "fail", "token", token, "value", written, "accepted", false, "current_token", num(rep.get("fence")),
@@ -301,39 +407,111 @@ public final class CuratorWorker {
 
     Map<String, Object> release(String key) {
         Grant g;
-        synchronized (this) { g = grants.remove(key); }
         Mutex mu = mutexes.get(key);
-        if (g == null || mu == null || !mu.isOwnedByCurrentThread()) return obj("type", "fail", "error", "not held");
-        // Curator's release ignores a node that is already gone, so ask
-        // first: a release of a revoked lock must not be reported as done.
-        boolean revoked = g.lost;
-        if (!revoked) {
-            try {
-                Stat st = client.checkExists().forPath(g.node);
-                revoked = st == null || st.getEphemeralOwner() != g.session;
-            } catch (Exception e) {
-                try { mu.release(); } catch (Exception re) { /* the session's end removes it */ }
-                return obj("type", "info", "node", g.node, "token", g.token, "error", "release: " + e);
-            }
+        synchronized (this) {
+            g = grants.remove(key);
+            if (g == null || mu == null || !mu.isOwnedByCurrentThread()) return obj("type", "fail", "error", "not held");
+            // From here until the outcome is known an expiry is still this
+            // grant's loss, and is reported.
+            if (!g.lost) unsure.add(g);
         }
-        try {
-            mu.release();
-        } catch (Exception e) {
-            return obj("type", "info", "node", g.node, "token", g.token, "error", "release: " + e);
+        String outcome = g.lost ? REVOKED : deleteOwn(g);
+        forget(key, mu, g, outcome);
+        if (OK.equals(outcome)) {
+            log("released " + key + " node " + g.node);
+            return obj("type", "ok", "node", g.node, "token", g.token);
         }
-        if (revoked) return obj("type", "fail", "node", g.node, "token", g.token, "error", "revoked");
-        log("released " + key + " node " + g.node);
-        return obj("type", "ok", "node", g.node, "token", g.token);
+        if (REVOKED.equals(outcome)) return obj("type", "fail", "node", g.node, "token", g.token, "error", "revoked");
+        return obj("type", "info", "node", g.node, "token", g.token, "error", "release: outcome unknown: " + outcome);
     }
 
+    static final String OK = "ok", REVOKED = "revoked";
+
+    // deleteOwn deletes the grant's node with single plain ZooKeeper calls
+    // (no retry that could hide a lost reply) and returns OK, REVOKED, or
+    // why the outcome is unknown. A NoNode means revoked only if no earlier
+    // delete may have been applied; after a lost reply it means our delete
+    // went through if the session is the same, and is unknown if the
+    // session ended meanwhile (the node went with it either way).
+    String deleteOwn(Grant g) {
+        long deadline = System.currentTimeMillis() + Math.max(2 * sessionMs, 5000);
+        boolean sent = false;
+        long gen;
+        synchronized (this) { gen = generation; }
+        while (true) {
+            synchronized (this) {
+                if (g.lost || generation != gen) {
+                    return sent ? "the connection was lost after the delete of " + g.node + " was sent and the session then ended: the node is gone, but whether this release deleted it is unknown" : REVOKED;
+                }
+            }
+            if (System.currentTimeMillis() > deadline) {
+                return "delete of " + g.node + " not confirmed in time (sent before: " + sent + ")";
+            }
+            if (!usable) { sleep(50); continue; }
+            ZooKeeper zk;
+            try { zk = client.getZookeeperClient().getZooKeeper(); } catch (Exception e) { sleep(50); continue; }
+            try {
+                zk.delete(g.node, -1);
+                return OK;
+            } catch (KeeperException.NoNodeException e) {
+                synchronized (this) {
+                    if (!sent) return REVOKED;
+                    if (!g.lost && generation == gen) return OK; // an earlier delete of ours was applied
+                }
+            } catch (KeeperException.SessionExpiredException e) {
+                // The server refused it: this delete was not applied.
+                sleep(50);
+            } catch (KeeperException.ConnectionLossException e) {
+                sent = true; // it may have reached the server
+                sleep(50);
+            } catch (Exception e) {
+                return "delete of " + g.node + ": " + e;
+            }
+        }
+    }
+
+    static void sleep(long ms) {
+        try { Thread.sleep(ms); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
+    }
+
+    // forget settles the grant and clears Curator's own record of the lock.
+    // Connected, mu.release() does it (its delete finds the node gone). Not
+    // connected, it would block on Curator's retries; the mutex is dropped
+    // instead (a fresh one serves the next acquire of the key) and, if the
+    // node may still exist, Curator's guaranteed delete removes it in the
+    // background once the connection is back.
+    void forget(String key, Mutex mu, Grant g, String outcome) {
+        synchronized (this) {
+            if (OK.equals(outcome) || REVOKED.equals(outcome)) unsure.remove(g);
+        }
+        if (usable) {
+            try { mu.release(); return; } catch (Exception e) { log("clearing Curator's lock record of " + key + ": " + e); }
+        }
+        mutexes.remove(key);
+        if (!OK.equals(outcome) && !REVOKED.equals(outcome)) {
+            try { client.delete().guaranteed().inBackground().forPath(g.node); } catch (Exception e) { log("background delete of " + g.node + ": " + e); }
+        }
+    }
+
+    // shutdown closes the client, which closes the session: the server
+    // deletes every node of it at once. The close and the grants it ended
+    // are reported after it, the session first.
     void shutdown() {
-        List<String> keys;
-        synchronized (this) { keys = new ArrayList<>(grants.keySet()); }
-        for (String k : keys) {
-            Mutex mu = mutexes.get(k);
-            try { if (mu != null && mu.isOwnedByCurrentThread()) mu.release(); } catch (Exception e) { log("release at exit " + k + ": " + e); }
+        List<Grant> gone = new ArrayList<>();
+        long sess;
+        synchronized (this) {
+            closing = true;
+            for (Grant g : grants.values()) if (!g.lost) gone.add(g);
+            gone.addAll(unsure);
+            grants.clear();
+            unsure.clear();
+            sess = session;
         }
         client.close();
+        synchronized (this) {
+            if (sess != 0) event(obj("event", "session", "state", "closed", "session", hex(sess)));
+            for (Grant g : gone) event(lostEvent(g, "closed"));
+        }
     }
 
     // parseDuration reads a Go duration such as 3s, 1.5s, 500ms, 1m0s.
