@@ -131,8 +131,9 @@ type Value struct {
 	Of string `json:"of,omitempty"`
 	// Detail is free text for the report (e.g. how a fault was verified).
 	Detail string `json:"detail,omitempty"`
-	// Wakeups is a worker's running count of watch wake-ups, reported with
-	// its acquire completions (for the herd checker).
+	// Wakeups, on an acquire completion, is how many times a watch
+	// notification woke that acquire's wait (docs/worker-protocol.md,
+	// "wake-ups"), for the herd checker.
 	Wakeups *int64 `json:"wakeups,omitempty"`
 }
 
