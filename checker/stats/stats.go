@@ -1,4 +1,4 @@
-package checker
+package stats
 
 import (
 	"context"
@@ -6,9 +6,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/zkchaos/zkchaos/checker"
+
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 )
+
+// Name is the stats checker's name.
+const Name = "stats"
 
 // OpCounts counts completions of one operation. An invocation that never
 // completed counts as info: by Jepsen's model it may or may not have
@@ -81,7 +86,7 @@ type StatsDetails struct {
 }
 
 // CheckStats computes the run's numbers. It is valid whenever it finishes.
-func CheckStats(ctx context.Context, in Input) Result {
+func CheckStats(ctx context.Context, in checker.Input) checker.Result {
 	d := StatsDetails{Ops: map[string]OpCounts{}, LatencyMS: map[string]Percentiles{},
 		Sessions: map[string]int{}, Nemesis: map[string]OpCounts{}, Events: len(in.History)}
 	type holdKey struct {
@@ -112,7 +117,7 @@ func CheckStats(ctx context.Context, in Input) Result {
 	var first, last int64
 	for i, e := range in.History {
 		if i&0xffff == 0 && ctx.Err() != nil {
-			return cancelled(ctx)
+			return checker.Cancelled(ctx)
 		}
 		if i == 0 || e.Time < first {
 			first = e.Time
@@ -208,7 +213,7 @@ func CheckStats(ctx context.Context, in Input) Result {
 	}
 	d.Register = registerCounts(in.ApplyLog)
 	d.TokenRejections = d.Register.TokenRejections
-	return Result{Valid: Valid, Details: d}
+	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
 func instant(f string) bool {

@@ -1,8 +1,11 @@
-package checker
+package lock
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/lockview"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -39,8 +42,8 @@ type HerdDetails struct {
 // the waiters, which is every waiter being woken by every release. It
 // needs the wake-up counts workers report with their acquire answers
 // (worker protocol field "wakeups"); without them it is unknown.
-func CheckHerd(ctx context.Context, in Input) Result {
-	v := viewLock(in.History)
+func CheckHerd(ctx context.Context, in checker.Input) checker.Result {
+	v := lockview.Of(in.History)
 	d := HerdDetails{Keys: map[string]HerdKey{}}
 	last := map[history.Process]int64{}
 	reported := false
@@ -68,7 +71,7 @@ func CheckHerd(ctx context.Context, in Input) Result {
 	}
 	if !reported {
 		d.Reason = "no wake-up counts in the history: the subject does not report them"
-		return Result{Valid: Unknown, Error: d.Reason, Details: d}
+		return checker.Result{Valid: checker.Unknown, Error: d.Reason, Details: d}
 	}
 	for _, n := range last {
 		d.Wakeups += n
@@ -76,7 +79,7 @@ func CheckHerd(ctx context.Context, in Input) Result {
 	var waitersSum int
 	for k, gs := range grants {
 		if ctx.Err() != nil {
-			return cancelled(ctx)
+			return checker.Cancelled(ctx)
 		}
 		sum := 0
 		for _, g := range gs {
@@ -96,13 +99,13 @@ func CheckHerd(ctx context.Context, in Input) Result {
 	}
 	if d.Handoffs == 0 {
 		d.Reason = "no grants"
-		return Result{Valid: Unknown, Error: d.Reason, Details: d}
+		return checker.Result{Valid: checker.Unknown, Error: d.Reason, Details: d}
 	}
 	d.WakeupsPerHandoff = float64(d.Wakeups) / float64(d.Handoffs)
 	d.MeanWaiters = float64(waitersSum) / float64(d.Handoffs)
 	if d.WakeupsPerHandoff > 1.5 && d.WakeupsPerHandoff > 0.5*(d.MeanWaiters+1) {
-		return Result{Valid: Invalid, Error: fmt.Sprintf("herd effect: %.2f watch wake-ups per hand-off with %.2f other waiters on average (a predecessor watch wakes about one)",
+		return checker.Result{Valid: checker.Invalid, Error: fmt.Sprintf("herd effect: %.2f watch wake-ups per hand-off with %.2f other waiters on average (a predecessor watch wakes about one)",
 			d.WakeupsPerHandoff, d.MeanWaiters), Details: d}
 	}
-	return Result{Valid: Valid, Details: d}
+	return checker.Result{Valid: checker.Valid, Details: d}
 }

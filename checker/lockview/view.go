@@ -1,16 +1,21 @@
-package checker
+// Package lockview is the history of the lock workload as the exact lock
+// checkers read it: worker operations with their invocation and
+// completion paired, the instant events (session, lost, late) apart, and
+// the nemesis' fault windows. It is shared by checker/lock and
+// checker/fence, so that both read the history the same way.
+package lockview
 
 import (
 	"regexp"
 	"strconv"
 
+	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/history"
 )
 
-// lockOp is one worker operation of the lock workload with its invocation
-// and completion paired, as the liveness, herd, token-order and
-// grant-overlap checkers read the history.
-type lockOp struct {
+// Op is one worker operation of the lock workload with its invocation and
+// completion paired.
+type Op struct {
 	Process history.Process
 	F       string
 	Key     string
@@ -23,8 +28,8 @@ type lockOp struct {
 	Error string
 }
 
-// lockInstant is an instant event of a worker (session, lost, late).
-type lockInstant struct {
+// Instant is an instant event of a worker (session, lost, late).
+type Instant struct {
 	Process history.Process
 	F       string
 	Key     string
@@ -32,9 +37,9 @@ type lockInstant struct {
 	Value   *history.Value
 }
 
-// faultWindow is a nemesis fault from its start's invocation to its end's
+// FaultWindow is a nemesis fault from its start's invocation to its end's
 // completion (or the end of the history).
-type faultWindow struct {
+type FaultWindow struct {
 	F        string
 	Target   string
 	From, To int64
@@ -43,32 +48,32 @@ type faultWindow struct {
 	Process history.Process
 }
 
-// lockView is the history split for the lock checkers.
-type lockView struct {
-	Ops      []lockOp
-	Instants []lockInstant
-	Faults   []faultWindow
+// View is the history split for the lock checkers.
+type View struct {
+	Ops      []Op
+	Instants []Instant
+	Faults   []FaultWindow
 	End      int64
 }
 
 var targetProcess = regexp.MustCompile(`\bprocess (\d+)\b`)
 
-// viewLock pairs operations per process. Instant events are recorded while
+// Of pairs operations per process. Instant events are recorded while
 // the same process may have an operation in flight, so they never pair with
 // it. Nemesis operations alternate start and end: a window opens with the
 // first invocation after a closed window and closes with the completion of
 // the next different operation (the undo), whatever its name.
-func viewLock(h []history.Event) lockView {
-	var v lockView
+func Of(h []history.Event) View {
+	var v View
 	open := map[history.Process]int{}
-	var nem *faultWindow
+	var nem *FaultWindow
 	var nemStartF string
 	for _, e := range h {
 		v.End = max(v.End, e.Time)
 		if e.Process == history.Nemesis {
 			switch {
 			case e.Type == history.Invoke && nem == nil:
-				w := faultWindow{F: e.F, From: e.Time, To: -1, Process: -1}
+				w := FaultWindow{F: e.F, From: e.Time, To: -1, Process: -1}
 				if e.Value != nil {
 					w.Target = e.Value.Target
 				}
@@ -87,15 +92,15 @@ func viewLock(h []history.Event) lockView {
 			}
 			continue
 		}
-		if instant(e.F) {
+		if checker.IsInstant(e.F) {
 			if e.Type == history.OK {
-				v.Instants = append(v.Instants, lockInstant{Process: e.Process, F: e.F, Key: e.Key, Time: e.Time, Value: e.Value})
+				v.Instants = append(v.Instants, Instant{Process: e.Process, F: e.F, Key: e.Key, Time: e.Time, Value: e.Value})
 			}
 			continue
 		}
 		if e.Type == history.Invoke {
 			open[e.Process] = len(v.Ops)
-			v.Ops = append(v.Ops, lockOp{Process: e.Process, F: e.F, Key: e.Key, Invoke: e.Time, Value: e.Value})
+			v.Ops = append(v.Ops, Op{Process: e.Process, F: e.F, Key: e.Key, Invoke: e.Time, Value: e.Value})
 			continue
 		}
 		i, ok := open[e.Process]
@@ -123,17 +128,10 @@ func viewLock(h []history.Event) lockView {
 	return v
 }
 
-func (o lockOp) token() (int64, bool) {
+// Token is the fencing token the operation's value carries.
+func (o Op) Token() (int64, bool) {
 	if o.Value == nil || o.Value.Token == nil {
 		return 0, false
 	}
 	return *o.Value.Token, true
-}
-
-// earliest keeps the earlier of a first-violation time and t.
-func earliest(cur *int64, t int64) *int64 {
-	if cur == nil || t < *cur {
-		return &t
-	}
-	return cur
 }

@@ -1,4 +1,7 @@
-package checker
+// Package checktest builds histories and apply logs for the tests of the
+// checker packages: by hand, event by event, or simulated (GenLockHistory).
+// It is imported by tests only.
+package checktest
 
 import (
 	"cmp"
@@ -6,13 +9,14 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 )
 
-// genSpec describes a simulated lock run: keys, workers contending per
+// GenSpec describes a simulated lock run: keys, workers contending per
 // key, and how often an operation's outcome is lost (info).
-type genSpec struct {
+type GenSpec struct {
 	Seed          uint64
 	Events        int // approximate history length
 	Keys          int
@@ -32,14 +36,14 @@ type staleWrite struct {
 	tok, n int64
 }
 
-// genLockHistory simulates a correct system: a correct mutex per key
+// GenLockHistory simulates a correct system: a correct mutex per key
 // (a retired holder's lock is freed, at an unrecorded time, before the
 // next grant), a register that applies the mode's rule, and the lock
 // workload (acquire, read N, write N+1, release) with waiting acquirers
 // keeping WorkersPerKey operations open per key. An info write took effect
 // or not at random. It returns the history and the matching apply log; a
 // correct checker must call both valid.
-func genLockHistory(s genSpec) ([]history.Event, []register.Entry) {
+func GenLockHistory(s GenSpec) ([]history.Event, []register.Entry) {
 	r := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	type kstate struct {
 		t               int64
@@ -162,4 +166,13 @@ func genLockHistory(s genSpec) ([]history.Event, []register.Entry) {
 		log[i].Seq = int64(i + 1)
 	}
 	return evs, log
+}
+
+// BenchInput is a realistic lock history for benchmarks: 10 keys,
+// workersPerKey workers per key (the others waiting beside the holder),
+// 2% of reads and writes info, fencing on.
+func BenchInput(events, workersPerKey int) checker.Input {
+	es, log := GenLockHistory(GenSpec{Seed: 7, Events: events, Keys: 10, WorkersPerKey: workersPerKey,
+		InfoShare: 0.02, Mode: register.ModeOn})
+	return checker.Input{History: es, ApplyLog: log, Fencing: register.ModeOn}
 }

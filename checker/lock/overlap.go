@@ -1,9 +1,12 @@
-package checker
+package lock
 
 import (
 	"context"
 	"fmt"
 	"sort"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/lockview"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -49,17 +52,17 @@ type GrantOverlapDetails struct {
 // revoked (or never answers), and reports the lock lost. Only a recipe
 // that hands out the lock wrongly, or releases what is not its own, or
 // says "released" of a node it no longer had, does.
-func CheckGrantOverlap(ctx context.Context, in Input) Result {
-	v := viewLock(in.History)
+func CheckGrantOverlap(ctx context.Context, in checker.Input) checker.Result {
+	v := lockview.Of(in.History)
 	d := GrantOverlapDetails{Overlaps: []Overlap{}}
-	lostAt := map[history.Process][]lockInstant{}
+	lostAt := map[history.Process][]lockview.Instant{}
 	for _, e := range v.Instants {
 		if e.F == history.FLost {
 			lostAt[e.Process] = append(lostAt[e.Process], e)
 		}
 	}
-	byKey := map[string][]lockOp{}
-	var perProc = map[history.Process][]lockOp{}
+	byKey := map[string][]lockview.Op{}
+	var perProc = map[history.Process][]lockview.Op{}
 	for _, o := range v.Ops {
 		perProc[o.Process] = append(perProc[o.Process], o)
 		if o.F == history.FAcquire && o.Type == history.OK {
@@ -71,17 +74,17 @@ func CheckGrantOverlap(ctx context.Context, in Input) Result {
 		gs := byKey[k]
 		sort.SliceStable(gs, func(i, j int) bool { return gs[i].Done < gs[j].Done })
 	}
-	limit := in.maxViolations()
+	limit := in.Limit()
 	for p, ops := range perProc {
 		if ctx.Err() != nil {
-			return cancelled(ctx)
+			return checker.Cancelled(ctx)
 		}
 		for i, a := range ops {
 			if a.F != history.FAcquire || a.Type != history.OK {
 				continue
 			}
 			// The holder's next operation on the key that ends the grant.
-			var rel *lockOp
+			var rel *lockview.Op
 			for j := i + 1; j < len(ops); j++ {
 				if ops[j].Key == a.Key && (ops[j].F == history.FRelease || ops[j].F == history.FAcquire) {
 					rel = &ops[j]
@@ -94,12 +97,12 @@ func CheckGrantOverlap(ctx context.Context, in Input) Result {
 			if reportedLost(lostAt[p], a.Key, a.Done, rel.Done) {
 				continue
 			}
-			atok, _ := a.token()
+			atok, _ := a.Token()
 			for _, b := range byKey[a.Key] {
 				if b.Process == p || b.Done <= a.Done || b.Done >= rel.Invoke {
 					continue
 				}
-				btok, _ := b.token()
+				btok, _ := b.Token()
 				d.OverlapCount++
 				if len(d.Overlaps) >= limit {
 					d.OverlapsOmitted++
@@ -115,14 +118,14 @@ func CheckGrantOverlap(ctx context.Context, in Input) Result {
 	sort.Slice(d.Overlaps, func(i, j int) bool { return d.Overlaps[i].GrantedNS < d.Overlaps[j].GrantedNS })
 	if d.OverlapCount > 0 {
 		for _, o := range d.Overlaps {
-			d.FirstViolationTimeNS = earliest(d.FirstViolationTimeNS, o.GrantedNS)
+			d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, o.GrantedNS)
 		}
-		return Result{Valid: Invalid, Details: d, Error: fmt.Sprintf("%d grants overlapped a grant that was still held: %s", d.OverlapCount, d.Overlaps[0].Message)}
+		return checker.Result{Valid: checker.Invalid, Details: d, Error: fmt.Sprintf("%d grants overlapped a grant that was still held: %s", d.OverlapCount, d.Overlaps[0].Message)}
 	}
-	return Result{Valid: Valid, Details: d}
+	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
-func reportedLost(ls []lockInstant, key string, from, to int64) bool {
+func reportedLost(ls []lockview.Instant, key string, from, to int64) bool {
 	for _, l := range ls {
 		if l.Key == key && l.Time >= from && l.Time <= to {
 			return true

@@ -1,0 +1,70 @@
+package stats
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/internal/checktest"
+)
+
+func TestStats(t *testing.T) {
+	r := CheckStats(context.Background(), checker.Input{History: checktest.LockHistory(), ApplyLog: checktest.LockLog()})
+	if r.Valid != checker.Valid {
+		t.Fatalf("valid = %v", r.Valid)
+	}
+	d := r.Details.(StatsDetails)
+	want := map[string]OpCounts{
+		"acquire": {OK: 2, Fail: 1, Info: 1},
+		"read":    {OK: 2},
+		"write":   {OK: 1, Info: 1},
+		"release": {OK: 1},
+		"session": {OK: 1},
+		"lost":    {OK: 1},
+		"late":    {OK: 1},
+		"pause":   {OK: 1},
+		"resume":  {OK: 1},
+	}
+	if fmt.Sprint(d.Ops) != fmt.Sprint(want) {
+		t.Errorf("ops = %v\nwant %v", d.Ops, want)
+	}
+	if d.LockWaitMS.Count != 2 || d.LockWaitMS.P50 != 2 || d.LockWaitMS.Max != 10 {
+		t.Errorf("lock wait = %+v", d.LockWaitMS)
+	}
+	if d.HoldMS.Count != 1 || d.HoldMS.Max != 10 {
+		t.Errorf("hold = %+v", d.HoldMS)
+	}
+	if d.Sessions["disconnected"] != 1 || d.Lost != 1 || d.LostByState["expired"] != 1 || d.Late != 1 || d.LateByOp["write"] != 1 {
+		t.Errorf("sessions %v lost %d %v late %d %v", d.Sessions, d.Lost, d.LostByState, d.Late, d.LateByOp)
+	}
+	if d.Nemesis["pause"].OK != 1 || d.Nemesis["resume"].OK != 1 || d.NemesisUnverified != 1 {
+		t.Errorf("nemesis = %v unverified %d", d.Nemesis, d.NemesisUnverified)
+	}
+	if d.Timeouts != 2 || d.UnmatchedCompletions != 0 || d.Processes != 3 {
+		t.Errorf("timeouts %d unmatched %d processes %d", d.Timeouts, d.UnmatchedCompletions, d.Processes)
+	}
+	if d.DurationS != 0.026 || d.AcquiresPerS != 2/0.026 {
+		t.Errorf("duration %v acquires/s %v", d.DurationS, d.AcquiresPerS)
+	}
+	if d.Register.TokenRejections != 1 || d.Register.AcceptedWrites != 2 || d.TokenRejections != 1 {
+		t.Errorf("register = %+v", d.Register)
+	}
+	if d.LatencyMS["write"].Count != 1 || d.LatencyMS["write"].Max != 1 {
+		t.Errorf("write latency = %+v", d.LatencyMS["write"])
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	var xs []int64
+	for i := int64(100); i >= 1; i-- {
+		xs = append(xs, i*1e6)
+	}
+	p := percentiles(xs)
+	if p.Count != 100 || p.P50 != 50 || p.P95 != 95 || p.P99 != 99 || p.Max != 100 {
+		t.Errorf("percentiles = %+v", p)
+	}
+	if (percentiles(nil) != Percentiles{}) {
+		t.Error("empty percentiles")
+	}
+}
