@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"time"
@@ -86,7 +87,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		delete(rest, k)
 	}
 	*r = Result{Valid: h.Valid, Gating: h.Gating, Error: h.Error,
-		Elapsed: time.Duration(h.ElapsedMS * float64(time.Millisecond))}
+		Elapsed: time.Duration(math.Round(h.ElapsedMS * float64(time.Millisecond)))}
 	if len(rest) > 0 {
 		db, err := json.Marshal(rest)
 		if err != nil {
