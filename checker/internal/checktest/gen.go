@@ -72,10 +72,7 @@ func GenLockHistory(s GenSpec) ([]history.Event, []register.Entry) {
 	}
 	apply := func(k *kstate, key, op string, p int, tok, val int64) (bool, int64) {
 		st := register.KeyState{Value: k.val, Token: k.tok, Fence: k.fence}
-		ok := s.Mode == register.ModeOff || tok >= st.Fence
-		if ok && s.Mode == register.ModeStrict && op == register.OpWrite && tok <= st.Token {
-			ok = false
-		}
+		ok, _ := register.Decide(s.Mode, op, st, true, tok)
 		if op == register.OpRead {
 			val = k.val
 		}
