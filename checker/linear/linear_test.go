@@ -376,3 +376,35 @@ func TestPartitionTimed(t *testing.T) {
 		t.Fatalf("key time not recorded: %+v", d.Keys["k"])
 	}
 }
+
+// TestFaultAnnotations: the pages draw every fault from its start to its
+// stop, paired by history.StopVerb: isolate lasts until heal, expire until
+// expire-end (before, verbs the checker did not know were drawn as lasting
+// only their injection), and a start that failed is not drawn.
+func TestFaultAnnotations(t *testing.T) {
+	b := &checktest.Hist{}
+	b.Ev(-1, history.Invoke, history.FIsolate, "", &history.Value{Target: "isolate-holder"}, "")
+	b.Ev(-1, history.OK, history.FIsolate, "", &history.Value{Target: "holder of k", PID: 7, TargetProcess: history.Int(0)}, "")
+	b.Section(0, "k", 1, 0, -1)
+	b.Ev(-1, history.Invoke, history.FHeal, "", &history.Value{PID: 7}, "")
+	b.Ev(-1, history.OK, history.FHeal, "", &history.Value{PID: 7}, "")
+	b.Ev(-1, history.Invoke, history.FExpire, "", nil, "")
+	b.Ev(-1, history.OK, history.FExpire, "", &history.Value{PID: 8}, "")
+	b.Ev(-1, history.Invoke, history.FExpireEnd, "", nil, "")
+	b.Ev(-1, history.OK, history.FExpireEnd, "", nil, "")
+	b.Ev(-1, history.Invoke, history.FPause, "", nil, "")
+	b.Ev(-1, history.Fail, history.FPause, "", nil, "no target")
+	h := splitHistory(b.Events)
+	type span struct {
+		desc       string
+		start, end int64
+	}
+	var got []span
+	for _, a := range h.nemesis {
+		got = append(got, span{a.Description, a.Start, a.End})
+	}
+	want := []span{{"isolate pid 7", 10, 120}, {"expire pid 8", 130, 160}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("fault annotations %+v, want %+v", got, want)
+	}
+}

@@ -149,7 +149,7 @@ type span struct{ from, to int64 }
 
 // excused are the fault windows (with grace) that count for a key: every
 // ensemble fault, and client faults whose target used the key meanwhile.
-func excused(faults []lockview.FaultWindow, ops []lockview.Op) []span {
+func excused(faults []checker.FaultWindow, ops []lockview.Op) []span {
 	var out []span
 	for _, f := range faults {
 		if f.Process < 0 {

@@ -114,3 +114,29 @@ func TestHerd(t *testing.T) {
 		t.Fatalf("no wake-up counts: want unknown")
 	}
 }
+
+// TestLivenessIsolatedHolder: the holder is cut off for 20 s and waiters
+// time out meanwhile, which is not a liveness failure. The fault window
+// runs from isolate to heal (paired by their verbs), whatever the nemesis
+// records in between (here the observation that the holder's session is
+// gone), and its target is the target_process field.
+func TestLivenessIsolatedHolder(t *testing.T) {
+	b := &checktest.Timeline{}
+	b.Op(0, 1, 0, history.OK, history.FAcquire, "K", checktest.TokV(1), "")
+	b.Add(2, -1, history.Invoke, history.FIsolate, "", &history.Value{Target: "isolate-holder"}, "")
+	b.Add(3, -1, history.OK, history.FIsolate, "", &history.Value{Target: "holder of K", PID: 9, TargetProcess: history.Int(0)}, "")
+	b.Op(5, 2005, 0, history.Info, history.FRead, "K", nil, "timeout")
+	gone := &history.Value{TargetProcess: history.Int(0), Session: "0x1", LastSeenNS: history.Int64(1000)}
+	b.Add(2500, -1, history.Invoke, history.FSessionGone, "", gone, "")
+	b.Add(2500, -1, history.OK, history.FSessionGone, "", gone, "")
+	for t0 := int64(10); t0 < 19000; t0 += 1010 {
+		b.Op(t0, t0+1000, 1, history.Fail, history.FAcquire, "K", nil, "timeout")
+	}
+	b.Add(20000, -1, history.Invoke, history.FHeal, "", &history.Value{PID: 9}, "")
+	b.Add(20001, -1, history.OK, history.FHeal, "", &history.Value{PID: 9}, "")
+	b.Op(20100, 20200, 1, history.OK, history.FAcquire, "K", checktest.TokV(2), "")
+	b.Op(20300, 20301, 1, history.OK, history.FRelease, "K", checktest.TokV(2), "")
+	if r := checkLock(t, CheckLiveness, b); r.Valid != checker.Valid {
+		t.Fatalf("waiting behind an isolated holder flagged: %s %+v", r.Error, r.Details)
+	}
+}

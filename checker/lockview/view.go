@@ -6,9 +6,6 @@
 package lockview
 
 import (
-	"regexp"
-	"strconv"
-
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -37,59 +34,25 @@ type Instant struct {
 	Value   *history.Value
 }
 
-// FaultWindow is a nemesis fault from its start's invocation to its end's
-// completion (or the end of the history).
-type FaultWindow struct {
-	F        string
-	Target   string
-	From, To int64
-	// Process is the worker process a client-side fault aimed at, -1 for
-	// faults of the ensemble (or targets the text does not name).
-	Process history.Process
-}
-
 // View is the history split for the lock checkers.
 type View struct {
 	Ops      []Op
 	Instants []Instant
-	Faults   []FaultWindow
-	End      int64
+	// Faults are the nemesis' fault windows (checker.FaultWindows); a
+	// fault never undone lasts to End.
+	Faults []checker.FaultWindow
+	End    int64
 }
-
-var targetProcess = regexp.MustCompile(`\bprocess (\d+)\b`)
 
 // Of pairs operations per process. Instant events are recorded while
 // the same process may have an operation in flight, so they never pair with
-// it. Nemesis operations alternate start and end: a window opens with the
-// first invocation after a closed window and closes with the completion of
-// the next different operation (the undo), whatever its name.
+// it. Nemesis operations become fault windows (checker.FaultWindows).
 func Of(h []history.Event) View {
 	var v View
 	open := map[history.Process]int{}
-	var nem *FaultWindow
-	var nemStartF string
 	for _, e := range h {
 		v.End = max(v.End, e.Time)
 		if e.Process == history.Nemesis {
-			switch {
-			case e.Type == history.Invoke && nem == nil:
-				w := FaultWindow{F: e.F, From: e.Time, To: -1, Process: -1}
-				if e.Value != nil {
-					w.Target = e.Value.Target
-				}
-				nem, nemStartF = &w, e.F
-			case nem != nil && e.Type != history.Invoke && e.F == nemStartF:
-				if e.Value != nil && e.Value.Target != "" {
-					nem.Target = e.Value.Target
-				}
-				if e.Type == history.Fail {
-					nem = nil // the fault never took effect
-				}
-			case nem != nil && e.Type != history.Invoke && e.F != nemStartF:
-				nem.To = e.Time
-				v.Faults = append(v.Faults, *nem)
-				nem = nil
-			}
 			continue
 		}
 		if checker.IsInstant(e.F) {
@@ -114,15 +77,10 @@ func Of(h []history.Event) View {
 			op.Value = e.Value
 		}
 	}
-	if nem != nil {
-		nem.To = v.End
-		v.Faults = append(v.Faults, *nem)
-	}
+	v.Faults = checker.FaultWindows(h)
 	for i := range v.Faults {
-		if m := targetProcess.FindStringSubmatch(v.Faults[i].Target); m != nil {
-			if n, err := strconv.Atoi(m[1]); err == nil {
-				v.Faults[i].Process = history.Process(n)
-			}
+		if v.Faults[i].To < 0 {
+			v.Faults[i].To = v.End
 		}
 	}
 	return v
