@@ -67,10 +67,14 @@ type StatsDetails struct {
 	// Late counts responses of retired processes, by original operation.
 	Late     int            `json:"late"`
 	LateByOp map[string]int `json:"late_by_op,omitempty"`
-	// Nemesis counts nemesis operations by f; NemesisUnverified counts the
-	// ok ones whose effect could not be verified.
-	Nemesis           map[string]OpCounts `json:"nemesis"`
-	NemesisUnverified int                 `json:"nemesis_unverified"`
+	// Nemesis counts nemesis operations by f. NemesisUnverified counts the
+	// completions of fault starts and stops (and of the final restore)
+	// whose effect was not verified: info (the scheduler's record of an
+	// injection or undo it could not confirm, verified or not) or ok with
+	// verified false; NemesisUnverifiedByF splits it by f.
+	Nemesis              map[string]OpCounts `json:"nemesis"`
+	NemesisUnverified    int                 `json:"nemesis_unverified"`
+	NemesisUnverifiedByF map[string]int      `json:"nemesis_unverified_by_f,omitempty"`
 	// Timeouts counts completions whose error mentions a timeout.
 	Timeouts int `json:"timeouts"`
 	// UnmatchedCompletions had no pending invocation of their process: a
@@ -172,10 +176,10 @@ func CheckStats(ctx context.Context, in checker.Input) checker.Result {
 				addCount(&d.LateByOp, orUnknown(of))
 			}
 			continue
-		case history.FPause, history.FResume:
-			if e.Process == history.Nemesis && e.Type == history.OK && e.Value != nil && e.Value.Verified != nil && !*e.Value.Verified {
-				d.NemesisUnverified++
-			}
+		}
+		if unverifiedFault(e) {
+			d.NemesisUnverified++
+			addCount(&d.NemesisUnverifiedByF, e.F)
 		}
 		if !ok {
 			continue
@@ -218,6 +222,21 @@ func CheckStats(ctx context.Context, in checker.Input) checker.Result {
 
 func instant(f string) bool {
 	return f == history.FSession || f == history.FLost || f == history.FLate
+}
+
+// unverifiedFault is a nemesis completion of a fault's start or stop (or
+// of the final restore) whose effect nobody confirmed: an info (the
+// scheduler records every injection or undo it could not verify, and
+// every outcome it does not know, as info) or an ok that says it was not
+// verified.
+func unverifiedFault(e history.Event) bool {
+	if e.Process != history.Nemesis || e.Type == history.Invoke || e.Type == history.Fail {
+		return false
+	}
+	if !history.IsFaultStart(e.F) && !history.IsFaultStop(e.F) && e.F != history.FRestore {
+		return false
+	}
+	return e.Type == history.Info || (e.Value != nil && e.Value.Verified != nil && !*e.Value.Verified)
 }
 
 func bump(c *OpCounts, t history.Type) {

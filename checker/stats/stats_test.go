@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/internal/checktest"
+	"github.com/zkchaos/zkchaos/history"
 )
 
 func TestStats(t *testing.T) {
@@ -24,7 +25,7 @@ func TestStats(t *testing.T) {
 		"lost":    {OK: 1},
 		"late":    {OK: 1},
 		"pause":   {OK: 1},
-		"resume":  {OK: 1},
+		"resume":  {Info: 1},
 	}
 	if fmt.Sprint(d.Ops) != fmt.Sprint(want) {
 		t.Errorf("ops = %v\nwant %v", d.Ops, want)
@@ -38,7 +39,7 @@ func TestStats(t *testing.T) {
 	if d.Sessions["disconnected"] != 1 || d.Lost != 1 || d.LostByState["expired"] != 1 || d.Late != 1 || d.LateByOp["write"] != 1 {
 		t.Errorf("sessions %v lost %d %v late %d %v", d.Sessions, d.Lost, d.LostByState, d.Late, d.LateByOp)
 	}
-	if d.Nemesis["pause"].OK != 1 || d.Nemesis["resume"].OK != 1 || d.NemesisUnverified != 1 {
+	if d.Nemesis["pause"].OK != 1 || d.Nemesis["resume"].Info != 1 || d.NemesisUnverified != 1 {
 		t.Errorf("nemesis = %v unverified %d", d.Nemesis, d.NemesisUnverified)
 	}
 	if d.Timeouts != 2 || d.UnmatchedCompletions != 0 || d.Processes != 3 {
@@ -66,5 +67,38 @@ func TestPercentiles(t *testing.T) {
 	}
 	if (percentiles(nil) != Percentiles{}) {
 		t.Error("empty percentiles")
+	}
+}
+
+// TestNemesisUnverified counts what the scheduler really records for a
+// fault it could not verify, for every fault verb: info completions of
+// starts and stops (with verified:false, or without a value when the
+// outcome is unknown), and an ok that says verified:false. Verified
+// completions, fails (nothing was done) and non-faults do not count.
+func TestNemesisUnverified(t *testing.T) {
+	b := &checktest.Hist{}
+	unv := &history.Value{Verified: history.Bool(false)}
+	ver := &history.Value{Verified: history.Bool(true)}
+	for _, p := range history.Faults {
+		b.Inv(-1, p.Start, "").Ev(-1, history.Info, p.Start, "", unv, "not verified")
+		b.Inv(-1, p.Stop, "").Ev(-1, history.Info, p.Stop, "", unv, "undo not verified")
+		b.Inv(-1, p.Start, "").Ev(-1, history.OK, p.Start, "", ver, "")
+		b.Inv(-1, p.Stop, "").Ev(-1, history.OK, p.Stop, "", ver, "")
+		b.Inv(-1, p.Start, "").Ev(-1, history.Fail, p.Start, "", nil, "no target")
+	}
+	b.Inv(-1, history.FKill, "").Ev(-1, history.Info, history.FKill, "", nil, "inject failed") // outcome unknown
+	b.Inv(-1, history.FPause, "").Ev(-1, history.OK, history.FPause, "", unv, "")
+	b.Inv(-1, history.FRestore, "").Ev(-1, history.Info, history.FRestore, "", unv, "a server did not come back")
+	gone := &history.Value{TargetProcess: history.Int(1), Session: "0x1"}
+	b.Instant(-1, history.FSessionGone, "", gone)
+	r := CheckStats(context.Background(), checker.Input{History: b.Events})
+	d := r.Details.(StatsDetails)
+	want := 2*len(history.Faults) + 3
+	if d.NemesisUnverified != want {
+		t.Errorf("nemesis unverified = %d, want %d (by f %v)", d.NemesisUnverified, want, d.NemesisUnverifiedByF)
+	}
+	if d.NemesisUnverifiedByF[history.FIsolate] != 1 || d.NemesisUnverifiedByF[history.FHeal] != 2 ||
+		d.NemesisUnverifiedByF[history.FPause] != 2 || d.NemesisUnverifiedByF[history.FRestore] != 1 {
+		t.Errorf("by f = %v", d.NemesisUnverifiedByF)
 	}
 }

@@ -185,7 +185,9 @@ func LockHistory() []history.Event {
 		{Time: 15_000_000, Process: 2, Type: history.Invoke, F: history.FWrite, Key: "SKU-1", Value: v(func(x *history.Value) { x.N = tok(1) })},
 		{Time: 16_000_000, Process: 2, Type: history.OK, F: history.FWrite, Key: "SKU-1", Value: v(func(x *history.Value) { x.N = tok(1); x.Token = tok(6) })},
 		{Time: 17_000_000, Process: history.Nemesis, Type: history.Invoke, F: history.FResume, Value: v(func(x *history.Value) { x.Target = "worker-1" })},
-		{Time: 18_000_000, Process: history.Nemesis, Type: history.OK, F: history.FResume, Value: v(func(x *history.Value) { x.Target = "worker-1"; x.PID = 42; x.Verified = history.Bool(false) })},
+		// The undo could not be verified: recorded info, as the scheduler does.
+		{Time: 18_000_000, Process: history.Nemesis, Type: history.Info, F: history.FResume, Error: "pid 42 still stopped",
+			Value: v(func(x *history.Value) { x.Target = "worker-1"; x.PID = 42; x.Verified = history.Bool(false) })},
 		{Time: 19_000_000, Process: 1, Type: history.Invoke, F: history.FLost, Key: "SKU-1", Value: v(func(x *history.Value) { x.State = "expired" })},
 		{Time: 19_000_000, Process: 1, Type: history.OK, F: history.FLost, Key: "SKU-1", Value: v(func(x *history.Value) { x.State = "expired" })},
 		{Time: 20_000_000, Process: 1, Type: history.Info, F: history.FWrite, Key: "SKU-1", Error: "timeout waiting for worker"},
