@@ -185,6 +185,11 @@ func runOne(ctx context.Context, c Checker, in Input) Result {
 		}
 		t.Stop()
 	}
+	if r.Valid != Valid && r.Error == "" {
+		// Every answer but true must say why, in results.json and on
+		// stdout; a checker that forgets is a bug, said as such.
+		r.Error = fmt.Sprintf("%s without a reason (a bug in checker %s)", r.Valid, c.Name)
+	}
 	r.Elapsed = time.Since(start)
 	return r
 }

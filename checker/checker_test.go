@@ -143,3 +143,22 @@ func TestCrashInResultsJSON(t *testing.T) {
 		t.Fatalf("results.json: %+v", back)
 	}
 }
+
+// TestRunNoSilentVerdict: an answer other than true always carries a
+// reason, even from a checker that forgot to give one.
+func TestRunNoSilentVerdict(t *testing.T) {
+	cs := []Checker{
+		{Name: "mute", Check: func(context.Context, Input) Result { return Result{Valid: Invalid} }},
+		{Name: "shrug", Check: func(context.Context, Input) Result { return Result{Valid: Unknown} }},
+		{Name: "fine", Check: func(context.Context, Input) Result { return Result{Valid: Valid} }},
+	}
+	res := Run(context.Background(), Input{}, []string{"mute", "shrug", "fine"}, cs)
+	for _, n := range []string{"mute", "shrug"} {
+		if e := res.Checkers[n].Error; !strings.Contains(e, "without a reason") || !strings.Contains(e, n) {
+			t.Errorf("%s: error %q", n, e)
+		}
+	}
+	if e := res.Checkers["fine"].Error; e != "" {
+		t.Errorf("a valid result got an error: %q", e)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/zkchaos/zkchaos/checker"
 
@@ -266,8 +267,31 @@ func CheckDoubleWriter(ctx context.Context, in checker.Input) checker.Result {
 		r.Valid = checker.Valid
 	}
 	r.Error = d.Reason
+	if total > 0 {
+		r.Error = violationSummary(d, total)
+	}
 	r.Details = d
 	return r
+}
+
+// violationSummary says in one line what the evidence shows: how many
+// violations of which kinds, and the first one.
+func violationSummary(d DoubleWriterDetails, total int) string {
+	var kinds []string
+	for _, k := range []string{KindTokenRegression, KindInterleavedGrants, KindLostUpdate} {
+		if n := d.ViolationCounts[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	noun := "violations"
+	if total == 1 {
+		noun = "violation"
+	}
+	msg := fmt.Sprintf("%d %s in the apply log (%s)", total, noun, strings.Join(kinds, ", "))
+	if len(d.Violations) > 0 {
+		msg += ", first: " + d.Violations[0].Message
+	}
+	return msg
 }
 
 // seqProblems finds what makes the log not "from 1, without gaps", giving

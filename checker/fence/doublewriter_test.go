@@ -104,6 +104,10 @@ func TestDoubleWriterKinds(t *testing.T) {
 			if d.ViolationCounts[c.kind] != 1 {
 				t.Errorf("counts = %v", d.ViolationCounts)
 			}
+			// The reason is in results.json's error and on stdout.
+			if want := "1 violation in the apply log (1 " + c.kind + "), first: " + v.Message; r.Error != want {
+				t.Errorf("error = %q, want %q", r.Error, want)
+			}
 			if d.FirstViolationSeq != c.seqs[len(c.seqs)-1] {
 				t.Errorf("first violation seq = %d, want %d", d.FirstViolationSeq, c.seqs[len(c.seqs)-1])
 			}

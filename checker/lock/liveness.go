@@ -123,7 +123,14 @@ func CheckLiveness(ctx context.Context, in checker.Input) checker.Result {
 			}
 			d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, st.FromNS+int64(th))
 		}
-		return checker.Result{Valid: checker.Invalid, Details: d}
+		first := d.Stalls[0]
+		for _, st := range d.Stalls {
+			if st.FromNS < first.FromNS {
+				first = st
+			}
+		}
+		return checker.Result{Valid: checker.Invalid, Details: d,
+			Error: fmt.Sprintf("%d stalls (the lock was not handed on), first: %s", len(d.Stalls), first.Message)}
 	}
 	return checker.Result{Valid: checker.Valid, Details: d}
 }

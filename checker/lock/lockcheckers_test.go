@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/zkchaos/zkchaos/checker"
@@ -36,6 +37,9 @@ func TestLivenessFreeWithWaiters(t *testing.T) {
 	}
 	if r.Valid != checker.Invalid || len(d.Stalls) == 0 || d.Stalls[0].Kind != StallFreeWithWaiters || d.Stalls[0].Processes[0] != 1 {
 		t.Fatalf("want a free-with-waiters stall naming process 1: %v %+v", r.Valid, d)
+	}
+	if !strings.Contains(r.Error, "stall") || !strings.Contains(r.Error, d.Stalls[0].Message) {
+		t.Errorf("error = %q, want the stall's message", r.Error)
 	}
 }
 
