@@ -71,6 +71,10 @@ func (in Input) Limit() int {
 type Checker struct {
 	Name  string
 	Check func(ctx context.Context, in Input) Result
+	// Always makes the checker gate whatever the gate says: a checker of
+	// the data itself (integrity), since no verdict can be better than
+	// the data it rests on.
+	Always bool
 }
 
 // ValidateGate rejects a gate naming a checker that is not in cs, which
@@ -88,8 +92,10 @@ func ValidateGate(names []string, cs []Checker) error {
 	return nil
 }
 
-// Run runs the checkers cs concurrently and merges the gating ones. It
-// always returns a verdict: crashes, overruns and cancellation become
+// Run runs the checkers cs concurrently and merges the gating ones: those
+// the gate names and those that always gate (Results.Gate stays the gate
+// asked for; each result says whether it gated). It always returns a
+// verdict: crashes, overruns and cancellation become
 // unknown results, and a gate naming an absent checker makes the verdict
 // unknown (call ValidateGate first to refuse such a gate up front). An
 // empty gate is unknown too: nothing was asked, so nothing passed; the
@@ -118,7 +124,13 @@ func Run(ctx context.Context, in Input, gate []string, cs []Checker) Results {
 		vs = append(vs, Unknown)
 		res.Reasons = append(res.Reasons, "no gating checker was named")
 	}
-	for _, name := range gate {
+	gating := slices.Clone(gate)
+	for _, c := range cs {
+		if c.Always && !slices.Contains(gating, c.Name) {
+			gating = append(gating, c.Name)
+		}
+	}
+	for _, name := range gating {
 		r, ok := res.Checkers[name]
 		if !ok {
 			vs = append(vs, Unknown)

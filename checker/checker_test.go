@@ -162,3 +162,22 @@ func TestRunNoSilentVerdict(t *testing.T) {
 		t.Errorf("a valid result got an error: %q", e)
 	}
 }
+
+// TestRunAlwaysGates: a checker marked Always gates whatever the gate
+// names, and says so.
+func TestRunAlwaysGates(t *testing.T) {
+	cs := []Checker{
+		{Name: "data", Always: true, Check: func(context.Context, Input) Result { return Result{Valid: Unknown, Error: "broken"} }},
+		{Name: "fine", Check: func(context.Context, Input) Result { return Result{Valid: Valid} }},
+	}
+	res := Run(context.Background(), Input{}, []string{"fine"}, cs)
+	if res.Valid != Unknown || !res.Checkers["data"].Gating || len(res.Gate) != 1 {
+		t.Fatalf("verdict %v, data %+v, gate %v", res.Valid, res.Checkers["data"], res.Gate)
+	}
+	if !strings.Contains(strings.Join(res.Reasons, ";"), "data: unknown: broken") {
+		t.Errorf("reasons %v", res.Reasons)
+	}
+	if res := Run(context.Background(), Input{}, []string{"fine", "data"}, cs); res.Valid != Unknown || len(res.Reasons) != 1 {
+		t.Errorf("named and always: %v %v", res.Valid, res.Reasons)
+	}
+}

@@ -19,7 +19,7 @@ func TestStats(t *testing.T) {
 	want := map[string]OpCounts{
 		"acquire": {OK: 2, Fail: 1, Info: 1},
 		"read":    {OK: 2},
-		"write":   {OK: 1, Info: 1},
+		"write":   {OK: 1, Info: 2},
 		"release": {OK: 1},
 		"session": {OK: 1},
 		"lost":    {OK: 1},
@@ -42,7 +42,7 @@ func TestStats(t *testing.T) {
 	if d.Nemesis["pause"].OK != 1 || d.Nemesis["resume"].Info != 1 || d.NemesisUnverified != 1 {
 		t.Errorf("nemesis = %v unverified %d", d.Nemesis, d.NemesisUnverified)
 	}
-	if d.Timeouts != 2 || d.UnmatchedCompletions != 0 || d.Processes != 3 {
+	if d.Timeouts != 3 || d.UnmatchedCompletions != 0 || d.Processes != 4 {
 		t.Errorf("timeouts %d unmatched %d processes %d", d.Timeouts, d.UnmatchedCompletions, d.Processes)
 	}
 	if d.DurationS != 0.026 || d.AcquiresPerS != 2/0.026 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/integrity"
 	"github.com/zkchaos/zkchaos/checker/internal/checktest"
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/stats"
@@ -21,7 +22,7 @@ var benchSizes = []int{10_000, 100_000, 1_000_000}
 func BenchmarkCheckers(b *testing.B) {
 	for _, n := range benchSizes {
 		in := checktest.BenchInput(n, 5)
-		for _, c := range []checker.Checker{{Name: fence.NameDoubleWriter, Check: fence.CheckDoubleWriter},
+		for _, c := range []checker.Checker{{Name: integrity.Name, Check: integrity.Check}, {Name: fence.NameDoubleWriter, Check: fence.CheckDoubleWriter},
 			{Name: stats.Name, Check: stats.CheckStats}, {Name: linear.NameRegister, Check: linear.CheckRegister},
 			{Name: linear.NameMutex, Check: linear.CheckMutex}} {
 			b.Run(fmt.Sprintf("%s/%d", c.Name, n), func(b *testing.B) {

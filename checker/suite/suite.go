@@ -10,14 +10,18 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/integrity"
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/checker/stats"
 )
 
-// All is every checker RunAll runs, in report order.
+// All is every checker RunAll runs, in report order. integrity gates
+// every run whatever the gate says: no verdict can be better than the
+// data it rests on.
 func All() []checker.Checker {
 	return []checker.Checker{
+		{Name: integrity.Name, Check: integrity.Check, Always: true},
 		{Name: fence.NameDoubleWriter, Check: fence.CheckDoubleWriter},
 		{Name: linear.NameRegister, Check: linear.CheckRegister},
 		{Name: linear.NameMutex, Check: linear.CheckMutex},

@@ -11,9 +11,11 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/integrity"
 	"github.com/zkchaos/zkchaos/checker/internal/checktest"
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/stats"
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 )
 
@@ -164,6 +166,29 @@ func TestGeneratedStaleWrites(t *testing.T) {
 			if r := linear.CheckMutex(context.Background(), in); r.Valid != checker.Invalid {
 				t.Errorf("%+v: mutex = %v, want false (a paused holder's lock was granted again)", spec, r.Valid)
 			}
+		}
+	}
+}
+
+// TestBrokenHistoryIsNeverValid: the same apply log beside its history
+// passes, beside an empty history or one with a repeated index it is
+// unknown, whatever the gate (integrity always gates).
+func TestBrokenHistoryIsNeverValid(t *testing.T) {
+	es, log := checktest.GenLockHistory(checktest.GenSpec{Seed: 3, Events: 2000, Keys: 2, WorkersPerKey: 3,
+		InfoShare: 0.1, Mode: register.ModeOn})
+	gate := []string{fence.NameDoubleWriter}
+	in := checker.Input{History: es, ApplyLog: log, Fencing: register.ModeOn}
+	if res := RunAll(context.Background(), in, gate); res.Valid != checker.Valid {
+		t.Fatalf("sound run: %v %v", res.Valid, res.Reasons)
+	}
+	dup := slices.Clone(es)
+	dup[10].Index = dup[9].Index
+	for name, h := range map[string][]history.Event{"empty history": nil, "repeated index": dup} {
+		in.History = h
+		res := RunAll(context.Background(), in, gate)
+		if res.Valid != checker.Unknown || !res.Checkers[integrity.Name].Gating ||
+			!strings.Contains(strings.Join(res.Reasons, "\n"), integrity.Name+": unknown: ") {
+			t.Errorf("%s: verdict %v, reasons %v", name, res.Valid, res.Reasons)
 		}
 	}
 }

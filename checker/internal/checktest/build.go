@@ -163,11 +163,14 @@ func OkWrite(p history.Process, key string, token, n int64, at int64) []history.
 
 // LockHistory is a small run: two workers contend for SKU-1; worker 1 is
 // paused by the nemesis while holding the lock, loses it, and its stale
-// write lands after worker 2's (fencing off). LockLog is its apply log.
+// write lands after worker 2's (fencing off); an older holder's write
+// (process 0, retired at once) is rejected. LockLog is its apply log.
 func LockHistory() []history.Event {
 	tok := history.Int64
 	v := func(f func(*history.Value)) *history.Value { x := &history.Value{}; f(x); return x }
 	ev := []history.Event{
+		{Time: 0, Process: 0, Type: history.Invoke, F: history.FWrite, Key: "SKU-1", Value: v(func(x *history.Value) { x.N = tok(7) })},
+		{Time: 1_000_000, Process: 0, Type: history.Info, F: history.FWrite, Key: "SKU-1", Error: "timeout"},
 		{Time: 0, Process: 1, Type: history.Invoke, F: history.FAcquire, Key: "SKU-1"},
 		{Time: 2_000_000, Process: 1, Type: history.OK, F: history.FAcquire, Key: "SKU-1", Value: v(func(x *history.Value) { x.Token = tok(5); x.Node = "/l/n-5" })},
 		{Time: 2_500_000, Process: 2, Type: history.Invoke, F: history.FAcquire, Key: "SKU-1"},
