@@ -6,6 +6,8 @@
 package lockview
 
 import (
+	"strings"
+
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -23,6 +25,9 @@ type Op struct {
 	Type  history.Type
 	Value *history.Value
 	Error string
+	// Index is the completion's index in the history (the invocation's
+	// while there is none), to point at the evidence.
+	Index int64
 }
 
 // Instant is an instant event of a worker (session, lost, late).
@@ -34,10 +39,21 @@ type Instant struct {
 	Value   *history.Value
 }
 
+// Gone is the nemesis' observation that a worker's session no longer
+// exists on the servers (history.FSessionGone): it ended after LastSeenNS
+// (when it was last seen alive) and at or before Time.
+type Gone struct {
+	Process    history.Process
+	Session    string
+	LastSeenNS int64
+	Time       int64
+}
+
 // View is the history split for the lock checkers.
 type View struct {
 	Ops      []Op
 	Instants []Instant
+	Gone     []Gone
 	// Faults are the nemesis' fault windows (checker.FaultWindows); a
 	// fault never undone lasts to End.
 	Faults []checker.FaultWindow
@@ -53,6 +69,9 @@ func Of(h []history.Event) View {
 	for _, e := range h {
 		v.End = max(v.End, e.Time)
 		if e.Process == history.Nemesis {
+			if g, ok := goneOf(e); ok {
+				v.Gone = append(v.Gone, g)
+			}
 			continue
 		}
 		if checker.IsInstant(e.F) {
@@ -63,7 +82,7 @@ func Of(h []history.Event) View {
 		}
 		if e.Type == history.Invoke {
 			open[e.Process] = len(v.Ops)
-			v.Ops = append(v.Ops, Op{Process: e.Process, F: e.F, Key: e.Key, Invoke: e.Time, Value: e.Value})
+			v.Ops = append(v.Ops, Op{Process: e.Process, F: e.F, Key: e.Key, Invoke: e.Time, Value: e.Value, Index: e.Index})
 			continue
 		}
 		i, ok := open[e.Process]
@@ -72,7 +91,7 @@ func Of(h []history.Event) View {
 		}
 		delete(open, e.Process)
 		op := &v.Ops[i]
-		op.Done, op.Type, op.Error = e.Time, e.Type, e.Error
+		op.Done, op.Type, op.Error, op.Index = e.Time, e.Type, e.Error, e.Index
 		if e.Value != nil {
 			op.Value = e.Value
 		}
@@ -92,4 +111,98 @@ func (o Op) Token() (int64, bool) {
 		return 0, false
 	}
 	return *o.Value.Token, true
+}
+
+// goneOf reads a session-gone observation; one without a target process
+// or a last-seen time cannot be placed and is left out.
+func goneOf(e history.Event) (Gone, bool) {
+	v := e.Value
+	if e.F != history.FSessionGone || e.Type != history.OK || v == nil || v.TargetProcess == nil || v.LastSeenNS == nil {
+		return Gone{}, false
+	}
+	return Gone{Process: history.Process(*v.TargetProcess), Session: v.Session, LastSeenNS: *v.LastSeenNS, Time: e.Time}, true
+}
+
+// SameSession compares session ids as workers and the nemesis write them
+// (hex, with or without 0x, any case, leading zeros or not); an empty id
+// is unknown and matches nothing.
+func SameSession(a, b string) bool {
+	na, nb := normSession(a), normSession(b)
+	return na != "" && na == nb
+}
+
+func normSession(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.TrimPrefix(s, "0x")
+	s = strings.TrimLeft(s, "0")
+	if s == "" {
+		return ""
+	}
+	return s
+}
+
+// Session states and lost reasons the checkers read (docs/worker-protocol.md).
+const (
+	StateConnected      = "connected"
+	StateExpired        = "expired"
+	StateSessionChanged = "session-changed"
+)
+
+// SessionAt is the session worker process p was in at t, by its own
+// session events: the id of its last "connected" at or before t, unless
+// that session was reported expired by then. "" when the history does not
+// say (a worker's first session is announced in hello, which the history
+// does not record), which the checkers read as "any session of p".
+func (v View) SessionAt(p history.Process, t int64) string {
+	cur := ""
+	for _, e := range v.Instants {
+		if e.Time > t || e.Process != p || e.F != history.FSession || e.Value == nil {
+			continue
+		}
+		switch e.Value.State {
+		case StateConnected:
+			cur = e.Value.Session
+		case StateExpired:
+			if cur == "" || SameSession(cur, e.Value.Session) {
+				cur = ""
+			}
+		}
+	}
+	return cur
+}
+
+// matches says whether session id s may be session want ("" is unknown
+// and may be any).
+func matches(s, want string) bool { return s == "" || want == "" || SameSession(s, want) }
+
+// LossReported finds the first session loss worker process p reported
+// itself, at from <= t < to: a lost event for key with reason expired or
+// session-changed, or a session event "expired" for session (when both
+// ids are known they must agree).
+func (v View) LossReported(p history.Process, key, session string, from, to int64) (Instant, bool) {
+	for _, e := range v.Instants {
+		if e.Process != p || e.Time < from || e.Time >= to || e.Value == nil {
+			continue
+		}
+		switch {
+		case e.F == history.FLost && e.Key == key && (e.Value.State == StateExpired || e.Value.State == StateSessionChanged):
+			return e, true
+		case e.F == history.FSession && e.Value.State == StateExpired && matches(e.Value.Session, session):
+			return e, true
+		}
+	}
+	return Instant{}, false
+}
+
+// GoneBefore finds a session of worker process p that the nemesis saw
+// gone on the servers, observed at or after from, that may have ended
+// before t (it was last seen alive before t): session, when known, must
+// be the one observed.
+func (v View) GoneBefore(p history.Process, session string, from, t int64) (Gone, bool) {
+	for _, g := range v.Gone {
+		if g.Process == p && g.Time >= from && g.LastSeenNS < t && matches(g.Session, session) {
+			return g, true
+		}
+	}
+	return Gone{}, false
 }

@@ -23,6 +23,7 @@ func All() []checker.Checker {
 	return []checker.Checker{
 		{Name: integrity.Name, Check: integrity.Check, Always: true},
 		{Name: fence.NameDoubleWriter, Check: fence.CheckDoubleWriter},
+		{Name: fence.NameWrongToken, Check: fence.CheckWrongToken},
 		{Name: linear.NameRegister, Check: linear.CheckRegister},
 		{Name: linear.NameMutex, Check: linear.CheckMutex},
 		{Name: lock.NameLiveness, Check: lock.CheckLiveness},
@@ -35,9 +36,12 @@ func All() []checker.Checker {
 
 // DefaultGate is used when the caller names no gating checkers: the
 // resource checkers answer the user's real question, "was my data
-// corrupted?". mutex does not gate by default: no lease-based lock passes
-// it under SIGSTOP of a holder (see checker/linear/mutexmodel.go).
-var DefaultGate = []string{fence.NameDoubleWriter, linear.NameRegister}
+// corrupted?", and wrong-token the one a fenced run with intact data
+// hides, "does my recipe present its grant's token?" (a wrong token keeps
+// the data intact only by having the register turn the holder away).
+// mutex does not gate by default: no lease-based lock passes it under
+// SIGSTOP of a holder (see checker/linear/mutexmodel.go).
+var DefaultGate = []string{fence.NameDoubleWriter, linear.NameRegister, fence.NameWrongToken}
 
 // Names lists the known checkers, the names a gate may use.
 func Names() []string {

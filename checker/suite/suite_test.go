@@ -52,7 +52,7 @@ func TestResultsJSONShape(t *testing.T) {
 	if m["valid"] != false {
 		t.Errorf("valid = %#v", m["valid"])
 	}
-	if g, _ := m["gate"].([]any); len(g) != 2 || g[0] != fence.NameDoubleWriter || g[1] != linear.NameRegister {
+	if g, _ := m["gate"].([]any); len(g) != 3 || g[0] != fence.NameDoubleWriter || g[1] != linear.NameRegister || g[2] != fence.NameWrongToken {
 		t.Errorf("gate = %#v", m["gate"])
 	}
 	cs, _ := m["checkers"].(map[string]any)
@@ -119,7 +119,7 @@ func TestResultsJSONShape(t *testing.T) {
 }
 
 func TestDefaultGate(t *testing.T) {
-	if !slices.Equal(DefaultGate, []string{fence.NameDoubleWriter, linear.NameRegister}) {
+	if !slices.Equal(DefaultGate, []string{fence.NameDoubleWriter, linear.NameRegister, fence.NameWrongToken}) {
 		t.Fatalf("default gate %v", DefaultGate)
 	}
 	if err := ValidateGate([]string{linear.NameMutex, linear.NameRegister}); err != nil {
@@ -190,5 +190,22 @@ func TestBrokenHistoryIsNeverValid(t *testing.T) {
 			!strings.Contains(strings.Join(res.Reasons, "\n"), integrity.Name+": unknown: ") {
 			t.Errorf("%s: verdict %v, reasons %v", name, res.Valid, res.Reasons)
 		}
+	}
+}
+
+// TestDefaultGateCatchesWrongToken: a fenced run whose worker reuses its
+// first token keeps the data intact (the register turns the writes away),
+// so the resource checkers pass; the default gate still fails it.
+func TestDefaultGateCatchesWrongToken(t *testing.T) {
+	es, log := checktest.GenLockHistory(checktest.GenSpec{Seed: 1, Events: 3000, Keys: 2, WorkersPerKey: 3,
+		Mode: register.ModeOn, ReuseFirstToken: true})
+	res := RunAll(context.Background(), checker.Input{History: es, ApplyLog: log, Fencing: register.ModeOn}, nil)
+	for _, n := range []string{fence.NameDoubleWriter, linear.NameRegister, integrity.Name} {
+		if v := res.Checkers[n].Valid; v != checker.Valid {
+			t.Errorf("%s = %v (%s)", n, v, res.Checkers[n].Error)
+		}
+	}
+	if res.Valid != checker.Invalid || !res.Checkers[fence.NameWrongToken].Gating {
+		t.Fatalf("verdict %v, reasons %v", res.Valid, res.Reasons)
 	}
 }

@@ -130,9 +130,29 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 		if a, ok := st.Ops["acquire"]; ok {
 			fmt.Fprintf(w, "acquire: %d ok, %d fail, %d info\n", a.OK, a.Fail, a.Info)
 		}
+		fmt.Fprintf(w, "token rejections: %d of %d register operations (%d writes, %d reads)\n", st.TokenRejections,
+			st.Register.Entries, st.Register.RejectedWrites, st.Register.RejectedReads)
 	}
+	printWrongToken(w, r)
 	if c.Truncated {
 		fmt.Fprintln(w, "note: the history's last line was cut off (the run was killed) and was dropped")
 	}
 	fmt.Fprintf(w, "report: %s\n", c.Report)
+}
+
+// printWrongToken says how many token rejections hit a holder that no
+// newer grant explains (a wrong token), with an example.
+func printWrongToken(w io.Writer, r checker.Results) {
+	var d fence.WrongTokenDetails
+	res, ok := r.Checkers[fence.NameWrongToken]
+	if !ok || res.DecodeDetails(&d) != nil || d.ViolationCount == 0 {
+		return
+	}
+	fmt.Fprintf(w, "wrong token: %d of %d token rejections hit a holder no newer grant had replaced, e.g.:\n", d.ViolationCount, d.Rejections)
+	for i, v := range d.Violations {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", v.Message)
+	}
 }

@@ -29,6 +29,10 @@ type GenSpec struct {
 	// reported late). With fencing the register refuses it; without, it
 	// is a double write that the register checker must find.
 	StaleShare float64
+	// ReuseFirstToken makes every process write with the token of its
+	// first grant (a recipe bug the lock itself does not show): its later
+	// writes are rejected by a fenced register, though it holds the lock.
+	ReuseFirstToken bool
 }
 
 type staleWrite struct {
@@ -66,6 +70,7 @@ func GenLockHistory(s GenSpec) ([]history.Event, []register.Entry) {
 		keys[i] = k
 	}
 	tokBase := int64(1000)
+	firstTok := map[int]int64{}
 	add := func(k *kstate, p int, typ history.Type, f, key string, v *history.Value, errText string) {
 		k.t += 1 + r.Int64N(1000)
 		evs = append(evs, history.Event{Time: k.t, Process: history.Process(p), Type: typ, F: f, Key: key, Value: v, Error: errText})
@@ -107,6 +112,14 @@ func GenLockHistory(s GenSpec) ([]history.Event, []register.Entry) {
 		}
 		tokBase++
 		tok := tokBase
+		wtok := tok // the token the write presents
+		if s.ReuseFirstToken {
+			if f, ok := firstTok[p]; ok {
+				wtok = f
+			} else {
+				firstTok[p] = tok
+			}
+		}
 		add(k, p, history.OK, history.FAcquire, key, &history.Value{Token: history.Int64(tok)}, "")
 		add(k, p, history.Invoke, history.FRead, key, nil, "")
 		if r.Float64() < s.InfoShare/2 {
@@ -137,16 +150,16 @@ func GenLockHistory(s GenSpec) ([]history.Event, []register.Entry) {
 			if x < s.StaleShare {
 				k.stale = &staleWrite{p: p, tok: tok, n: n + 1}
 			} else if r.IntN(2) == 0 {
-				apply(k, key, register.OpWrite, p, tok, n+1)
+				apply(k, key, register.OpWrite, p, wtok, n+1)
 			}
 			add(k, p, history.Info, history.FWrite, key, nil, "timeout")
 			retire()
 			continue
 		}
-		if ok, fence := apply(k, key, register.OpWrite, p, tok, n+1); ok {
-			add(k, p, history.OK, history.FWrite, key, &history.Value{Token: history.Int64(tok), N: history.Int64(n + 1)}, "")
+		if ok, fence := apply(k, key, register.OpWrite, p, wtok, n+1); ok {
+			add(k, p, history.OK, history.FWrite, key, &history.Value{Token: history.Int64(wtok), N: history.Int64(n + 1)}, "")
 		} else {
-			add(k, p, history.Fail, history.FWrite, key, &history.Value{Token: history.Int64(tok), N: history.Int64(n + 1),
+			add(k, p, history.Fail, history.FWrite, key, &history.Value{Token: history.Int64(wtok), N: history.Int64(n + 1),
 				Current: history.Int64(fence)}, "rejected")
 		}
 		add(k, p, history.Invoke, history.FRelease, key, nil, "")
