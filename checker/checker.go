@@ -232,3 +232,6 @@ func Earliest(cur *int64, t int64) *int64 {
 func IsInstant(f string) bool {
 	return f == history.FSession || f == history.FLost || f == history.FLate
 }
+
+// Seconds writes a run-clock time (ns) for messages: 12.345s.
+func Seconds(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }

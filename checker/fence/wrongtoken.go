@@ -198,7 +198,7 @@ func wrongToken(g, o *lockview.Op) WrongToken {
 		w.GrantToken = &t
 	}
 	w.Message = fmt.Sprintf("process %d held %s (granted token %s at %s; no loss, no newer grant since) and the register rejected its %s with token %s at fence %s (%s)",
-		w.Process, w.Key, tokenText(w.GrantToken), sec(g.Done), w.Op, tokenText(w.Token), tokenText(w.Fence), w.Error)
+		w.Process, w.Key, tokenText(w.GrantToken), checker.Seconds(g.Done), w.Op, tokenText(w.Token), tokenText(w.Fence), w.Error)
 	return w
 }
 
@@ -209,4 +209,3 @@ func tokenText(t *int64) string {
 	return fmt.Sprint(*t)
 }
 
-func sec(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }

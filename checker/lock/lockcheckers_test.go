@@ -1,9 +1,12 @@
 package lock
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/internal/checktest"
@@ -142,5 +145,125 @@ func TestLivenessIsolatedHolder(t *testing.T) {
 	b.Op(20300, 20301, 1, history.OK, history.FRelease, "K", checktest.TokV(2), "")
 	if r := checkLock(t, CheckLiveness, b); r.Valid != checker.Valid {
 		t.Fatalf("waiting behind an isolated holder flagged: %s %+v", r.Error, r.Details)
+	}
+}
+
+// overlapCase: process 0 holds K from 1 ms, process 1 is granted K at
+// 6 ms, process 0 releases ok at 10 ms; extra adds the holder's (or the
+// nemesis') events.
+func overlapCase(extra func(b *checktest.Timeline)) *checktest.Timeline {
+	b := &checktest.Timeline{}
+	b.Add(0, 0, history.Invoke, history.FSession, "", nil, "")
+	b.Op(0, 1, 0, history.OK, history.FAcquire, "K", checktest.TokV(1), "")
+	extra(b)
+	b.Op(5, 6, 1, history.OK, history.FAcquire, "K", checktest.TokV(2), "")
+	b.Op(10, 11, 0, history.OK, history.FRelease, "K", checktest.TokV(1), "")
+	b.Events = b.Events[1:] // the placeholder only kept the indexes apart
+	sortByTime(b)
+	return b
+}
+
+func sortByTime(b *checktest.Timeline) {
+	slices.SortStableFunc(b.Events, func(x, y history.Event) int { return cmp.Compare(x.Time, y.Time) })
+}
+
+func instant(b *checktest.Timeline, ms int64, p int, f, key string, v *history.Value) {
+	b.Add(ms, p, history.Invoke, f, key, v, "")
+	b.Add(ms, p, history.OK, f, key, v, "")
+}
+
+func gone(lastSeenMS int64, session string) *history.Value {
+	return &history.Value{TargetProcess: history.Int(0), Session: session, LastSeenNS: history.Int64(lastSeenMS * int64(time.Millisecond))}
+}
+
+// TestGrantOverlapExcuses: only a loss of the holder's session before the
+// intruder's grant excuses an overlap.
+func TestGrantOverlapExcuses(t *testing.T) {
+	cases := []struct {
+		name  string
+		extra func(b *checktest.Timeline)
+		valid bool
+	}{
+		{"no loss", func(*checktest.Timeline) {}, false},
+		{"lost on its own release, any other reason", func(b *checktest.Timeline) {
+			instant(b, 9, 0, history.FLost, "K", &history.Value{State: "released"})
+		}, false},
+		{"lost expired, but after the intruder's grant", func(b *checktest.Timeline) {
+			instant(b, 8, 0, history.FLost, "K", &history.Value{State: "expired"})
+		}, false},
+		{"lost expired before the grant", func(b *checktest.Timeline) {
+			instant(b, 4, 0, history.FLost, "K", &history.Value{State: "expired"})
+		}, true},
+		{"lost session-changed before the grant", func(b *checktest.Timeline) {
+			instant(b, 4, 0, history.FLost, "K", &history.Value{State: "session-changed"})
+		}, true},
+		{"lost expired for another key", func(b *checktest.Timeline) {
+			instant(b, 4, 0, history.FLost, "J", &history.Value{State: "expired"})
+		}, false},
+		{"session expired before the grant", func(b *checktest.Timeline) {
+			instant(b, 4, 0, history.FSession, "", &history.Value{State: "expired", Session: "0xa"})
+		}, true},
+		{"an earlier session expired, not the grant's", func(b *checktest.Timeline) {
+			instant(b, 0, 0, history.FSession, "", &history.Value{State: "connected", Session: "0xb"})
+			instant(b, 4, 0, history.FSession, "", &history.Value{State: "expired", Session: "0xa"})
+		}, false},
+		{"session seen gone (after the release), last seen before the grant", func(b *checktest.Timeline) {
+			instant(b, 12, -1, history.FSessionGone, "", gone(5, "0xa"))
+		}, true},
+		{"session seen gone, last seen after the grant", func(b *checktest.Timeline) {
+			instant(b, 12, -1, history.FSessionGone, "", gone(7, "0xa"))
+		}, false},
+		{"another process's session seen gone", func(b *checktest.Timeline) {
+			v := gone(5, "0xa")
+			v.TargetProcess = history.Int(3)
+			instant(b, 12, -1, history.FSessionGone, "", v)
+		}, false},
+	}
+	for _, c := range cases {
+		r := checkLock(t, CheckGrantOverlap, overlapCase(c.extra))
+		var d GrantOverlapDetails
+		if err := r.DecodeDetails(&d); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case c.valid && (r.Valid != checker.Valid || len(d.Excused) != 1):
+			t.Errorf("%s: want excused: %v %s %+v", c.name, r.Valid, r.Error, d)
+		case !c.valid && (r.Valid != checker.Invalid || d.OverlapCount != 1):
+			t.Errorf("%s: want an overlap: %v %+v", c.name, r.Valid, d)
+		}
+	}
+}
+
+// TestGrantOverlapFalseRelease: a release answered ok after the nemesis
+// saw the holder's session gone is a false claim, with or without an
+// intruder; an observation of a session the holder had already left (it
+// reported it expired and connected anew before the grant) is not.
+func TestGrantOverlapFalseRelease(t *testing.T) {
+	b := &checktest.Timeline{}
+	b.Op(0, 1, 0, history.OK, history.FAcquire, "K", checktest.TokV(1), "")
+	instant(b, 5, -1, history.FSessionGone, "", gone(3, "0xa"))
+	b.Op(10, 11, 0, history.OK, history.FRelease, "K", checktest.TokV(1), "")
+	r := checkLock(t, CheckGrantOverlap, b)
+	var d GrantOverlapDetails
+	if err := r.DecodeDetails(&d); err != nil {
+		t.Fatal(err)
+	}
+	if r.Valid != checker.Invalid || d.FalseReleaseCount != 1 || d.OverlapCount != 0 {
+		t.Fatalf("false release: %v %+v", r.Valid, d)
+	}
+	f := d.FalseReleases[0]
+	if f.Holder != 0 || f.Session != "0xa" || f.GoneAtNS != 5*int64(time.Millisecond) || !strings.Contains(r.Error, "its node was gone") {
+		t.Errorf("evidence %+v, error %q", f, r.Error)
+	}
+
+	b = &checktest.Timeline{}
+	instant(b, 0, 0, history.FSession, "", &history.Value{State: "connected", Session: "0xa"})
+	instant(b, 1, 0, history.FSession, "", &history.Value{State: "expired", Session: "0xa"})
+	instant(b, 2, 0, history.FSession, "", &history.Value{State: "connected", Session: "0xb"})
+	b.Op(3, 4, 0, history.OK, history.FAcquire, "K", checktest.TokV(1), "")
+	instant(b, 5, -1, history.FSessionGone, "", gone(0, "0xa"))
+	b.Op(10, 11, 0, history.OK, history.FRelease, "K", checktest.TokV(1), "")
+	if r := checkLock(t, CheckGrantOverlap, b); r.Valid != checker.Valid {
+		t.Fatalf("an old session's observation: %v %s", r.Valid, r.Error)
 	}
 }

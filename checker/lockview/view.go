@@ -148,38 +148,64 @@ const (
 	StateSessionChanged = "session-changed"
 )
 
-// SessionAt is the session worker process p was in at t, by its own
-// session events: the id of its last "connected" at or before t, unless
-// that session was reported expired by then. "" when the history does not
-// say (a worker's first session is announced in hello, which the history
-// does not record), which the checkers read as "any session of p".
-func (v View) SessionAt(p history.Process, t int64) string {
-	cur := ""
+// Session is what a worker's own session events say about the session
+// it was in at some moment: ID, or "" when the history does not say (a
+// worker's first session is announced in hello, which the history does
+// not record), and the sessions known to have ended by then (reported
+// expired, or replaced by another connected session), which it cannot
+// have been in.
+type Session struct {
+	ID    string
+	ended map[string]bool
+}
+
+// May says whether session id may be this one: the same id when known,
+// else any session not known to have ended; an unnamed id may be any.
+func (s Session) May(id string) bool {
+	switch {
+	case normSession(id) == "":
+		return true
+	case s.ID != "":
+		return SameSession(id, s.ID)
+	}
+	return !s.ended[normSession(id)]
+}
+
+// SessionAt is the session worker process p was in at t, by its session
+// events up to t: its last "connected", unless that one was reported
+// expired since.
+func (v View) SessionAt(p history.Process, t int64) Session {
+	s := Session{ended: map[string]bool{}}
 	for _, e := range v.Instants {
 		if e.Time > t || e.Process != p || e.F != history.FSession || e.Value == nil {
 			continue
 		}
+		id := normSession(e.Value.Session)
 		switch e.Value.State {
 		case StateConnected:
-			cur = e.Value.Session
+			if s.ID != "" && normSession(s.ID) != id {
+				s.ended[normSession(s.ID)] = true
+			}
+			s.ID = e.Value.Session
 		case StateExpired:
-			if cur == "" || SameSession(cur, e.Value.Session) {
-				cur = ""
+			if id != "" {
+				s.ended[id] = true
+			}
+			if id == "" || SameSession(s.ID, e.Value.Session) {
+				s.ID = ""
 			}
 		}
 	}
-	return cur
+	if s.ended[normSession(s.ID)] {
+		s.ID = ""
+	}
+	return s
 }
-
-// matches says whether session id s may be session want ("" is unknown
-// and may be any).
-func matches(s, want string) bool { return s == "" || want == "" || SameSession(s, want) }
 
 // LossReported finds the first session loss worker process p reported
 // itself, at from <= t < to: a lost event for key with reason expired or
-// session-changed, or a session event "expired" for session (when both
-// ids are known they must agree).
-func (v View) LossReported(p history.Process, key, session string, from, to int64) (Instant, bool) {
+// session-changed, or a session event "expired" that may be for session.
+func (v View) LossReported(p history.Process, key string, session Session, from, to int64) (Instant, bool) {
 	for _, e := range v.Instants {
 		if e.Process != p || e.Time < from || e.Time >= to || e.Value == nil {
 			continue
@@ -187,20 +213,29 @@ func (v View) LossReported(p history.Process, key, session string, from, to int6
 		switch {
 		case e.F == history.FLost && e.Key == key && (e.Value.State == StateExpired || e.Value.State == StateSessionChanged):
 			return e, true
-		case e.F == history.FSession && e.Value.State == StateExpired && matches(e.Value.Session, session):
+		case e.F == history.FSession && e.Value.State == StateExpired && session.May(e.Value.Session):
 			return e, true
 		}
 	}
 	return Instant{}, false
 }
 
-// GoneBefore finds a session of worker process p that the nemesis saw
-// gone on the servers, observed at or after from, that may have ended
-// before t (it was last seen alive before t): session, when known, must
-// be the one observed.
-func (v View) GoneBefore(p history.Process, session string, from, t int64) (Gone, bool) {
+// GoneBefore finds an observation, at or after from, that session of
+// worker process p was gone from the servers, that may have ended before
+// t (it was last seen alive before t).
+func (v View) GoneBefore(p history.Process, session Session, from, t int64) (Gone, bool) {
+	return v.gone(p, session, func(g Gone) bool { return g.Time >= from && g.LastSeenNS < t })
+}
+
+// GoneBy finds an observation, between from and t (both included), that
+// session of worker process p was gone from the servers.
+func (v View) GoneBy(p history.Process, session Session, from, t int64) (Gone, bool) {
+	return v.gone(p, session, func(g Gone) bool { return g.Time >= from && g.Time <= t })
+}
+
+func (v View) gone(p history.Process, session Session, when func(Gone) bool) (Gone, bool) {
 	for _, g := range v.Gone {
-		if g.Process == p && g.Time >= from && g.LastSeenNS < t && matches(g.Session, session) {
+		if g.Process == p && session.May(g.Session) && when(g) {
 			return g, true
 		}
 	}
