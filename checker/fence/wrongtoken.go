@@ -208,4 +208,3 @@ func tokenText(t *int64) string {
 	}
 	return fmt.Sprint(*t)
 }
-

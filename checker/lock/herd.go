@@ -3,15 +3,21 @@ package lock
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sort"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/lockview"
-
 	"github.com/zkchaos/zkchaos/history"
 )
 
 // NameHerd is the herd-effect checker.
 const NameHerd = "herd"
+
+// HerdThreshold is the wake-ups per acquire above which a recipe may be
+// herding (see CheckHerd for why 2).
+const HerdThreshold = 2.0
 
 // HerdKey is the herd measurement of one key.
 type HerdKey struct {
@@ -19,93 +25,155 @@ type HerdKey struct {
 	// MeanWaiters is the mean number of other acquires waiting on the key
 	// at each grant.
 	MeanWaiters float64 `json:"mean_waiters"`
+	// Wakeups is the sum of the wake-ups the key's acquires reported;
+	// Acquires is how many reported.
+	Wakeups  int64 `json:"wakeups"`
+	Acquires int   `json:"acquires"`
 }
 
 // HerdDetails is the evidence of the herd checker.
 type HerdDetails struct {
-	// Wakeups is the sum over worker processes of the last wake-up count
-	// each reported; Handoffs is the number of grants.
+	// Wakeups is the sum of the wake-ups every acquire answer reported
+	// (each counts the wake-ups during that acquire); Acquires is the
+	// number of acquire answers (ok, fail, or late) that reported one.
 	Wakeups  int64 `json:"wakeups"`
-	Handoffs int   `json:"handoffs"`
-	// WakeupsPerHandoff is about 1 or less for a recipe that watches its
-	// predecessor (only the next in line wakes), and about MeanWaiters+1
-	// for one that makes every waiter watch the same node.
+	Acquires int   `json:"acquires"`
+	// WakeupsPerAcquire is the measure judged: at most about 1 for a
+	// recipe that watches its predecessor, about MeanWaiters for one that
+	// makes every waiter watch the same node.
+	WakeupsPerAcquire float64 `json:"wakeups_per_acquire"`
+	Threshold         float64 `json:"threshold"`
+	// Handoffs is the number of grants; WakeupsPerHandoff is shown for
+	// comparison with earlier results (it was the measure before wake-ups
+	// were counted per acquire).
+	Handoffs          int                `json:"handoffs"`
 	WakeupsPerHandoff float64            `json:"wakeups_per_handoff"`
 	MeanWaiters       float64            `json:"mean_waiters"`
 	Keys              map[string]HerdKey `json:"keys"`
 	Reason            string             `json:"reason,omitempty"`
 }
 
-// CheckHerd measures the herd effect (seed 000 sections 5 and 23): watch
-// wake-ups per lock hand-off, next to how many waiters there were. It is
-// invalid when the wake-ups per hand-off are well above one and grow with
-// the waiters, which is every waiter being woken by every release. It
-// needs the wake-up counts workers report with their acquire answers
-// (worker protocol field "wakeups"); without them it is unknown.
+// CheckHerd measures the herd effect (seed 000 sections 5 and 23): every
+// waiter woken by every release, a read storm on ZooKeeper that grows
+// with the queue.
+//
+// A wake-up (docs/worker-protocol.md) is a watch notification that, during
+// one acquire, woke that acquire's wait and made the lock code examine the
+// queue again; an acquire's answer (ok or fail) carries the number of its
+// own wake-ups. Watches left by earlier, finished acquires that fire later
+// are not counted, nor are session events.
+//
+// Formula: R = sum of the wake-ups reported / number of acquire answers
+// that reported them. Why it is at most about 1 for a correct recipe:
+// every acquire creates exactly one queue node and that node is deleted
+// exactly once (released, abandoned on timeout, or with its session), and
+// a recipe that watches its immediate predecessor has one waiter per node
+// at most, so each deletion wakes at most one acquire: wake-ups <=
+// deletions = acquires, with acquire timeouts too (a timed-out waiter's
+// deletion wakes only its successor). A recipe that makes every waiter
+// watch the head wakes every waiter at each hand-off, so R is about the
+// number of waiters, MeanWaiters (other acquires open at each grant).
+//
+// Verdict: invalid when R > HerdThreshold and R > (MeanWaiters+1)/2. The
+// threshold, 2, is twice the most a correct recipe reaches (room for a
+// node re-created after a lost connection, or a watch that fires for
+// something else); the second condition asks that the wake-ups grow with
+// the queue, which is what a herd is (2.5 wake-ups per acquire with seven
+// waiters is odd, but a herd would wake about all seven). Without wake-up
+// counts it is unknown. Histories written before wake-ups were counted
+// per acquire carry a running count per process instead; this formula
+// overstates them, so re-check such runs with care.
 func CheckHerd(ctx context.Context, in checker.Input) checker.Result {
 	v := lockview.Of(in.History)
-	d := HerdDetails{Keys: map[string]HerdKey{}}
-	last := map[history.Process]int64{}
-	reported := false
-	type grantAt struct {
-		t int64
-		p history.Process
+	d := HerdDetails{Keys: map[string]HerdKey{}, Threshold: HerdThreshold}
+	keys := map[string]*HerdKey{}
+	key := func(k string) *HerdKey {
+		if keys[k] == nil {
+			keys[k] = &HerdKey{}
+		}
+		return keys[k]
 	}
-	grants := map[string][]grantAt{}
+	count := func(k string, w *int64) {
+		if w == nil {
+			return
+		}
+		hk := key(k)
+		hk.Wakeups += *w
+		hk.Acquires++
+	}
+	byKey := map[string][]lockview.Op{}
 	for _, o := range v.Ops {
 		if o.F != history.FAcquire {
 			continue
 		}
-		if o.Value != nil && o.Value.Wakeups != nil {
-			reported = true
-			last[o.Process] = max(last[o.Process], *o.Value.Wakeups)
-		}
-		if o.Type == history.OK {
-			grants[o.Key] = append(grants[o.Key], grantAt{o.Done, o.Process})
+		byKey[o.Key] = append(byKey[o.Key], o)
+		if o.Value != nil && (o.Type == history.OK || o.Type == history.Fail) {
+			count(o.Key, o.Value.Wakeups)
 		}
 	}
 	for _, e := range v.Instants {
-		if e.F == history.FLate && e.Value != nil && e.Value.Wakeups != nil {
-			last[e.Process] = max(last[e.Process], *e.Value.Wakeups)
+		if e.F == history.FLate && e.Value != nil && e.Value.Of == history.FAcquire {
+			count(e.Key, e.Value.Wakeups)
 		}
 	}
-	if !reported {
-		d.Reason = "no wake-up counts in the history: the subject does not report them"
-		return checker.Result{Valid: checker.Unknown, Error: d.Reason, Details: d}
-	}
-	for _, n := range last {
-		d.Wakeups += n
-	}
 	var waitersSum int
-	for k, gs := range grants {
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
 		if ctx.Err() != nil {
 			return checker.Cancelled(ctx)
 		}
-		sum := 0
-		for _, g := range gs {
-			for _, o := range v.Ops {
-				if o.F == history.FAcquire && o.Key == k && o.Process != g.p && o.Invoke <= g.t && (o.Type == "" || o.Done > g.t) {
-					sum++
-				}
-			}
+		hk := key(k)
+		var sum int
+		hk.Handoffs, sum = waiters(byKey[k])
+		if hk.Handoffs > 0 {
+			hk.MeanWaiters = float64(sum) / float64(hk.Handoffs)
 		}
-		hk := HerdKey{Handoffs: len(gs)}
-		if len(gs) > 0 {
-			hk.MeanWaiters = float64(sum) / float64(len(gs))
-		}
-		d.Keys[k] = hk
-		d.Handoffs += len(gs)
+		d.Handoffs += hk.Handoffs
 		waitersSum += sum
 	}
-	if d.Handoffs == 0 {
-		d.Reason = "no grants"
+	for k, hk := range keys {
+		d.Keys[k] = *hk
+		d.Wakeups += hk.Wakeups
+		d.Acquires += hk.Acquires
+	}
+	if d.Acquires == 0 {
+		d.Reason = "no wake-up counts in the history: the subject does not report them"
 		return checker.Result{Valid: checker.Unknown, Error: d.Reason, Details: d}
 	}
-	d.WakeupsPerHandoff = float64(d.Wakeups) / float64(d.Handoffs)
-	d.MeanWaiters = float64(waitersSum) / float64(d.Handoffs)
-	if d.WakeupsPerHandoff > 1.5 && d.WakeupsPerHandoff > 0.5*(d.MeanWaiters+1) {
-		return checker.Result{Valid: checker.Invalid, Error: fmt.Sprintf("herd effect: %.2f watch wake-ups per hand-off with %.2f other waiters on average (a predecessor watch wakes about one)",
-			d.WakeupsPerHandoff, d.MeanWaiters), Details: d}
+	d.WakeupsPerAcquire = float64(d.Wakeups) / float64(d.Acquires)
+	if d.Handoffs > 0 {
+		d.WakeupsPerHandoff = float64(d.Wakeups) / float64(d.Handoffs)
+		d.MeanWaiters = float64(waitersSum) / float64(d.Handoffs)
+	}
+	if d.WakeupsPerAcquire > HerdThreshold && d.WakeupsPerAcquire > (d.MeanWaiters+1)/2 {
+		return checker.Result{Valid: checker.Invalid, Details: d,
+			Error: fmt.Sprintf("herd effect: %.2f watch wake-ups per acquire (over %.0f) with %.2f other waiters at each grant on average (a predecessor watch wakes at most about one per acquire)",
+				d.WakeupsPerAcquire, HerdThreshold, d.MeanWaiters)}
 	}
 	return checker.Result{Valid: checker.Valid, Details: d}
+}
+
+// waiters counts a key's grants and, summed over them, the other acquires
+// of the key open at each grant (invoked by then, not answered by then).
+func waiters(acqs []lockview.Op) (grants, sum int) {
+	invokes := make([]int64, 0, len(acqs))
+	dones := make([]int64, 0, len(acqs))
+	for _, o := range acqs {
+		invokes = append(invokes, o.Invoke)
+		if o.Type != "" {
+			dones = append(dones, o.Done)
+		}
+	}
+	slices.Sort(invokes)
+	slices.Sort(dones)
+	for _, o := range acqs {
+		if o.Type != history.OK {
+			continue
+		}
+		grants++
+		t := o.Done
+		invoked := sort.Search(len(invokes), func(i int) bool { return invokes[i] > t })
+		answered := sort.Search(len(dones), func(i int) bool { return dones[i] > t })
+		sum += invoked - answered
+	}
+	return grants, sum
 }

@@ -94,31 +94,94 @@ func TestGrantOverlap(t *testing.T) {
 	}
 }
 
+// queue simulates n workers taking turns on K, each acquiring again as
+// soon as it released, in rounds: every acquire waits for the n-1 holders
+// ahead of it. wakes is what each acquire reports; with timeouts, every
+// third acquire times out instead of being granted.
+func queue(n, rounds int, timeouts bool, wakes func(i int) int64) *checktest.Timeline {
+	b := &checktest.Timeline{}
+	type pend struct {
+		p  int
+		at int64
+	}
+	var q []pend
+	for p := 0; p < n; p++ {
+		q = append(q, pend{p, int64(p)})
+	}
+	t, tok := int64(100), int64(0)
+	for i := 0; i < n*rounds; i++ {
+		w := q[0]
+		q = q[1:]
+		t += 10
+		v := &history.Value{Wakeups: history.Int64(wakes(i))}
+		if timeouts && i%3 == 2 {
+			b.Op(w.at, t, w.p, history.Fail, history.FAcquire, "K", v, "timeout")
+		} else {
+			tok++
+			v.Token = history.Int64(tok)
+			b.Op(w.at, t, w.p, history.OK, history.FAcquire, "K", v, "")
+			b.Op(t+1, t+2, w.p, history.OK, history.FRelease, "K", checktest.TokV(tok), "")
+		}
+		q = append(q, pend{w.p, t + 3})
+	}
+	sortByTime(b)
+	for i := range b.Events {
+		b.Events[i].Index = int64(i)
+	}
+	return b
+}
+
+func herdDetails(t *testing.T, r checker.Result) HerdDetails {
+	t.Helper()
+	var d HerdDetails
+	if err := r.DecodeDetails(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestHerd: a predecessor watch wakes each acquire about once, with or
+// without timeouts, whatever the queue; a herd wakes each acquire once per
+// holder ahead of it, which grows with the queue and is caught.
 func TestHerd(t *testing.T) {
-	build := func(wakesPerGrant int64) *checktest.Timeline {
-		b := &checktest.Timeline{}
-		// Three waiters queue behind each grant of K.
-		for i := int64(0); i < 10; i++ {
-			t0 := i * 100
-			for w := 1; w <= 3; w++ {
-				b.Add(t0+int64(w), 10+w+int(i)*3, history.Invoke, history.FAcquire, "K", nil, "")
-			}
-			b.Add(t0+50, 0, history.Invoke, history.FAcquire, "K", nil, "")
-			b.Add(t0+51, 0, history.OK, history.FAcquire, "K", &history.Value{Token: history.Int64(i + 1), Wakeups: history.Int64((i + 1) * wakesPerGrant)}, "")
-			for w := 1; w <= 3; w++ {
-				b.Add(t0+90, 10+w+int(i)*3, history.Fail, history.FAcquire, "K", nil, "timeout")
+	for _, n := range []int{2, 4, 8} {
+		for _, timeouts := range []bool{false, true} {
+			r := checkLock(t, CheckHerd, queue(n, 20, timeouts, func(int) int64 { return 1 }))
+			if d := herdDetails(t, r); r.Valid != checker.Valid || d.WakeupsPerAcquire > 1 {
+				t.Errorf("predecessor watch, %d workers, timeouts %v: %v %s %+v", n, timeouts, r.Valid, r.Error, d)
 			}
 		}
-		return b
 	}
-	if r := checkLock(t, CheckHerd, build(1)); r.Valid != checker.Valid {
-		t.Fatalf("one wake-up per hand-off flagged: %+v", r.Details)
+	for _, n := range []int{4, 6, 8} {
+		r := checkLock(t, CheckHerd, queue(n, 20, false, func(int) int64 { return int64(n - 1) }))
+		d := herdDetails(t, r)
+		if r.Valid != checker.Invalid || d.WakeupsPerAcquire < float64(n-1)-0.01 || d.MeanWaiters < float64(n-1)-0.5 {
+			t.Errorf("herd, %d workers: %v %+v", n, r.Valid, d)
+		}
 	}
-	if r := checkLock(t, CheckHerd, build(4)); r.Valid != checker.Invalid {
-		t.Fatalf("four wake-ups per hand-off with three waiters not flagged: %+v", r.Details)
+	// More wake-ups than a predecessor watch can cause, but far fewer
+	// than the waiters: not a herd (it would wake about all 7).
+	r := checkLock(t, CheckHerd, queue(8, 20, false, func(i int) int64 { return int64(2 + i%2) }))
+	if d := herdDetails(t, r); r.Valid != checker.Valid || d.WakeupsPerAcquire != 2.5 {
+		t.Errorf("2.5 wake-ups per acquire with 7 waiters: %v %+v", r.Valid, d)
 	}
 	if r := checkLock(t, CheckHerd, (&checktest.Timeline{}).Section(0, 0, "K", 1)); r.Valid != checker.Unknown {
 		t.Fatalf("no wake-up counts: want unknown")
+	}
+}
+
+// TestHerdCounts: fails and late answers of acquires report their
+// wake-ups too; info answers carry none.
+func TestHerdCounts(t *testing.T) {
+	b := queue(3, 10, true, func(i int) int64 { return int64(i % 2) })
+	b.Op(1000, 2000, 7, history.Info, history.FAcquire, "K", nil, "timeout")
+	late := &history.Value{Of: history.FAcquire, State: string(history.OK), Token: history.Int64(99), Wakeups: history.Int64(1)}
+	b.Add(2100, 7, history.Invoke, history.FLate, "K", late, "")
+	b.Add(2100, 7, history.OK, history.FLate, "K", late, "")
+	r := checkLock(t, CheckHerd, b)
+	d := herdDetails(t, r)
+	if r.Valid != checker.Valid || d.Acquires != 31 || d.Wakeups != 16 || d.Keys["K"].Acquires != 31 {
+		t.Fatalf("%v %s %+v", r.Valid, r.Error, d)
 	}
 }
 
