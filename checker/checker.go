@@ -227,10 +227,11 @@ func Earliest(cur *int64, t int64) *int64 {
 }
 
 // IsInstant reports whether f is recorded as an instant operation (an
-// invoke and an ok at once) that a worker may report while it has a real
-// operation in flight, so it pairs on its own.
+// invoke and an ok at once) that its process may report while it has a
+// real operation in flight, so it pairs on its own: a worker's session,
+// lost and late events, and the nemesis' session-gone observations.
 func IsInstant(f string) bool {
-	return f == history.FSession || f == history.FLost || f == history.FLate
+	return f == history.FSession || f == history.FLost || f == history.FLate || f == history.FSessionGone
 }
 
 // Seconds writes a run-clock time (ns) for messages: 12.345s.

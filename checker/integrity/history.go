@@ -22,7 +22,7 @@ type slot struct {
 }
 
 func slotOf(e history.Event) slot {
-	s := slot{p: e.Process, instant: checker.IsInstant(e.F) || e.F == history.FSessionGone}
+	s := slot{p: e.Process, instant: checker.IsInstant(e.F)}
 	if e.Process == history.Nemesis {
 		s.f = e.F
 	}

@@ -246,12 +246,6 @@ func (s *splitter) part(m map[string]*partition, key string) *partition {
 	return p
 }
 
-// instantF are the operations recorded as an invoke and an ok at the same
-// instant, possibly while the process has a real operation open.
-func instantF(f string) bool {
-	return f == history.FLost || f == history.FSession || f == history.FLate
-}
-
 func (s *splitter) event(e history.Event) {
 	h := s.h
 	if e.Process == history.Nemesis {
@@ -264,7 +258,7 @@ func (s *splitter) event(e history.Event) {
 	if e.F == history.FSession && e.Type == history.OK {
 		h.sessions = append(h.sessions, sessionNote(e))
 	}
-	instant := instantF(e.F)
+	instant := checker.IsInstant(e.F)
 	if e.Type == history.Invoke && !instant && s.retired[s.proc(e.Process)] {
 		s.gen[e.Process]++
 	}
@@ -299,7 +293,7 @@ func (s *splitter) event(e history.Event) {
 }
 
 func (s *splitter) complete(inv history.Event, lp int, c history.Event) {
-	if statusOf(c) == stInfo && !instantF(inv.F) {
+	if statusOf(c) == stInfo && !checker.IsInstant(inv.F) {
 		s.retired[lp] = true
 		if c.Index >= 0 {
 			// Held back: a late response may still tell its outcome.

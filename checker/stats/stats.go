@@ -130,7 +130,7 @@ func CheckStats(ctx context.Context, in checker.Input) checker.Result {
 		if e.Process != history.Nemesis {
 			procs[e.Process] = struct{}{}
 		}
-		pk := pendKey{e.Process, instant(e.F)}
+		pk := pendKey{e.Process, checker.IsInstant(e.F)}
 		if e.Type == history.Invoke {
 			if prev, ok := pending[pk]; ok {
 				// A process invoked again without completing: the earlier
@@ -218,10 +218,6 @@ func CheckStats(ctx context.Context, in checker.Input) checker.Result {
 	d.Register = registerCounts(in.ApplyLog)
 	d.TokenRejections = d.Register.TokenRejections
 	return checker.Result{Valid: checker.Valid, Details: d}
-}
-
-func instant(f string) bool {
-	return f == history.FSession || f == history.FLost || f == history.FLate
 }
 
 // unverifiedFault is a nemesis completion of a fault's start or stop (or

@@ -102,3 +102,17 @@ func TestNemesisUnverified(t *testing.T) {
 		t.Errorf("by f = %v", d.NemesisUnverifiedByF)
 	}
 }
+
+// TestNemesisInstants: a session-gone observation recorded while a fault
+// is being injected pairs on its own and leaves the fault's count alone.
+func TestNemesisInstants(t *testing.T) {
+	b := &checktest.Hist{}
+	b.Inv(-1, history.FPause, "")
+	b.Instant(-1, history.FSessionGone, "", &history.Value{TargetProcess: history.Int(0), Session: "0x1", LastSeenNS: history.Int64(5)})
+	b.Ev(-1, history.OK, history.FPause, "", &history.Value{Verified: history.Bool(true)}, "")
+	b.Inv(-1, history.FResume, "").Ev(-1, history.OK, history.FResume, "", &history.Value{Verified: history.Bool(true)}, "")
+	d := CheckStats(context.Background(), checker.Input{History: b.Events}).Details.(StatsDetails)
+	if d.Nemesis[history.FPause] != (OpCounts{OK: 1}) || d.Nemesis[history.FSessionGone] != (OpCounts{OK: 1}) || d.UnmatchedCompletions != 0 {
+		t.Fatalf("nemesis %v, unmatched %d", d.Nemesis, d.UnmatchedCompletions)
+	}
+}
