@@ -77,73 +77,93 @@ type WrongTokenDetails struct {
 // its grant was answered. In strict mode a second write under one grant
 // is rejected by design and explained.
 func CheckWrongToken(ctx context.Context, in checker.Input) checker.Result {
-	v := lockview.Of(in.History)
-	d := WrongTokenDetails{Explained: map[string]int{}, Violations: []WrongToken{}}
-	grants := grantsByKey(v.Ops)
-	type held struct {
-		grant *lockview.Op
-		wrote bool
-	}
-	type pk struct {
-		p   history.Process
-		key string
-	}
-	holds := map[pk]*held{}
-	limit := in.Limit()
-	for i := range v.Ops {
+	w := tokenWalk{v: lockview.Of(in.History), mode: in.Fencing, limit: in.Limit(), holds: map[holdKey]*held{},
+		d: WrongTokenDetails{Explained: map[string]int{}, Violations: []WrongToken{}}}
+	w.grants = grantsByKey(w.v.Ops)
+	for i := range w.v.Ops {
 		if i&0xffff == 0 && ctx.Err() != nil {
 			return checker.Cancelled(ctx)
 		}
-		o := &v.Ops[i]
-		k := pk{o.Process, o.Key}
-		switch o.F {
-		case history.FAcquire:
-			delete(holds, k)
-			if o.Type == history.OK {
-				holds[k] = &held{grant: o}
-			}
-			continue
-		case history.FRelease:
-			delete(holds, k)
-			continue
-		case history.FRead, history.FWrite:
-		default:
-			continue
-		}
-		h := holds[k]
-		if rejected(*o) {
-			d.Rejections++
-			var why string
-			switch {
-			case h == nil:
-				why = ExplainedNotHolding
-			case in.Fencing == register.ModeStrict && o.F == history.FWrite && h.wrote:
-				why = ExplainedStrictSecond
-			default:
-				why = explain(v, grants[o.Key], h.grant, o)
-			}
-			if why != "" {
-				d.Explained[why]++
-			} else {
-				d.ViolationCount++
-				d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, o.Done)
-				if len(d.Violations) < limit {
-					d.Violations = append(d.Violations, wrongToken(h.grant, o))
-				} else {
-					d.ViolationsOmitted++
-				}
-			}
-		}
-		if h != nil && o.F == history.FWrite && (o.Type != history.Fail || rejected(*o)) {
-			h.wrote = true // it reached (or may have reached) the register
-		}
+		w.op(&w.v.Ops[i])
 	}
+	d := w.d
 	if d.ViolationCount == 0 {
 		return checker.Result{Valid: checker.Valid, Details: d}
 	}
 	return checker.Result{Valid: checker.Invalid, Details: d,
 		Error: fmt.Sprintf("%d of %d register rejections hit a holder that no newer grant had replaced: the recipe presents the wrong fencing token; first: %s",
 			d.ViolationCount, d.Rejections, d.Violations[0].Message)}
+}
+
+// tokenWalk follows every process's grants through the history.
+type tokenWalk struct {
+	v      lockview.View
+	mode   string
+	limit  int
+	grants map[string][]*lockview.Op
+	holds  map[holdKey]*held
+	d      WrongTokenDetails
+}
+
+type holdKey struct {
+	p   history.Process
+	key string
+}
+
+// held is a process's grant of a key and whether it wrote under it.
+type held struct {
+	grant *lockview.Op
+	wrote bool
+}
+
+func (w *tokenWalk) op(o *lockview.Op) {
+	k := holdKey{o.Process, o.Key}
+	switch o.F {
+	case history.FAcquire:
+		delete(w.holds, k)
+		if o.Type == history.OK {
+			w.holds[k] = &held{grant: o}
+		}
+		return
+	case history.FRelease:
+		delete(w.holds, k)
+		return
+	case history.FRead, history.FWrite:
+	default:
+		return
+	}
+	h := w.holds[k]
+	if rejected(*o) {
+		w.judge(h, o)
+	}
+	if h != nil && o.F == history.FWrite && (o.Type != history.Fail || rejected(*o)) {
+		h.wrote = true // it reached (or may have reached) the register
+	}
+}
+
+// judge explains a rejection or records it as a wrong token.
+func (w *tokenWalk) judge(h *held, o *lockview.Op) {
+	w.d.Rejections++
+	var why string
+	switch {
+	case h == nil:
+		why = ExplainedNotHolding
+	case w.mode == register.ModeStrict && o.F == history.FWrite && h.wrote:
+		why = ExplainedStrictSecond
+	default:
+		why = explain(w.v, w.grants[o.Key], h.grant, o)
+	}
+	if why != "" {
+		w.d.Explained[why]++
+		return
+	}
+	w.d.ViolationCount++
+	w.d.FirstViolationTimeNS = checker.Earliest(w.d.FirstViolationTimeNS, o.Done)
+	if len(w.d.Violations) < w.limit {
+		w.d.Violations = append(w.d.Violations, wrongToken(h.grant, o))
+	} else {
+		w.d.ViolationsOmitted++
+	}
 }
 
 // rejected is a register rejection: a fail that carries the register's

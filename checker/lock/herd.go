@@ -86,42 +86,17 @@ type HerdDetails struct {
 func CheckHerd(ctx context.Context, in checker.Input) checker.Result {
 	v := lockview.Of(in.History)
 	d := HerdDetails{Keys: map[string]HerdKey{}, Threshold: HerdThreshold}
-	keys := map[string]*HerdKey{}
-	key := func(k string) *HerdKey {
-		if keys[k] == nil {
-			keys[k] = &HerdKey{}
-		}
-		return keys[k]
-	}
-	count := func(k string, w *int64) {
-		if w == nil {
-			return
-		}
-		hk := key(k)
-		hk.Wakeups += *w
-		hk.Acquires++
-	}
-	byKey := map[string][]lockview.Op{}
-	for _, o := range v.Ops {
-		if o.F != history.FAcquire {
-			continue
-		}
-		byKey[o.Key] = append(byKey[o.Key], o)
-		if o.Value != nil && (o.Type == history.OK || o.Type == history.Fail) {
-			count(o.Key, o.Value.Wakeups)
-		}
-	}
-	for _, e := range v.Instants {
-		if e.F == history.FLate && e.Value != nil && e.Value.Of == history.FAcquire {
-			count(e.Key, e.Value.Wakeups)
-		}
-	}
+	keys, byKey := wakeupsByKey(v)
 	var waitersSum int
 	for _, k := range slices.Sorted(maps.Keys(byKey)) {
 		if ctx.Err() != nil {
 			return checker.Cancelled(ctx)
 		}
-		hk := key(k)
+		hk := keys[k]
+		if hk == nil {
+			hk = &HerdKey{}
+			keys[k] = hk
+		}
 		var sum int
 		hk.Handoffs, sum = waiters(byKey[k])
 		if hk.Handoffs > 0 {
@@ -150,6 +125,38 @@ func CheckHerd(ctx context.Context, in checker.Input) checker.Result {
 				d.WakeupsPerAcquire, HerdThreshold, d.MeanWaiters)}
 	}
 	return checker.Result{Valid: checker.Valid, Details: d}
+}
+
+// wakeupsByKey sums the wake-ups acquire answers (ok, fail, late)
+// reported per key, and lists each key's acquires.
+func wakeupsByKey(v lockview.View) (map[string]*HerdKey, map[string][]lockview.Op) {
+	keys := map[string]*HerdKey{}
+	count := func(k string, w *int64) {
+		if w == nil {
+			return
+		}
+		if keys[k] == nil {
+			keys[k] = &HerdKey{}
+		}
+		keys[k].Wakeups += *w
+		keys[k].Acquires++
+	}
+	byKey := map[string][]lockview.Op{}
+	for _, o := range v.Ops {
+		if o.F != history.FAcquire {
+			continue
+		}
+		byKey[o.Key] = append(byKey[o.Key], o)
+		if o.Value != nil && (o.Type == history.OK || o.Type == history.Fail) {
+			count(o.Key, o.Value.Wakeups)
+		}
+	}
+	for _, e := range v.Instants {
+		if e.F == history.FLate && e.Value != nil && e.Value.Of == history.FAcquire {
+			count(e.Key, e.Value.Wakeups)
+		}
+	}
+	return keys, byKey
 }
 
 // waiters counts a key's grants and, summed over them, the other acquires
