@@ -330,3 +330,24 @@ func TestGrantOverlapFalseRelease(t *testing.T) {
 		t.Fatalf("an old session's observation: %v %s", r.Valid, r.Error)
 	}
 }
+
+// TestHerdRunningCounts: a worker that still reports a running count (the
+// protocol before wake-ups were counted per acquire) is not called a herd
+// on numbers that mean something else: its counts exceed what the queue
+// could cause during an acquire, and the answer is unknown.
+func TestHerdRunningCounts(t *testing.T) {
+	total := map[int]int64{}
+	b := queue(4, 20, true, func(i int) int64 { return 0 })
+	for i, e := range b.Events {
+		if e.F == history.FAcquire && e.Type != history.Invoke {
+			total[int(e.Process)]++ // one wake-up per acquire, counted since the start
+			v := *e.Value
+			v.Wakeups = history.Int64(total[int(e.Process)])
+			b.Events[i].Value = &v
+		}
+	}
+	r := checkLock(t, CheckHerd, b)
+	if d := herdDetails(t, r); r.Valid != checker.Unknown || d.Implausible < 40 || !strings.Contains(r.Error, "running count") {
+		t.Fatalf("running counts: %v %s %+v", r.Valid, r.Error, d)
+	}
+}
