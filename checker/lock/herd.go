@@ -36,7 +36,8 @@ type HerdKey struct {
 type HerdDetails struct {
 	// Wakeups is the sum of the wake-ups every acquire answer reported
 	// (each counts the wake-ups during that acquire); Acquires is the
-	// number of acquire answers (ok, fail, or late) that reported one.
+	// number of acquire answers (ok, fail, a worker's info, or late) that
+	// reported one.
 	Wakeups  int64 `json:"wakeups"`
 	Acquires int   `json:"acquires"`
 	// WakeupsPerAcquire is the measure judged: at most about 1 for a
@@ -144,8 +145,8 @@ func CheckHerd(ctx context.Context, in checker.Input) checker.Result {
 	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
-// wakeupsByKey sums the wake-ups acquire answers (ok, fail, late)
-// reported per key, and lists each key's acquires.
+// wakeupsByKey sums the wake-ups acquire answers (ok, fail, a worker's
+// info, late) reported per key, and lists each key's acquires.
 func wakeupsByKey(v lockview.View) (map[string]*HerdKey, map[string][]lockview.Op) {
 	keys := map[string]*HerdKey{}
 	count := func(k string, w *int64) {
@@ -164,7 +165,7 @@ func wakeupsByKey(v lockview.View) (map[string]*HerdKey, map[string][]lockview.O
 			continue
 		}
 		byKey[o.Key] = append(byKey[o.Key], o)
-		if o.Value != nil && (o.Type == history.OK || o.Type == history.Fail) {
+		if o.Value != nil && o.Type != "" {
 			count(o.Key, o.Value.Wakeups)
 		}
 	}
@@ -202,7 +203,7 @@ func waiters(acqs []lockview.Op) (grants, sum int) {
 	return grants, sum
 }
 
-// implausible counts the acquire answers (ok or fail) whose wake-ups
+// implausible counts the acquire answers whose wake-ups
 // exceed, by more than 2, the other processes' acquire and release
 // answers on the key during the acquire: every wake-up needs a queue
 // node deleted meanwhile, and every deletion is a release, an abandoned
@@ -224,7 +225,7 @@ func implausible(byKey map[string][]lockview.Op, ops []lockview.Op) int {
 		ds := dones[k]
 		slices.SortFunc(ds, func(a, b done) int { return cmp.Compare(a.t, b.t) })
 		for _, a := range acqs {
-			if a.Value == nil || a.Value.Wakeups == nil || (a.Type != history.OK && a.Type != history.Fail) {
+			if a.Value == nil || a.Value.Wakeups == nil || a.Type == "" {
 				continue
 			}
 			w := *a.Value.Wakeups

@@ -146,6 +146,9 @@ const (
 	StateConnected      = "connected"
 	StateExpired        = "expired"
 	StateSessionChanged = "session-changed"
+	// StateClosed: the worker closed the session itself; it ends the
+	// session and its grants, and excuses nothing.
+	StateClosed = "closed"
 )
 
 // Session is what a worker's own session events say about the session
@@ -173,7 +176,7 @@ func (s Session) May(id string) bool {
 
 // SessionAt is the session worker process p was in at t, by its session
 // events up to t: its last "connected", unless that one was reported
-// expired since.
+// expired or closed since.
 func (v View) SessionAt(p history.Process, t int64) Session {
 	s := Session{ended: map[string]bool{}}
 	for _, e := range v.Instants {
@@ -187,7 +190,7 @@ func (v View) SessionAt(p history.Process, t int64) Session {
 				s.ended[normSession(s.ID)] = true
 			}
 			s.ID = e.Value.Session
-		case StateExpired:
+		case StateExpired, StateClosed:
 			if id != "" {
 				s.ended[id] = true
 			}
@@ -204,14 +207,17 @@ func (v View) SessionAt(p history.Process, t int64) Session {
 
 // LossReported finds the first session loss worker process p reported
 // itself, at from <= t < to: a lost event for key with reason expired or
-// session-changed, or a session event "expired" that may be for session.
+// session-changed (for session, when it names one), or a session event
+// "expired" that may be for session. A session the worker closed itself
+// is no loss.
 func (v View) LossReported(p history.Process, key string, session Session, from, to int64) (Instant, bool) {
 	for _, e := range v.Instants {
 		if e.Process != p || e.Time < from || e.Time >= to || e.Value == nil {
 			continue
 		}
 		switch {
-		case e.F == history.FLost && e.Key == key && (e.Value.State == StateExpired || e.Value.State == StateSessionChanged):
+		case e.F == history.FLost && e.Key == key && (e.Value.State == StateExpired || e.Value.State == StateSessionChanged) &&
+			session.May(e.Value.Session):
 			return e, true
 		case e.F == history.FSession && e.Value.State == StateExpired && session.May(e.Value.Session):
 			return e, true
