@@ -1,5 +1,9 @@
-// Package checker turns a run's history and the register's apply log into
-// verdicts with evidence (DESIGN.md section 8).
+// Package checker is the core of the checkers: what a checker is given
+// (Input), what it answers (Result, Validity), and how a set of checkers
+// is run and merged into a run's verdict (Run, Results, results.json).
+// The checkers themselves live in sub-packages, one per question
+// (DESIGN.md section 8), and checker/suite assembles them; this package
+// imports none of them.
 //
 // Every checker answers true, false or "unknown". The run's verdict is the
 // worst answer among the gating checkers, with Jepsen's order false >
@@ -9,106 +13,16 @@
 package checker
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
-	"github.com/zkchaos/zkchaos/store"
 )
-
-// Validity is a checker's answer. The zero value is Unknown so that a
-// Result nobody filled in can never pass as valid.
-type Validity uint8
-
-// The three answers, written in JSON as "unknown", true and false.
-const (
-	Unknown Validity = iota
-	Valid
-	Invalid
-)
-
-func (v Validity) String() string {
-	switch v {
-	case Valid:
-		return "true"
-	case Invalid:
-		return "false"
-	}
-	return "unknown"
-}
-
-// MarshalJSON writes Jepsen's encoding: true, false or "unknown".
-func (v Validity) MarshalJSON() ([]byte, error) {
-	switch v {
-	case Valid:
-		return []byte("true"), nil
-	case Invalid:
-		return []byte("false"), nil
-	case Unknown:
-		return []byte(`"unknown"`), nil
-	}
-	return nil, fmt.Errorf("marshal validity: bad value %d", uint8(v))
-}
-
-// UnmarshalJSON accepts exactly what MarshalJSON writes, so that a damaged
-// results.json is noticed rather than read as a pass.
-func (v *Validity) UnmarshalJSON(b []byte) error {
-	switch string(bytes.TrimSpace(b)) {
-	case "true":
-		*v = Valid
-	case "false":
-		*v = Invalid
-	case `"unknown"`:
-		*v = Unknown
-	default:
-		return fmt.Errorf("validity must be true, false or \"unknown\", got %s", b)
-	}
-	return nil
-}
-
-// rank orders validities for Merge: higher is worse.
-func (v Validity) rank() int {
-	switch v {
-	case Valid:
-		return 0
-	case Invalid:
-		return 2
-	}
-	return 1
-}
-
-// Merge is Jepsen's merge-valid: false if any is false, else unknown if any
-// is unknown, else true. Merging nothing is true, the identity.
-func Merge(vs ...Validity) Validity {
-	out := Valid
-	for _, v := range vs {
-		if v.rank() > out.rank() {
-			out = v
-		}
-	}
-	return out
-}
-
-// Names of the checkers in this package.
-const (
-	NameDoubleWriter = "double-writer"
-	NameStats        = "stats"
-)
-
-// DefaultGate is used when the caller names no gating checkers: the
-// resource checkers answer the user's real question, "was my data
-// corrupted?". mutex does not gate by default: no lease-based lock passes
-// it under SIGSTOP of a holder (see mutexmodel.go).
-var DefaultGate = []string{NameDoubleWriter, NameRegister}
 
 // Input is everything a checker may look at.
 type Input struct {
@@ -140,7 +54,9 @@ type Input struct {
 // DefaultMaxViolations is the evidence kept when Input.MaxViolations is 0.
 const DefaultMaxViolations = 10000
 
-func (in Input) maxViolations() int {
+// Limit is how many violations a checker keeps as evidence (see
+// MaxViolations).
+func (in Input) Limit() int {
 	switch {
 	case in.MaxViolations == 0:
 		return DefaultMaxViolations
@@ -155,37 +71,15 @@ func (in Input) maxViolations() int {
 type Checker struct {
 	Name  string
 	Check func(ctx context.Context, in Input) Result
+	// Always makes the checker gate whatever the gate says: a checker of
+	// the data itself (integrity), since no verdict can be better than
+	// the data it rests on.
+	Always bool
 }
 
-// registry is every checker RunAll runs, in report order. Checkers in other
-// files of this package add themselves here.
-var registry = []Checker{
-	{Name: NameDoubleWriter, Check: CheckDoubleWriter},
-	{Name: NameRegister, Check: CheckRegister},
-	{Name: NameMutex, Check: CheckMutex},
-	{Name: NameLiveness, Check: CheckLiveness},
-	{Name: NameGrantOverlap, Check: CheckGrantOverlap},
-	{Name: NameTokenOrder, Check: CheckTokenOrder},
-	{Name: NameHerd, Check: CheckHerd},
-	{Name: NameStats, Check: CheckStats},
-}
-
-// Names lists the known checkers, the names a gate may use.
-func Names() []string {
-	out := make([]string, 0, len(registry))
-	for _, c := range registry {
-		out = append(out, c.Name)
-	}
-	return out
-}
-
-// ValidateGate rejects a gate naming a checker that does not exist, which
+// ValidateGate rejects a gate naming a checker that is not in cs, which
 // would otherwise make every run unknown (or, worse, silently ungated).
-func ValidateGate(names []string) error {
-	return validateGate(names, registry)
-}
-
-func validateGate(names []string, cs []Checker) error {
+func ValidateGate(names []string, cs []Checker) error {
 	for _, n := range names {
 		if !slices.ContainsFunc(cs, func(c Checker) bool { return c.Name == n }) {
 			known := make([]string, 0, len(cs))
@@ -198,142 +92,16 @@ func validateGate(names []string, cs []Checker) error {
 	return nil
 }
 
-// Result is one checker's answer. In JSON, Details' fields sit beside
-// "valid" in the same object, so results.json reads
-// checkers["double-writer"].violations rather than .details.violations.
-type Result struct {
-	Valid Validity
-	// Error says why a checker could not decide (or crashed).
-	Error   string
-	Elapsed time.Duration
-	// Gating is set by RunAll for checkers that count in the verdict.
-	Gating bool
-	// Details is the evidence: a struct or map that marshals to a JSON
-	// object. After ReadResults it is a json.RawMessage; use DecodeDetails.
-	Details any
-}
-
-type resultHead struct {
-	Valid     Validity `json:"valid"`
-	Gating    bool     `json:"gating"`
-	ElapsedMS float64  `json:"elapsed_ms"`
-	Error     string   `json:"error,omitempty"`
-}
-
-var headKeys = []string{"valid", "gating", "elapsed_ms", "error"}
-
-// MarshalJSON flattens Details into the result object.
-func (r Result) MarshalJSON() ([]byte, error) {
-	hb, err := json.Marshal(resultHead{Valid: r.Valid, Gating: r.Gating,
-		ElapsedMS: float64(r.Elapsed) / float64(time.Millisecond), Error: r.Error})
-	if err != nil {
-		return nil, err
-	}
-	if r.Details == nil {
-		return hb, nil
-	}
-	db, err := json.Marshal(r.Details)
-	if err != nil {
-		return nil, fmt.Errorf("marshal checker details: %w", err)
-	}
-	db = bytes.TrimSpace(db)
-	switch {
-	case string(db) == "null" || string(db) == "{}":
-		return hb, nil
-	case db[0] != '{':
-		// Not an object: it cannot be flattened, so nest it.
-		out := append(hb[:len(hb)-1:len(hb)-1], `,"details":`...)
-		out = append(out, db...)
-		return append(out, '}'), nil
-	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(db, &keys); err != nil {
-		return nil, fmt.Errorf("marshal checker details: %w", err)
-	}
-	for _, k := range headKeys {
-		if _, ok := keys[k]; ok {
-			return nil, fmt.Errorf("marshal checker details: field %q clashes with the result's own", k)
-		}
-	}
-	out := append(hb[:len(hb)-1:len(hb)-1], ',')
-	return append(out, db[1:]...), nil
-}
-
-// UnmarshalJSON keeps everything but the head fields as raw Details.
-func (r *Result) UnmarshalJSON(b []byte) error {
-	var h resultHead
-	if err := json.Unmarshal(b, &h); err != nil {
-		return fmt.Errorf("checker result: %w", err)
-	}
-	var rest map[string]json.RawMessage
-	if err := json.Unmarshal(b, &rest); err != nil {
-		return fmt.Errorf("checker result: %w", err)
-	}
-	for _, k := range headKeys {
-		delete(rest, k)
-	}
-	*r = Result{Valid: h.Valid, Gating: h.Gating, Error: h.Error,
-		Elapsed: time.Duration(h.ElapsedMS * float64(time.Millisecond))}
-	if len(rest) > 0 {
-		db, err := json.Marshal(rest)
-		if err != nil {
-			return fmt.Errorf("checker result: %w", err)
-		}
-		r.Details = json.RawMessage(db)
-	}
-	return nil
-}
-
-// DecodeDetails fills v (a pointer, e.g. *DoubleWriterDetails) from the
-// evidence, whether the Result came from a checker or from results.json.
-func (r Result) DecodeDetails(v any) error {
-	if r.Details == nil {
-		return fmt.Errorf("decode checker details: none")
-	}
-	b, ok := r.Details.(json.RawMessage)
-	if !ok {
-		var err error
-		if b, err = json.Marshal(r.Details); err != nil {
-			return fmt.Errorf("decode checker details: %w", err)
-		}
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("decode checker details: %w", err)
-	}
-	return nil
-}
-
-// Results is results.json.
-type Results struct {
-	Valid Validity `json:"valid"`
-	Gate  []string `json:"gate"`
-	// Reasons explains a verdict other than true, one line per gating
-	// checker that did not pass.
-	Reasons  []string          `json:"reasons,omitempty"`
-	Checkers map[string]Result `json:"checkers"`
-	// Completion says whether the run finished and how far it got; an
-	// incomplete run is never valid.
-	Completion *Completion `json:"completion,omitempty"`
-	// Order is the order the checkers ran in, for reports (JSON objects
-	// have none).
-	Order     []string  `json:"order"`
-	CheckedAt time.Time `json:"checked_at"`
-	ElapsedMS float64   `json:"elapsed_ms"`
-}
-
-// RunAll runs every checker concurrently and merges the gating ones. It
-// always returns a verdict: crashes, overruns and cancellation become
+// Run runs the checkers cs concurrently and merges the gating ones: those
+// the gate names and those that always gate (Results.Gate stays the gate
+// asked for; each result says whether it gated). It always returns a
+// verdict: crashes, overruns and cancellation become
 // unknown results, and a gate naming an absent checker makes the verdict
-// unknown (call ValidateGate first to refuse such a gate up front).
-func RunAll(ctx context.Context, in Input, gate []string) Results {
-	return runAll(ctx, in, gate, registry)
-}
-
-func runAll(ctx context.Context, in Input, gate []string, cs []Checker) Results {
+// unknown (call ValidateGate first to refuse such a gate up front). An
+// empty gate is unknown too: nothing was asked, so nothing passed; the
+// caller picks the default gate (checker/suite does).
+func Run(ctx context.Context, in Input, gate []string, cs []Checker) Results {
 	start := time.Now()
-	if len(gate) == 0 {
-		gate = DefaultGate
-	}
 	gate = slices.Clone(gate)
 	res := Results{Gate: gate, Checkers: make(map[string]Result, len(cs)), CheckedAt: start.UTC()}
 	type done struct {
@@ -352,7 +120,17 @@ func runAll(ctx context.Context, in Input, gate []string, cs []Checker) Results 
 		res.Order = append(res.Order, c.Name)
 	}
 	var vs []Validity
-	for _, name := range gate {
+	if len(gate) == 0 {
+		vs = append(vs, Unknown)
+		res.Reasons = append(res.Reasons, "no gating checker was named")
+	}
+	gating := slices.Clone(gate)
+	for _, c := range cs {
+		if c.Always && !slices.Contains(gating, c.Name) {
+			gating = append(gating, c.Name)
+		}
+	}
+	for _, name := range gating {
 		r, ok := res.Checkers[name]
 		if !ok {
 			vs = append(vs, Unknown)
@@ -419,6 +197,11 @@ func runOne(ctx context.Context, c Checker, in Input) Result {
 		}
 		t.Stop()
 	}
+	if r.Valid != Valid && r.Error == "" {
+		// Every answer but true must say why, in results.json and on
+		// stdout; a checker that forgets is a bug, said as such.
+		r.Error = fmt.Sprintf("%s without a reason (a bug in checker %s)", r.Valid, c.Name)
+	}
 	r.Elapsed = time.Since(start)
 	return r
 }
@@ -429,40 +212,27 @@ func grace(budget time.Duration) time.Duration {
 	return min(2*time.Second, max(100*time.Millisecond, budget/10))
 }
 
-// cancelled is how a checker gives up when its context ends.
-func cancelled(ctx context.Context) Result {
+// Cancelled is how a checker gives up when its context ends.
+func Cancelled(ctx context.Context) Result {
 	return Result{Valid: Unknown, Error: fmt.Sprintf("checker did not finish: %v", context.Cause(ctx))}
 }
 
-// WriteResults writes results.json atomically (temporary file, fsync,
-// rename), so a reader never sees half a verdict.
-func WriteResults(path string, r Results) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode results: %w", err)
+// Earliest keeps the earlier of a first-violation time and t, for the
+// first_violation_time_ns every violation-finding checker reports.
+func Earliest(cur *int64, t int64) *int64 {
+	if cur == nil || t < *cur {
+		return &t
 	}
-	if err := store.WriteFileAtomic(path, append(b, '\n')); err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	return nil
+	return cur
 }
 
-// ReadResults reads a results.json written by WriteResults. Details come
-// back raw; use Result.DecodeDetails.
-func ReadResults(path string) (Results, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Results{}, fmt.Errorf("read results: %w", err)
-	}
-	var r Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		return Results{}, fmt.Errorf("read results %s: %w", path, err)
-	}
-	if len(r.Order) == 0 {
-		for name := range r.Checkers {
-			r.Order = append(r.Order, name)
-		}
-		sort.Strings(r.Order)
-	}
-	return r, nil
+// IsInstant reports whether f is recorded as an instant operation (an
+// invoke and an ok at once) that its process may report while it has a
+// real operation in flight, so it pairs on its own: a worker's session,
+// lost and late events, and the nemesis' session-gone observations.
+func IsInstant(f string) bool {
+	return f == history.FSession || f == history.FLost || f == history.FLate || f == history.FSessionGone
 }
+
+// Seconds writes a run-clock time (ns) for messages: 12.345s.
+func Seconds(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }

@@ -49,16 +49,16 @@ func TestRunAllIncompleteRun(t *testing.T) {
 	fail := Checker{Name: "fail", Check: func(context.Context, Input) Result { return Result{Valid: Invalid} }}
 	inc := &Completion{Completed: false, Why: "killed"}
 	in := Input{Completion: inc}
-	if r := runAll(context.Background(), in, []string{"pass"}, []Checker{pass}); r.Valid != Unknown || r.Completion != inc {
+	if r := Run(context.Background(), in, []string{"pass"}, []Checker{pass}); r.Valid != Unknown || r.Completion != inc {
 		t.Errorf("incomplete run with no violation: got %s, want unknown with the completion", r.Valid)
 	} else if !strings.Contains(strings.Join(r.Reasons, ";"), "run incomplete: killed") {
 		t.Errorf("reasons do not say why: %v", r.Reasons)
 	}
-	if r := runAll(context.Background(), in, []string{"fail"}, []Checker{fail}); r.Valid != Invalid {
+	if r := Run(context.Background(), in, []string{"fail"}, []Checker{fail}); r.Valid != Invalid {
 		t.Errorf("incomplete run with a violation: got %s, want false", r.Valid)
 	}
 	in.Completion = &Completion{Completed: true}
-	if r := runAll(context.Background(), in, []string{"pass"}, []Checker{pass}); r.Valid != Valid {
+	if r := Run(context.Background(), in, []string{"pass"}, []Checker{pass}); r.Valid != Valid {
 		t.Errorf("complete run: got %s, want true", r.Valid)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"slices"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/linear"
+	"github.com/zkchaos/zkchaos/checker/lock"
 )
 
 // short is the run length of a cell: long enough for several faults of
@@ -28,7 +31,7 @@ func invalid(names ...string) map[string]checker.Validity {
 }
 
 // resource is the pair of checkers that answer "was my data corrupted?".
-var resource = []string{checker.NameDoubleWriter, checker.NameRegister}
+var resource = []string{fence.NameDoubleWriter, linear.NameRegister}
 
 // faults are every fault of the nemesis, each a row for the seed recipe
 // with fencing, which must stay valid under all of them.
@@ -55,39 +58,39 @@ func Default(exe string) []Cell {
 	}
 	cells = append(cells,
 		Cell{Recipe: "seed", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: short, Smoke: true,
-			Expect: invalid(checker.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
+			Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
 		Cell{Recipe: "seed", Nemesis: []string{"expire-holder"}, Fencing: "off", Args: short,
-			Expect: invalid(checker.NameDoubleWriter), Why: "without fencing the expired holder's write lands after the new holder's"},
+			Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the expired holder's write lands after the new holder's"},
 	)
 	// The zoo: each recipe carries one classic mistake of seed 000 §23.
 	contention := with("--keys", "1", "--acquire-timeout", "300ms")
 	cells = append(cells,
 		Cell{Recipe: "herd", Nemesis: []string{"none"}, Fencing: "on", Args: with("--keys", "1"),
-			Expect: invalid(checker.NameHerd), Why: "every waiter watches the smallest node: wake-ups per hand-off grow with the waiters"},
+			Expect: invalid(lock.NameHerd), Why: "every waiter watches the smallest node: wake-ups per hand-off grow with the waiters"},
 		Cell{Recipe: "assume-on-watch", Nemesis: []string{"none"}, Fencing: "on", Smoke: true, Args: contention,
-			Expect: invalid(checker.NameGrantOverlap), Why: "a fired watch taken as the grant gives two holders"},
+			Expect: invalid(lock.NameGrantOverlap), Why: "a fired watch taken as the grant gives two holders"},
 		Cell{Recipe: "get-not-exists", Nemesis: []string{"none"}, Fencing: "on", Smoke: true, Args: with("--hold", "0s"),
-			Expect: invalid(checker.NameLiveness), Why: "a predecessor gone before the watch: waits forever"},
+			Expect: invalid(lock.NameLiveness), Why: "a predecessor gone before the watch: waits forever"},
 		Cell{Recipe: "no-delete-on-timeout", Nemesis: []string{"none"}, Fencing: "on", Args: contention,
-			Expect: invalid(checker.NameLiveness), Why: "a timed-out waiter's node blocks the queue"},
+			Expect: invalid(lock.NameLiveness), Why: "a timed-out waiter's node blocks the queue"},
 		Cell{Recipe: "ignore-session", Nemesis: []string{"pause-holder"}, Fencing: "on",
 			Args:   with("--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s"),
-			Expect: invalid(checker.NameGrantOverlap), Why: "carries on after its session expired: two holders"},
+			Expect: invalid(lock.NameGrantOverlap), Why: "carries on after its session expired: two holders"},
 		Cell{Recipe: "release-smallest", Nemesis: []string{"pause-holder"}, Fencing: "on", Args: short,
-			Expect: invalid(checker.NameGrantOverlap), Why: "releasing the smallest node deletes the next holder's lock"},
+			Expect: invalid(lock.NameGrantOverlap), Why: "releasing the smallest node deletes the next holder's lock"},
 		Cell{Recipe: "random-token", Nemesis: []string{"none"}, Fencing: "on", Args: short, Smoke: true,
-			Expect: invalid(checker.NameTokenOrder), Why: "a random token does not order grants"},
+			Expect: invalid(lock.NameTokenOrder), Why: "a random token does not order grants"},
 		Cell{Recipe: "clock-token", Nemesis: []string{"none"}, Fencing: "on", Args: short,
-			Expect: invalid(checker.NameTokenOrder), Why: "grants within one clock second tie"},
+			Expect: invalid(lock.NameTokenOrder), Why: "grants within one clock second tie"},
 	)
 	// The seed under the zoo's settings: the same checkers must stay quiet.
 	cells = append(cells,
 		Cell{Recipe: "seed", Variant: "zoo-control", Nemesis: []string{"none"}, Fencing: "on", Args: contention,
-			Expect: valid(checker.NameGrantOverlap, checker.NameLiveness, checker.NameHerd, checker.NameTokenOrder),
+			Expect: valid(lock.NameGrantOverlap, lock.NameLiveness, lock.NameHerd, lock.NameTokenOrder),
 			Why:    "control for the zoo's contention rows"},
 		Cell{Recipe: "seed", Variant: "short-session", Nemesis: []string{"pause-holder"}, Fencing: "on",
 			Args:   with("--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s"),
-			Expect: valid(checker.NameGrantOverlap, checker.NameDoubleWriter),
+			Expect: valid(lock.NameGrantOverlap, fence.NameDoubleWriter),
 			Why:    "control for ignore-session's settings"},
 	)
 	// Other subjects run the seed's rows.
@@ -99,7 +102,7 @@ func Default(exe string) []Cell {
 			Cell{Recipe: subj, Label: label, Nemesis: []string{"pause-holder"}, Fencing: "on", Args: short,
 				Smoke: subj == "curator", Expect: valid(resource...), Why: "fencing keeps the data safe"},
 			Cell{Recipe: subj, Label: label, Nemesis: []string{"pause-holder"}, Fencing: "off", Args: short,
-				Expect: invalid(checker.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
+				Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
 		)
 	}
 	return cells

@@ -132,9 +132,13 @@ func applyEntry(st KeyState, e Entry) (KeyState, error) {
 	return st, nil
 }
 
-// decide applies the mode's rule to one operation. It is pure so that tests
-// (and anyone auditing a log) can re-check every logged decision.
-func decide(mode, op string, st KeyState, hasToken bool, token int64) (bool, string) {
+// Decide is the register's accept rule for one read or write under mode,
+// given the key's state before it: the one place the rule is written. The
+// register applies it to every request, and the register model of the
+// checkers (checker/linear) applies it to the history, so the two cannot
+// disagree. It is pure so that tests (and anyone auditing a log) can
+// re-check every logged decision. The reason is empty when accepted.
+func Decide(mode, op string, st KeyState, hasToken bool, token int64) (bool, string) {
 	if mode == ModeOff || !hasToken {
 		// Tokenless writes never reach here in on/strict (rejected with
 		// 400); tokenless reads are the controller's and are always let in.

@@ -305,7 +305,7 @@ func (s *server) commit(o op) (Reply, error) {
 	if !ok {
 		st = initialState
 	}
-	accepted, reason := decide(s.mode, o.kind, st, o.hasToken, o.token)
+	accepted, reason := Decide(s.mode, o.kind, st, o.hasToken, o.token)
 	e := Entry{
 		Seq:       s.seq + 1,
 		Wall:      time.Now().UnixNano(),

@@ -496,7 +496,7 @@ func TestConcurrentClients(t *testing.T) {
 	}
 	accepted, rejected := 0, 0
 	for _, e := range entries {
-		ok, reason := decide(e.Mode, e.Op, KeyState{e.PrevValue, e.PrevToken, e.PrevFence}, e.HasToken, e.Token)
+		ok, reason := Decide(e.Mode, e.Op, KeyState{e.PrevValue, e.PrevToken, e.PrevFence}, e.HasToken, e.Token)
 		if ok != e.Accepted || reason != e.Reason {
 			t.Fatalf("seq %d: logged %v %q, rule says %v %q", e.Seq, e.Accepted, e.Reason, ok, reason)
 		}

@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/linear"
+	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
 )
 
@@ -239,9 +242,9 @@ type view struct {
 	Config        []kv
 	ConfigRaw     string
 	Checkers      []checkerRow
-	DW            *checker.DoubleWriterDetails
+	DW            *fence.DoubleWriterDetails
 	DWError       string
-	Stats         *checker.StatsDetails
+	Stats         *stats.StatsDetails
 	StatsError    string
 	Ops           []opRow
 	Nemesis       []nemesisRow
@@ -254,18 +257,18 @@ type view struct {
 // linearView is one porcupine checker's section.
 type linearView struct {
 	Name, Valid, Class, Error string
-	D                         *checker.LinearDetails
+	D                         *linear.LinearDetails
 	DecodeError               string
 }
 
 type keyRow struct {
 	Key   string
 	Class string
-	R     checker.PartitionResult
+	R     linear.PartitionResult
 }
 
 // KeysOf lists a checker's keys, failing ones first, for the template.
-func (view) KeysOf(d *checker.LinearDetails) []keyRow {
+func (view) KeysOf(d *linear.LinearDetails) []keyRow {
 	rows := make([]keyRow, 0, len(d.Keys))
 	for k, r := range d.Keys {
 		rows = append(rows, keyRow{Key: k, Class: validClass(r.Valid), R: r})
@@ -289,8 +292,8 @@ type checkerRow struct {
 
 type opRow struct {
 	F       string
-	C       checker.OpCounts
-	Latency checker.Percentiles
+	C       stats.OpCounts
+	Latency stats.Percentiles
 }
 
 type nemesisRow struct {
@@ -362,8 +365,8 @@ func build(in Page) view {
 			Error: r.Error, Gating: r.Gating, ElapsedMS: float64(r.Elapsed) / float64(time.Millisecond)})
 	}
 
-	if r, ok := in.Results.Checkers[checker.NameDoubleWriter]; ok && r.Details != nil {
-		var d checker.DoubleWriterDetails
+	if r, ok := in.Results.Checkers[fence.NameDoubleWriter]; ok && r.Details != nil {
+		var d fence.DoubleWriterDetails
 		if err := r.DecodeDetails(&d); err != nil {
 			v.DWError = err.Error()
 		} else {
@@ -373,8 +376,8 @@ func build(in Page) view {
 			}
 		}
 	}
-	if r, ok := in.Results.Checkers[checker.NameStats]; ok && r.Details != nil {
-		var d checker.StatsDetails
+	if r, ok := in.Results.Checkers[stats.Name]; ok && r.Details != nil {
+		var d stats.StatsDetails
 		if err := r.DecodeDetails(&d); err != nil {
 			v.StatsError = err.Error()
 		} else {
@@ -389,14 +392,14 @@ func build(in Page) view {
 			}
 		}
 	}
-	for _, name := range []string{checker.NameRegister, checker.NameMutex} {
+	for _, name := range []string{linear.NameRegister, linear.NameMutex} {
 		r, ok := in.Results.Checkers[name]
 		if !ok {
 			continue
 		}
 		lv := linearView{Name: name, Valid: r.Valid.String(), Class: validClass(r.Valid), Error: r.Error}
 		if r.Details != nil {
-			var d checker.LinearDetails
+			var d linear.LinearDetails
 			if err := r.DecodeDetails(&d); err != nil {
 				lv.DecodeError = err.Error()
 			} else if d.Model != "" {

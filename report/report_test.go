@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/linear"
+	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 )
@@ -36,7 +39,7 @@ func page(t *testing.T) Page {
 		entry(1, "SKU-1", 5, 1, 1), entry(2, "SKU-1", 6, 2, 1),
 		entry(3, hostile, 6, 0, 1), entry(4, hostile, 5, 3, 2),
 	}
-	res := checker.RunAll(context.Background(), checker.Input{History: hist, ApplyLog: log}, nil)
+	res := suite.RunAll(context.Background(), checker.Input{History: hist, ApplyLog: log}, nil)
 	if res.Valid != checker.Invalid {
 		t.Fatalf("fixture verdict = %v", res.Valid)
 	}
@@ -100,8 +103,8 @@ func TestWrite(t *testing.T) {
 	if !strings.Contains(html, `class="verdict invalid"`) || !strings.Contains(text, "INVALID") {
 		t.Error("verdict missing or not coloured as invalid")
 	}
-	var d checker.DoubleWriterDetails
-	if err := p.Results.Checkers[checker.NameDoubleWriter].DecodeDetails(&d); err != nil {
+	var d fence.DoubleWriterDetails
+	if err := p.Results.Checkers[fence.NameDoubleWriter].DecodeDetails(&d); err != nil {
 		t.Fatal(err)
 	}
 	if len(d.Violations) < 2 {
@@ -179,16 +182,16 @@ func TestWriteEmpty(t *testing.T) {
 // TestLinearizabilitySection: the porcupine checkers' keys are listed,
 // failing first, with links to their pages, and the mutex caveat shown.
 func TestLinearizabilitySection(t *testing.T) {
-	d := checker.LinearDetails{Model: "owner-aware mutex", Partitions: 2, Operations: 9, Note: "Under SIGSTOP of a holder",
+	d := linear.LinearDetails{Model: "owner-aware mutex", Partitions: 2, Operations: 9, Note: "Under SIGSTOP of a holder",
 		FailingKeys: []string{"SKU-2"}, Visualizations: map[string]string{"SKU-2": "porcupine/mutex-SKU-2.html"},
-		Keys: map[string]checker.PartitionResult{
+		Keys: map[string]linear.PartitionResult{
 			"SKU-1": {Valid: checker.Valid, Operations: 4},
 			"SKU-2": {Valid: checker.Invalid, Operations: 5, Visualization: "porcupine/mutex-SKU-2.html"},
 		}}
 	res := checker.Results{Valid: checker.Valid, Checkers: map[string]checker.Result{
-		checker.NameMutex:    {Valid: checker.Invalid, Error: "not linearizable: keys SKU-2", Details: d},
-		checker.NameRegister: {Valid: checker.Valid, Details: checker.LinearDetails{Model: "fenced register", Keys: map[string]checker.PartitionResult{}}},
-	}, Order: []string{checker.NameRegister, checker.NameMutex}}
+		linear.NameMutex:    {Valid: checker.Invalid, Error: "not linearizable: keys SKU-2", Details: d},
+		linear.NameRegister: {Valid: checker.Valid, Details: linear.LinearDetails{Model: "fenced register", Keys: map[string]linear.PartitionResult{}}},
+	}, Order: []string{linear.NameRegister, linear.NameMutex}}
 	path := filepath.Join(t.TempDir(), "report.html")
 	if err := Write(path, Page{Name: "x", Results: res}); err != nil {
 		t.Fatal(err)

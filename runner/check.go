@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/linear"
+	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/report"
@@ -39,7 +41,7 @@ type checkOpts struct{ budget time.Duration }
 func WithBudget(d time.Duration) CheckOption { return func(o *checkOpts) { o.budget = d } }
 
 // ValidateGate checks a --gate list against the known checkers.
-func ValidateGate(gate []string) error { return checker.ValidateGate(gate) }
+func ValidateGate(gate []string) error { return suite.ValidateGate(gate) }
 
 // Check reads a run folder exactly as chaos run left it (or as a killed run
 // left it), runs the checkers, and writes results.json and report.html.
@@ -67,7 +69,7 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	if len(gate) == 0 {
 		gate = tf.Gate
 	}
-	if err := checker.ValidateGate(gate); err != nil {
+	if err := suite.ValidateGate(gate); err != nil {
 		return nil, err
 	}
 	h, err := history.ReadFile(run.Path(store.HistoryFile))
@@ -92,10 +94,10 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	completion := checker.CompletionOf(st, stErr == nil, end)
 	// Pages of an earlier check of this folder would be stale (or, for a
 	// key that now passes, wrong); the checkers draw them afresh.
-	if err := os.RemoveAll(run.Path(checker.VisualDir)); err != nil {
+	if err := os.RemoveAll(run.Path(linear.VisualDir)); err != nil {
 		return nil, fmt.Errorf("remove old visualisations: %w", err)
 	}
-	res := checker.RunAll(ctx, checker.Input{History: h.Events, ApplyLog: applyLog, StartWall: startWall,
+	res := suite.RunAll(ctx, checker.Input{History: h.Events, ApplyLog: applyLog, StartWall: startWall,
 		Fencing: tf.Fencing, Dir: run.Dir, Budget: o.budget, Completion: &completion}, gate)
 	if err := checker.WriteResults(run.Path(store.ResultsFile), res); err != nil {
 		return nil, err

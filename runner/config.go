@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/register"
@@ -75,7 +75,7 @@ func Defaults() Config {
 		TickTime:        200 * time.Millisecond,
 		Recovery:        2 * time.Second,
 		Net:             "auto",
-		Gate:            slices.Clone(checker.DefaultGate),
+		Gate:            slices.Clone(suite.DefaultGate),
 		CheckBudget:     DefaultCheckBudget,
 		LockRoot:        "/locks/inventory",
 	}

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/linear"
+	"github.com/zkchaos/zkchaos/checker/stats"
+	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/runner"
 )
 
@@ -22,7 +26,7 @@ func cmdCheck(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: chaos check [--gate LIST] [--check-budget D] RUN-DIR")
 		fs.PrintDefaults()
 	}
-	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate): "+strings.Join(checker.Names(), ", "))
+	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate): "+strings.Join(suite.Names(), ", "))
 	budget := fs.Duration("check-budget", runner.DefaultCheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	// Accept the run folder before or after the flags.
 	var dir string
@@ -110,8 +114,8 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(w, "  - %s\n", reason)
 	}
-	var dw checker.DoubleWriterDetails
-	if res, ok := r.Checkers[checker.NameDoubleWriter]; ok && res.DecodeDetails(&dw) == nil && len(dw.Violations) > 0 {
+	var dw fence.DoubleWriterDetails
+	if res, ok := r.Checkers[fence.NameDoubleWriter]; ok && res.DecodeDetails(&dw) == nil && len(dw.Violations) > 0 {
 		fmt.Fprintf(w, "double writes: %d violations, e.g.:\n", len(dw.Violations))
 		for i, v := range dw.Violations {
 			if i == 3 {
@@ -120,8 +124,8 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 			fmt.Fprintf(w, "  %s\n", v.Message)
 		}
 	}
-	for _, n := range []string{checker.NameRegister, checker.NameMutex} {
-		var ld checker.LinearDetails
+	for _, n := range []string{linear.NameRegister, linear.NameMutex} {
+		var ld linear.LinearDetails
 		if res, ok := r.Checkers[n]; ok && res.DecodeDetails(&ld) == nil && len(ld.FailingKeys) > 0 {
 			fmt.Fprintf(w, "%s: not linearizable on %s\n", n, strings.Join(ld.FailingKeys, ", "))
 			for _, k := range ld.FailingKeys {
@@ -131,14 +135,34 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 			}
 		}
 	}
-	var st checker.StatsDetails
-	if res, ok := r.Checkers[checker.NameStats]; ok && res.DecodeDetails(&st) == nil {
+	var st stats.StatsDetails
+	if res, ok := r.Checkers[stats.Name]; ok && res.DecodeDetails(&st) == nil {
 		if a, ok := st.Ops["acquire"]; ok {
 			fmt.Fprintf(w, "acquire: %d ok, %d fail, %d info\n", a.OK, a.Fail, a.Info)
 		}
+		fmt.Fprintf(w, "token rejections: %d of %d register operations (%d writes, %d reads)\n", st.TokenRejections,
+			st.Register.Entries, st.Register.RejectedWrites, st.Register.RejectedReads)
 	}
+	printWrongToken(w, r)
 	if c.Truncated {
 		fmt.Fprintln(w, "note: the history's last line was cut off (the run was killed) and was dropped")
 	}
 	fmt.Fprintf(w, "report: %s\n", c.Report)
+}
+
+// printWrongToken says how many token rejections hit a holder that no
+// newer grant explains (a wrong token), with an example.
+func printWrongToken(w io.Writer, r checker.Results) {
+	var d fence.WrongTokenDetails
+	res, ok := r.Checkers[fence.NameWrongToken]
+	if !ok || res.DecodeDetails(&d) != nil || d.ViolationCount == 0 {
+		return
+	}
+	fmt.Fprintf(w, "wrong token: %d of %d token rejections hit a holder no newer grant had replaced, e.g.:\n", d.ViolationCount, d.Rejections)
+	for i, v := range d.Violations {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", v.Message)
+	}
 }

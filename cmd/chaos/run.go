@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/runner"
 )
@@ -53,7 +53,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "quiet time after healing, before teardown")
 	fs.StringVar(&cfg.Net, "net", cfg.Net, "auto (namespaces when root), netns or loopback")
 	gate := fs.String("gate", strings.Join(cfg.Gate, ","), "checkers that decide the verdict (all run and are reported): "+
-		strings.Join(checker.Names(), ", "))
+		strings.Join(suite.Names(), ", "))
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
 	if err := parseFlags(fs, args, stderr); err != nil {

@@ -1,4 +1,4 @@
-package checker
+package linear
 
 import (
 	"context"
@@ -15,10 +15,11 @@ import (
 // linearizable against a sequential specification of the fenced register
 // *as the lock's user relies on it*. The state is the register's own
 // (value, token of the last accepted write, fence). An operation is
-// accepted or rejected exactly by register.decide's rule for the run's
-// mode (off: everything; on: token >= fence; strict: also, for a write,
-// token > last write's token), and an accepted tokened read or write
-// raises the fence (not tracked in mode off, where nothing reads it). On
+// accepted or rejected exactly by register.Decide, the register's own
+// rule, for the run's mode (off: everything; on: token >= fence; strict:
+// also, for a write, token > last write's token), and an accepted tokened
+// read or write raises the fence (not tracked in mode off, where nothing
+// reads it). On
 // top of the register's rule, an accepted write must keep the two
 // promises the lock exists for:
 //
@@ -97,16 +98,16 @@ func (m regModel) init() regState {
 	return regState{Value: 0, Token: register.NoToken, Fence: register.NoToken}
 }
 
-// accepts is register.decide's rule: a request without a token (or whose
-// token the history lacks) is let in.
+// accepts is the register's own rule (register.Decide): a request without
+// a token (or whose token the history lacks) is let in.
 func (m regModel) accepts(s regState, in regIn) bool {
-	if m.mode == register.ModeOff || in.Token == register.NoToken {
-		return true
+	op := register.OpRead
+	if in.Write {
+		op = register.OpWrite
 	}
-	if in.Token < s.Fence {
-		return false
-	}
-	return !(m.mode == register.ModeStrict && in.Write && in.Token <= s.Token)
+	ok, _ := register.Decide(m.mode, op, register.KeyState{Value: s.Value, Token: s.Token, Fence: s.Fence},
+		in.Token != register.NoToken, in.Token)
+	return ok
 }
 
 // promises are the lock's two promises for an accepted write.

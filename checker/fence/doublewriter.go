@@ -1,14 +1,20 @@
-package checker
+package fence
 
 import (
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/zkchaos/zkchaos/checker"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 )
+
+// NameDoubleWriter is the exact checker over the apply log.
+const NameDoubleWriter = "double-writer"
 
 // Violation kinds of the double-writer checker.
 const (
@@ -109,7 +115,7 @@ type keyState struct {
 // commit order with constant work per entry (map lookups), so it stays
 // usable on soak runs with millions of writes. Only accepted writes are
 // evidence: a rejected write is fencing working, and reads change nothing.
-func CheckDoubleWriter(ctx context.Context, in Input) Result {
+func CheckDoubleWriter(ctx context.Context, in checker.Input) checker.Result {
 	log := in.ApplyLog
 	d := DoubleWriterDetails{ViolationCounts: map[string]int{
 		KindTokenRegression: 0, KindInterleavedGrants: 0, KindLostUpdate: 0},
@@ -121,7 +127,7 @@ func CheckDoubleWriter(ctx context.Context, in Input) Result {
 	}
 	d.SeqProblems = seqProblems(log)
 
-	limit := in.maxViolations()
+	limit := in.Limit()
 	add := func(v Violation) {
 		d.ViolationCounts[v.Kind]++
 		if d.FirstViolationSeq == 0 {
@@ -137,7 +143,7 @@ func CheckDoubleWriter(ctx context.Context, in Input) Result {
 	keys := map[string]*keyState{}
 	for i := range log {
 		if i&0xffff == 0 && ctx.Err() != nil {
-			return cancelled(ctx)
+			return checker.Cancelled(ctx)
 		}
 		e := &log[i]
 		ks := keys[e.Key]
@@ -233,7 +239,7 @@ func CheckDoubleWriter(ctx context.Context, in Input) Result {
 		firstTimes(&d, log, in)
 	}
 
-	var r Result
+	var r checker.Result
 	total := 0
 	for _, n := range d.ViolationCounts {
 		total += n
@@ -241,28 +247,51 @@ func CheckDoubleWriter(ctx context.Context, in Input) Result {
 	switch {
 	case total > 0:
 		// Evidence of corruption stands even if the log is incomplete.
-		r.Valid = Invalid
+		r.Valid = checker.Invalid
 	case len(log) == 0 && len(missing) > 0:
-		r.Valid = Unknown
+		r.Valid = checker.Unknown
 		d.Reason = "the apply log is empty but the history shows writes that succeeded: the register's log is missing, so nothing can be decided"
 	case len(missing) > 0:
-		r.Valid = Unknown
+		r.Valid = checker.Unknown
 		d.Reason = fmt.Sprintf("the apply log has fewer accepted writes than the history shows succeeded, for keys %v: the log is incomplete", missing)
 	case len(d.SeqProblems) > 0:
-		r.Valid = Unknown
+		r.Valid = checker.Unknown
 		d.Reason = "the apply log has gaps or repeats in its Seq numbers: entries are missing, so a violation could hide there"
 	case d.AcceptedWrites == 0:
 		// A run in which nothing was written (workers that never connected,
 		// a subject that cannot start) has shown nothing about the lock:
 		// calling it valid would let a broken setup pass a CI gate.
-		r.Valid = Unknown
+		r.Valid = checker.Unknown
 		d.Reason = "no write was accepted by the register: the run exercised nothing, so nothing can be decided"
 	default:
-		r.Valid = Valid
+		r.Valid = checker.Valid
 	}
 	r.Error = d.Reason
+	if total > 0 {
+		r.Error = violationSummary(d, total)
+	}
 	r.Details = d
 	return r
+}
+
+// violationSummary says in one line what the evidence shows: how many
+// violations of which kinds, and the first one.
+func violationSummary(d DoubleWriterDetails, total int) string {
+	var kinds []string
+	for _, k := range []string{KindTokenRegression, KindInterleavedGrants, KindLostUpdate} {
+		if n := d.ViolationCounts[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	noun := "violations"
+	if total == 1 {
+		noun = "violation"
+	}
+	msg := fmt.Sprintf("%d %s in the apply log (%s)", total, noun, strings.Join(kinds, ", "))
+	if len(d.Violations) > 0 {
+		msg += ", first: " + d.Violations[0].Message
+	}
+	return msg
 }
 
 // seqProblems finds what makes the log not "from 1, without gaps", giving
@@ -328,7 +357,7 @@ func fill(v *Violation, es ...register.Entry) {
 }
 
 // firstTimes places the first violation on the run's timelines.
-func firstTimes(d *DoubleWriterDetails, log []register.Entry, in Input) {
+func firstTimes(d *DoubleWriterDetails, log []register.Entry, in checker.Input) {
 	i, ok := slices.BinarySearchFunc(log, d.FirstViolationSeq, func(e register.Entry, s int64) int { return cmp.Compare(e.Seq, s) })
 	if !ok {
 		return

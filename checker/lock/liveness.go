@@ -1,4 +1,4 @@
-package checker
+package lock
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/lockview"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -77,26 +80,26 @@ const (
 // is granted the key. Time inside nemesis windows (plus a grace) is not
 // counted: for faults of the ensemble on every key, for a fault aimed at
 // one worker on the keys that worker used meanwhile.
-func CheckLiveness(ctx context.Context, in Input) Result {
-	v := viewLock(in.History)
+func CheckLiveness(ctx context.Context, in checker.Input) checker.Result {
+	v := lockview.Of(in.History)
 	d := LivenessDetails{Stalls: []Stall{}}
 	acqT := inferAcquireTimeout(v.Ops)
 	freeT := max(2*time.Second, acqT*2/5)
 	droughtT := max(5*time.Second, 3*acqT)
 	d.AcquireTimeoutMS = ms(acqT)
 	d.FreeThresholdMS, d.DroughtThresholdMS = ms(freeT), ms(droughtT)
-	if !slices.ContainsFunc(v.Ops, func(o lockOp) bool { return o.F == history.FAcquire }) {
+	if !slices.ContainsFunc(v.Ops, func(o lockview.Op) bool { return o.F == history.FAcquire }) {
 		d.Note = "no acquires in the history"
-		return Result{Valid: Valid, Details: d}
+		return checker.Result{Valid: checker.Valid, Details: d}
 	}
 	d.ExcusedFaults = len(v.Faults)
-	byKey := map[string][]lockOp{}
+	byKey := map[string][]lockview.Op{}
 	for _, o := range v.Ops {
 		if o.Key != "" {
 			byKey[o.Key] = append(byKey[o.Key], o)
 		}
 	}
-	lost := map[string][]lockInstant{}
+	lost := map[string][]lockview.Instant{}
 	for _, e := range v.Instants {
 		if e.F == history.FLost {
 			lost[e.Key] = append(lost[e.Key], e)
@@ -105,7 +108,7 @@ func CheckLiveness(ctx context.Context, in Input) Result {
 	keys := slices.Sorted(maps.Keys(byKey))
 	for _, k := range keys {
 		if ctx.Err() != nil {
-			return cancelled(ctx)
+			return checker.Cancelled(ctx)
 		}
 		ex := excused(v.Faults, byKey[k])
 		d.Stalls = append(d.Stalls, freeStalls(k, byKey[k], lost[k], v.End, ex, freeT)...)
@@ -118,17 +121,24 @@ func CheckLiveness(ctx context.Context, in Input) Result {
 			if st.Kind == StallNoAcquisition {
 				th = droughtT
 			}
-			d.FirstViolationTimeNS = earliest(d.FirstViolationTimeNS, st.FromNS+int64(th))
+			d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, st.FromNS+int64(th))
 		}
-		return Result{Valid: Invalid, Details: d}
+		first := d.Stalls[0]
+		for _, st := range d.Stalls {
+			if st.FromNS < first.FromNS {
+				first = st
+			}
+		}
+		return checker.Result{Valid: checker.Invalid, Details: d,
+			Error: fmt.Sprintf("%d stalls (the lock was not handed on), first: %s", len(d.Stalls), first.Message)}
 	}
-	return Result{Valid: Valid, Details: d}
+	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // inferAcquireTimeout is the median latency of acquires that timed out.
-func inferAcquireTimeout(ops []lockOp) time.Duration {
+func inferAcquireTimeout(ops []lockview.Op) time.Duration {
 	var lat []int64
 	for _, o := range ops {
 		if o.F == history.FAcquire && o.Type == history.Fail && strings.Contains(o.Error, "timeout") {
@@ -146,7 +156,7 @@ type span struct{ from, to int64 }
 
 // excused are the fault windows (with grace) that count for a key: every
 // ensemble fault, and client faults whose target used the key meanwhile.
-func excused(faults []faultWindow, ops []lockOp) []span {
+func excused(faults []checker.FaultWindow, ops []lockview.Op) []span {
 	var out []span
 	for _, f := range faults {
 		if f.Process < 0 {
@@ -191,7 +201,7 @@ func counted(from, to int64, ex []span) int64 {
 
 // freeStalls replays one key: holders come and go, waiters wait; every
 // stretch where the key is free while someone waits is measured.
-func freeStalls(key string, ops []lockOp, lost []lockInstant, end int64, ex []span, limit time.Duration) []Stall {
+func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int64, ex []span, limit time.Duration) []Stall {
 	type ev struct {
 		t    int64
 		rank int // at equal times: completions before invocations
@@ -282,7 +292,7 @@ func freeStalls(key string, ops []lockOp, lost []lockInstant, end int64, ex []sp
 
 // droughts finds long stretches without a grant of key during which
 // acquires on it timed out.
-func droughts(key string, ops []lockOp, end int64, ex []span, limit time.Duration) []Stall {
+func droughts(key string, ops []lockview.Op, end int64, ex []span, limit time.Duration) []Stall {
 	var grants []int64
 	first := int64(-1)
 	for _, o := range ops {

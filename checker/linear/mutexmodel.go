@@ -1,4 +1,4 @@
-package checker
+package linear
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package checker
+package lock
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"maps"
 	"slices"
 	"sort"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/lockview"
 
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -42,8 +45,8 @@ type TokenOrderDetails struct {
 // Grants are ordered by their acquire's ok, which for any two grants of a
 // working lock comes in grant order: the second cannot be granted before
 // the first's node is gone, which is after the first's ok was sent.
-func CheckTokenOrder(ctx context.Context, in Input) Result {
-	v := viewLock(in.History)
+func CheckTokenOrder(ctx context.Context, in checker.Input) checker.Result {
+	v := lockview.Of(in.History)
 	d := TokenOrderDetails{Regressions: []TokenRegression{}}
 	type g struct {
 		t   int64
@@ -55,16 +58,16 @@ func CheckTokenOrder(ctx context.Context, in Input) Result {
 		if o.F != history.FAcquire || o.Type != history.OK {
 			continue
 		}
-		if tok, ok := o.token(); ok {
+		if tok, ok := o.Token(); ok {
 			byKey[o.Key] = append(byKey[o.Key], g{o.Done, o.Process, tok})
 			d.Grants++
 		}
 	}
-	limit := in.maxViolations()
+	limit := in.Limit()
 	keys := slices.Sorted(maps.Keys(byKey))
 	for _, k := range keys {
 		if ctx.Err() != nil {
-			return cancelled(ctx)
+			return checker.Cancelled(ctx)
 		}
 		gs := byKey[k]
 		sort.SliceStable(gs, func(i, j int) bool { return gs[i].t < gs[j].t })
@@ -85,10 +88,10 @@ func CheckTokenOrder(ctx context.Context, in Input) Result {
 	if d.RegressionCount > 0 {
 		r := d.Regressions[0]
 		for _, g := range d.Regressions {
-			d.FirstViolationTimeNS = earliest(d.FirstViolationTimeNS, g.TimesNS[1])
+			d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, g.TimesNS[1])
 		}
-		return Result{Valid: Invalid, Details: d, Error: fmt.Sprintf("%d grants did not raise the token, first on %s: %d then %d",
+		return checker.Result{Valid: checker.Invalid, Details: d, Error: fmt.Sprintf("%d grants did not raise the token, first on %s: %d then %d",
 			d.RegressionCount, r.Key, r.Tokens[0], r.Tokens[1])}
 	}
-	return Result{Valid: Valid, Details: d}
+	return checker.Result{Valid: checker.Valid, Details: d}
 }

@@ -1,4 +1,4 @@
-package checker
+package linear
 
 import (
 	"cmp"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -33,8 +35,8 @@ const mutexNote = "Under SIGSTOP of a holder no lease-based lock stays a lineari
 
 // PartitionResult is one key's answer.
 type PartitionResult struct {
-	Valid      Validity `json:"valid"`
-	Operations int      `json:"operations"`
+	Valid      checker.Validity `json:"valid"`
+	Operations int              `json:"operations"`
 	// Info counts the operations with unknown outcome (return at infinity).
 	Info int `json:"info"`
 	// MaxConcurrency is the most operations open at one instant (info
@@ -75,13 +77,13 @@ type LinearDetails struct {
 
 // CheckRegister checks the register operations of the history against the
 // register model (regmodel.go) for the run's fencing mode.
-func CheckRegister(ctx context.Context, in Input) Result {
+func CheckRegister(ctx context.Context, in checker.Input) checker.Result {
 	mode := in.Fencing
 	if mode == "" {
-		return Result{Valid: Unknown, Error: "the run's fencing mode is not known (test.json has no fencing): the register model depends on it"}
+		return checker.Result{Valid: checker.Unknown, Error: "the run's fencing mode is not known (test.json has no fencing): the register model depends on it"}
 	}
 	if !validFencing(mode) {
-		return Result{Valid: Unknown, Error: fmt.Sprintf("unknown fencing mode %q", mode)}
+		return checker.Result{Valid: checker.Unknown, Error: fmt.Sprintf("unknown fencing mode %q", mode)}
 	}
 	h := splitHistory(in.History)
 	m := regModel{mode: mode}
@@ -92,7 +94,7 @@ func CheckRegister(ctx context.Context, in Input) Result {
 
 // CheckMutex checks the lock operations of the history against an
 // owner-aware mutex (mutexmodel.go).
-func CheckMutex(ctx context.Context, in Input) Result {
+func CheckMutex(ctx context.Context, in checker.Input) checker.Result {
 	h := splitHistory(in.History)
 	d := &LinearDetails{Model: "owner-aware mutex per key (acquire, release, lost)", Note: mutexNote}
 	return checkLinear(ctx, in, NameMutex, h, h.mutex, d,
@@ -116,8 +118,8 @@ func validFencing(m string) bool {
 // Verdict: false if some key was proven not linearizable (a proof found
 // within the budget stands, Jepsen's false-over-unknown), else unknown if
 // the budget or ctx ended before every key was decided, else true.
-func checkLinear(ctx context.Context, in Input, name string, h *linHistory, parts map[string]*partition,
-	d *LinearDetails, model func(context.Context) porcupine.Model) Result {
+func checkLinear(ctx context.Context, in checker.Input, name string, h *linHistory, parts map[string]*partition,
+	d *LinearDetails, model func(context.Context) porcupine.Model) checker.Result {
 	if in.Budget > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, in.Budget)
@@ -162,7 +164,7 @@ func checkLinear(ctx context.Context, in Input, name string, h *linHistory, part
 		d.Operations += r.Operations
 		d.InfoOperations += r.Info
 		switch r.Valid {
-		case Invalid:
+		case checker.Invalid:
 			d.FailingKeys = append(d.FailingKeys, k)
 			if in.Dir != "" {
 				rel, err := visualize(ctx, in.Dir, name, p, h, model)
@@ -176,7 +178,7 @@ func checkLinear(ctx context.Context, in Input, name string, h *linHistory, part
 					d.Visualizations[k] = rel
 				}
 			}
-		case Unknown:
+		case checker.Unknown:
 			d.UnknownKeys = append(d.UnknownKeys, k)
 		}
 		d.Keys[k] = r
@@ -184,16 +186,16 @@ func checkLinear(ctx context.Context, in Input, name string, h *linHistory, part
 	slices.Sort(d.FailingKeys)
 	slices.Sort(d.UnknownKeys)
 
-	res := Result{Details: d}
+	res := checker.Result{Details: d}
 	switch {
 	case len(d.FailingKeys) > 0:
-		res.Valid = Invalid
+		res.Valid = checker.Invalid
 		res.Error = fmt.Sprintf("not linearizable: keys %s", strings.Join(d.FailingKeys, ", "))
 	case len(d.UnknownKeys) > 0:
-		res.Valid = Unknown
+		res.Valid = checker.Unknown
 		res.Error = fmt.Sprintf("undecided within the budget (%v): keys %s", context.Cause(ctx), strings.Join(d.UnknownKeys, ", "))
 	default:
-		res.Valid = Valid
+		res.Valid = checker.Valid
 	}
 	return res
 }
@@ -205,7 +207,7 @@ func checkLinear(ctx context.Context, in Input, name string, h *linHistory, part
 // "Linearizable" is always sound: a failing step can only remove
 // linearizations, never invent one.
 func checkPartition(ctx context.Context, p *partition, model func(context.Context) porcupine.Model) (r PartitionResult) {
-	r = PartitionResult{Operations: len(p.ops), Info: p.info, MaxConcurrency: maxConcurrency(p.ops), Valid: Unknown}
+	r = PartitionResult{Operations: len(p.ops), Info: p.info, MaxConcurrency: maxConcurrency(p.ops), Valid: checker.Unknown}
 	start := time.Now()
 	defer func() { r.ElapsedMS = float64(time.Since(start)) / float64(time.Millisecond) }()
 	timeout, ok := remaining(ctx)
@@ -217,9 +219,9 @@ func checkPartition(ctx context.Context, p *partition, model func(context.Contex
 	live := ctx.Err() == nil
 	switch {
 	case res == porcupine.Ok:
-		r.Valid = Valid
+		r.Valid = checker.Valid
 	case res == porcupine.Illegal && live:
-		r.Valid = Invalid
+		r.Valid = checker.Invalid
 	case live:
 		r.Error = "porcupine timed out"
 	default:

@@ -1,4 +1,7 @@
-package checker
+// Package checktest builds histories and apply logs for the tests of the
+// checker packages: by hand, event by event, or simulated (GenLockHistory).
+// It is imported by tests only.
+package checktest
 
 import (
 	"cmp"
@@ -6,13 +9,14 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 )
 
-// genSpec describes a simulated lock run: keys, workers contending per
+// GenSpec describes a simulated lock run: keys, workers contending per
 // key, and how often an operation's outcome is lost (info).
-type genSpec struct {
+type GenSpec struct {
 	Seed          uint64
 	Events        int // approximate history length
 	Keys          int
@@ -25,6 +29,10 @@ type genSpec struct {
 	// reported late). With fencing the register refuses it; without, it
 	// is a double write that the register checker must find.
 	StaleShare float64
+	// ReuseFirstToken makes every process write with the token of its
+	// first grant (a recipe bug the lock itself does not show): its later
+	// writes are rejected by a fenced register, though it holds the lock.
+	ReuseFirstToken bool
 }
 
 type staleWrite struct {
@@ -32,14 +40,14 @@ type staleWrite struct {
 	tok, n int64
 }
 
-// genLockHistory simulates a correct system: a correct mutex per key
+// GenLockHistory simulates a correct system: a correct mutex per key
 // (a retired holder's lock is freed, at an unrecorded time, before the
 // next grant), a register that applies the mode's rule, and the lock
 // workload (acquire, read N, write N+1, release) with waiting acquirers
 // keeping WorkersPerKey operations open per key. An info write took effect
 // or not at random. It returns the history and the matching apply log; a
 // correct checker must call both valid.
-func genLockHistory(s genSpec) ([]history.Event, []register.Entry) {
+func GenLockHistory(s GenSpec) ([]history.Event, []register.Entry) {
 	r := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	type kstate struct {
 		t               int64
@@ -62,16 +70,14 @@ func genLockHistory(s genSpec) ([]history.Event, []register.Entry) {
 		keys[i] = k
 	}
 	tokBase := int64(1000)
+	firstTok := map[int]int64{}
 	add := func(k *kstate, p int, typ history.Type, f, key string, v *history.Value, errText string) {
 		k.t += 1 + r.Int64N(1000)
 		evs = append(evs, history.Event{Time: k.t, Process: history.Process(p), Type: typ, F: f, Key: key, Value: v, Error: errText})
 	}
 	apply := func(k *kstate, key, op string, p int, tok, val int64) (bool, int64) {
 		st := register.KeyState{Value: k.val, Token: k.tok, Fence: k.fence}
-		ok := s.Mode == register.ModeOff || tok >= st.Fence
-		if ok && s.Mode == register.ModeStrict && op == register.OpWrite && tok <= st.Token {
-			ok = false
-		}
+		ok, _ := register.Decide(s.Mode, op, st, true, tok)
 		if op == register.OpRead {
 			val = k.val
 		}
@@ -106,6 +112,14 @@ func genLockHistory(s genSpec) ([]history.Event, []register.Entry) {
 		}
 		tokBase++
 		tok := tokBase
+		wtok := tok // the token the write presents
+		if s.ReuseFirstToken {
+			if f, ok := firstTok[p]; ok {
+				wtok = f
+			} else {
+				firstTok[p] = tok
+			}
+		}
 		add(k, p, history.OK, history.FAcquire, key, &history.Value{Token: history.Int64(tok)}, "")
 		add(k, p, history.Invoke, history.FRead, key, nil, "")
 		if r.Float64() < s.InfoShare/2 {
@@ -136,16 +150,16 @@ func genLockHistory(s genSpec) ([]history.Event, []register.Entry) {
 			if x < s.StaleShare {
 				k.stale = &staleWrite{p: p, tok: tok, n: n + 1}
 			} else if r.IntN(2) == 0 {
-				apply(k, key, register.OpWrite, p, tok, n+1)
+				apply(k, key, register.OpWrite, p, wtok, n+1)
 			}
 			add(k, p, history.Info, history.FWrite, key, nil, "timeout")
 			retire()
 			continue
 		}
-		if ok, fence := apply(k, key, register.OpWrite, p, tok, n+1); ok {
-			add(k, p, history.OK, history.FWrite, key, &history.Value{Token: history.Int64(tok), N: history.Int64(n + 1)}, "")
+		if ok, fence := apply(k, key, register.OpWrite, p, wtok, n+1); ok {
+			add(k, p, history.OK, history.FWrite, key, &history.Value{Token: history.Int64(wtok), N: history.Int64(n + 1)}, "")
 		} else {
-			add(k, p, history.Fail, history.FWrite, key, &history.Value{Token: history.Int64(tok), N: history.Int64(n + 1),
+			add(k, p, history.Fail, history.FWrite, key, &history.Value{Token: history.Int64(wtok), N: history.Int64(n + 1),
 				Current: history.Int64(fence)}, "rejected")
 		}
 		add(k, p, history.Invoke, history.FRelease, key, nil, "")
@@ -162,4 +176,13 @@ func genLockHistory(s genSpec) ([]history.Event, []register.Entry) {
 		log[i].Seq = int64(i + 1)
 	}
 	return evs, log
+}
+
+// BenchInput is a realistic lock history for benchmarks: 10 keys,
+// workersPerKey workers per key (the others waiting beside the holder),
+// 2% of reads and writes info, fencing on.
+func BenchInput(events, workersPerKey int) checker.Input {
+	es, log := GenLockHistory(GenSpec{Seed: 7, Events: events, Keys: 10, WorkersPerKey: workersPerKey,
+		InfoShare: 0.02, Mode: register.ModeOn})
+	return checker.Input{History: es, ApplyLog: log, Fencing: register.ModeOn}
 }

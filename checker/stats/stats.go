@@ -1,4 +1,4 @@
-package checker
+package stats
 
 import (
 	"context"
@@ -6,9 +6,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/zkchaos/zkchaos/checker"
+
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 )
+
+// Name is the stats checker's name.
+const Name = "stats"
 
 // OpCounts counts completions of one operation. An invocation that never
 // completed counts as info: by Jepsen's model it may or may not have
@@ -62,10 +67,14 @@ type StatsDetails struct {
 	// Late counts responses of retired processes, by original operation.
 	Late     int            `json:"late"`
 	LateByOp map[string]int `json:"late_by_op,omitempty"`
-	// Nemesis counts nemesis operations by f; NemesisUnverified counts the
-	// ok ones whose effect could not be verified.
-	Nemesis           map[string]OpCounts `json:"nemesis"`
-	NemesisUnverified int                 `json:"nemesis_unverified"`
+	// Nemesis counts nemesis operations by f. NemesisUnverified counts the
+	// completions of fault starts and stops (and of the final restore)
+	// whose effect was not verified: info (the scheduler's record of an
+	// injection or undo it could not confirm, verified or not) or ok with
+	// verified false; NemesisUnverifiedByF splits it by f.
+	Nemesis              map[string]OpCounts `json:"nemesis"`
+	NemesisUnverified    int                 `json:"nemesis_unverified"`
+	NemesisUnverifiedByF map[string]int      `json:"nemesis_unverified_by_f,omitempty"`
 	// Timeouts counts completions whose error mentions a timeout.
 	Timeouts int `json:"timeouts"`
 	// UnmatchedCompletions had no pending invocation of their process: a
@@ -81,7 +90,7 @@ type StatsDetails struct {
 }
 
 // CheckStats computes the run's numbers. It is valid whenever it finishes.
-func CheckStats(ctx context.Context, in Input) Result {
+func CheckStats(ctx context.Context, in checker.Input) checker.Result {
 	d := StatsDetails{Ops: map[string]OpCounts{}, LatencyMS: map[string]Percentiles{},
 		Sessions: map[string]int{}, Nemesis: map[string]OpCounts{}, Events: len(in.History)}
 	type holdKey struct {
@@ -112,7 +121,7 @@ func CheckStats(ctx context.Context, in Input) Result {
 	var first, last int64
 	for i, e := range in.History {
 		if i&0xffff == 0 && ctx.Err() != nil {
-			return cancelled(ctx)
+			return checker.Cancelled(ctx)
 		}
 		if i == 0 || e.Time < first {
 			first = e.Time
@@ -121,7 +130,7 @@ func CheckStats(ctx context.Context, in Input) Result {
 		if e.Process != history.Nemesis {
 			procs[e.Process] = struct{}{}
 		}
-		pk := pendKey{e.Process, instant(e.F)}
+		pk := pendKey{e.Process, checker.IsInstant(e.F)}
 		if e.Type == history.Invoke {
 			if prev, ok := pending[pk]; ok {
 				// A process invoked again without completing: the earlier
@@ -167,10 +176,10 @@ func CheckStats(ctx context.Context, in Input) Result {
 				addCount(&d.LateByOp, orUnknown(of))
 			}
 			continue
-		case history.FPause, history.FResume:
-			if e.Process == history.Nemesis && e.Type == history.OK && e.Value != nil && e.Value.Verified != nil && !*e.Value.Verified {
-				d.NemesisUnverified++
-			}
+		}
+		if unverifiedFault(e) {
+			d.NemesisUnverified++
+			addCount(&d.NemesisUnverifiedByF, e.F)
 		}
 		if !ok {
 			continue
@@ -208,11 +217,22 @@ func CheckStats(ctx context.Context, in Input) Result {
 	}
 	d.Register = registerCounts(in.ApplyLog)
 	d.TokenRejections = d.Register.TokenRejections
-	return Result{Valid: Valid, Details: d}
+	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
-func instant(f string) bool {
-	return f == history.FSession || f == history.FLost || f == history.FLate
+// unverifiedFault is a nemesis completion of a fault's start or stop (or
+// of the final restore) whose effect nobody confirmed: an info (the
+// scheduler records every injection or undo it could not verify, and
+// every outcome it does not know, as info) or an ok that says it was not
+// verified.
+func unverifiedFault(e history.Event) bool {
+	if e.Process != history.Nemesis || e.Type == history.Invoke || e.Type == history.Fail {
+		return false
+	}
+	if !history.IsFaultStart(e.F) && !history.IsFaultStop(e.F) && e.F != history.FRestore {
+		return false
+	}
+	return e.Type == history.Info || (e.Value != nil && e.Value.Verified != nil && !*e.Value.Verified)
 }
 
 func bump(c *OpCounts, t history.Type) {

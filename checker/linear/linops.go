@@ -1,15 +1,15 @@
-package checker
+package linear
 
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 )
@@ -186,10 +186,8 @@ func splitHistory(events []history.Event) *linHistory {
 				opMeta{Process: s.hproc[gk.proc], Invoke: -1, Complete: -1, Note: "implicit release of a retired holder"})
 		}
 	}
-	for _, p := range s.pauses {
-		// A fault never undone (or one without an undo, like the final
-		// restore) is shown to the end of the run.
-		h.nemesis = append(h.nemesis, nemesisNote(p, Infinity, "not undone in the history"))
+	for _, w := range checker.FaultWindows(events) {
+		h.nemesis = append(h.nemesis, faultNote(w))
 	}
 	for _, p := range h.register {
 		sortOps(p)
@@ -226,7 +224,6 @@ type splitter struct {
 	grants   map[grantKey]grantState
 	lastSeen map[int]int64
 	unknown  map[int]pendingOp
-	pauses   []history.Event
 }
 
 func (s *splitter) proc(p history.Process) int {
@@ -249,17 +246,10 @@ func (s *splitter) part(m map[string]*partition, key string) *partition {
 	return p
 }
 
-// instantF are the operations recorded as an invoke and an ok at the same
-// instant, possibly while the process has a real operation open.
-func instantF(f string) bool {
-	return f == history.FLost || f == history.FSession || f == history.FLate
-}
-
 func (s *splitter) event(e history.Event) {
 	h := s.h
 	if e.Process == history.Nemesis {
-		s.pauses = h.nemesisEvent(s.pauses, e)
-		return
+		return // fault windows are read apart (checker.FaultWindows)
 	}
 	if e.Process < 0 {
 		h.excluded["negative process"]++
@@ -268,7 +258,7 @@ func (s *splitter) event(e history.Event) {
 	if e.F == history.FSession && e.Type == history.OK {
 		h.sessions = append(h.sessions, sessionNote(e))
 	}
-	instant := instantF(e.F)
+	instant := checker.IsInstant(e.F)
 	if e.Type == history.Invoke && !instant && s.retired[s.proc(e.Process)] {
 		s.gen[e.Process]++
 	}
@@ -303,7 +293,7 @@ func (s *splitter) event(e history.Event) {
 }
 
 func (s *splitter) complete(inv history.Event, lp int, c history.Event) {
-	if statusOf(c) == stInfo && !instantF(inv.F) {
+	if statusOf(c) == stInfo && !checker.IsInstant(inv.F) {
 		s.retired[lp] = true
 		if c.Index >= 0 {
 			// Held back: a late response may still tell its outcome.
@@ -484,52 +474,19 @@ func statusOf(c history.Event) opStatus {
 	return stInfo
 }
 
-// undoOf maps a nemesis operation that ends a fault to the one that
-// started it, so the page shows the fault as a window.
-var undoOf = map[string]string{history.FResume: history.FPause, history.FRestart: history.FKill, history.FHeal: history.FPartition}
-
-func (h *linHistory) nemesisEvent(open []history.Event, e history.Event) []history.Event {
-	if e.Type == history.Invoke {
-		if _, undo := undoOf[e.F]; !undo {
-			return append(open, e)
-		}
-		return open
+// faultNote draws a fault window; a fault never undone in the history is
+// shown to the end of the run.
+func faultNote(w checker.FaultWindow) porcupine.Annotation {
+	desc := w.F
+	if w.PID != 0 {
+		desc = fmt.Sprintf("%s pid %d", w.F, w.PID)
 	}
-	startF, undo := undoOf[e.F]
-	if !undo {
-		// An operation that is its own window (the final restore): from
-		// its invocation to its completion.
-		startF = e.F
-		if slices.Contains(slices.Collect(maps.Values(undoOf)), e.F) {
-			return open
-		}
+	end, details := w.To, w.Target
+	if end < 0 {
+		end = Infinity
+		details = strings.TrimSpace(details + " (not undone in the history)")
 	}
-	pid := 0
-	if e.Value != nil {
-		pid = e.Value.PID
-	}
-	for i, p := range open {
-		if p.F == startF && (pid == 0 || p.Value == nil || p.Value.PID == 0 || p.Value.PID == pid) {
-			h.nemesis = append(h.nemesis, nemesisNote(p, e.Time, ""))
-			return append(open[:i], open[i+1:]...)
-		}
-	}
-	return open
-}
-
-func nemesisNote(start history.Event, end int64, extra string) porcupine.Annotation {
-	desc := start.F
-	details := ""
-	if start.Value != nil {
-		details = start.Value.Target
-		if start.Value.PID != 0 {
-			desc = fmt.Sprintf("%s pid %d", start.F, start.Value.PID)
-		}
-	}
-	if extra != "" {
-		details = strings.TrimSpace(details + " (" + extra + ")")
-	}
-	return porcupine.Annotation{Tag: "nemesis", Start: start.Time, End: end, Description: desc,
+	return porcupine.Annotation{Tag: "nemesis", Start: w.From, End: end, Description: desc,
 		Details: details, BackgroundColor: "#ffd6d6"}
 }
 

@@ -1,0 +1,143 @@
+package integrity
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/register"
+)
+
+// clockSlack is how far an apply-log entry's wall-clock time may lie
+// before the invocation it is attributed to: the register's wall clock
+// and the controller's run clock start from the same instant
+// (test.json's start_wall_ns) but are different clocks.
+const clockSlack = time.Second
+
+// group is the invocations that can explain one kind of apply-log entry:
+// one process, one key, one operation, and for writes one value.
+type group struct {
+	p     int
+	key   string
+	op    string // register.OpWrite, register.OpRead, or final for final reads
+	value int64  // writes only
+}
+
+const final = "final-read"
+
+// invocations lists, per group, the run-clock times of the history's
+// invocations of reads, writes and final reads, in order.
+func invocations(h []history.Event) map[group][]int64 {
+	out := map[group][]int64{}
+	for _, e := range h {
+		if e.Type != history.Invoke || e.Process < 0 {
+			continue
+		}
+		g := group{p: int(e.Process), key: e.Key}
+		switch e.F {
+		case history.FWrite:
+			g.op = register.OpWrite
+			if e.Value != nil && e.Value.N != nil {
+				g.value = *e.Value.N
+			}
+		case history.FRead:
+			g.op = register.OpRead
+		case history.FFinalRead:
+			g.op = final
+		default:
+			continue
+		}
+		out[g] = append(out[g], e.Time)
+	}
+	return out
+}
+
+// attribute matches every apply-log entry to an invoked read or write of
+// the same process and key (a write also to its value): the register
+// applies what a worker (or, for final reads, the controller) asked for,
+// once per request, so each invocation explains at most one entry, and
+// not one committed before it was invoked. Entries are taken in commit
+// order, each by the earliest invocation still unused that it may follow,
+// which finds a full matching whenever one exists. A read without a token
+// is the controller's final read, else a worker's. False when ctx ended.
+func attribute(ctx context.Context, in checker.Input, d *Details) bool {
+	invs := invocations(in.History)
+	known := map[int]bool{}
+	for _, e := range in.History {
+		known[int(e.Process)] = true
+	}
+	used := map[group]int{}
+	log := in.ApplyLog
+	if !slices.IsSortedFunc(log, bySeq) {
+		log = slices.SortedStableFunc(slices.Values(log), bySeq)
+	}
+	for i, e := range log {
+		if i&0xffff == 0 && ctx.Err() != nil {
+			return false
+		}
+		at, timed := int64(0), in.StartWall != 0 && e.Wall != 0
+		if timed {
+			at = e.Wall - in.StartWall + int64(clockSlack)
+		}
+		if take(invs, used, candidates(e), at, timed) {
+			d.Attributed++
+			continue
+		}
+		d.add(Problem{Kind: KindUnattributed, Index: -1, Seq: e.Seq, Message: unattributed(e, known[e.Process])})
+	}
+	return true
+}
+
+func bySeq(a, b register.Entry) int { return cmp.Compare(a.Seq, b.Seq) }
+
+// candidates are the groups whose invocations could have made e, in the
+// order they are tried.
+func candidates(e register.Entry) []group {
+	g := group{p: e.Process, key: e.Key, op: e.Op}
+	switch {
+	case e.Op == register.OpWrite:
+		g.value = e.Value
+		return []group{g}
+	case e.HasToken:
+		return []group{g}
+	}
+	f := g
+	f.op = final
+	return []group{f, g}
+}
+
+// take uses the first unused invocation of the first candidate group that
+// has one invoked by at (when timed).
+func take(invs map[group][]int64, used map[group]int, gs []group, at int64, timed bool) bool {
+	for _, g := range gs {
+		ts := invs[g]
+		if n := used[g]; n < len(ts) && (!timed || ts[n] <= at) {
+			used[g] = n + 1
+			return true
+		}
+	}
+	return false
+}
+
+func unattributed(e register.Entry, known bool) string {
+	what := fmt.Sprintf("apply log seq %d: %s %s", e.Seq, e.Op, e.Key)
+	if e.Op == register.OpWrite {
+		what += fmt.Sprintf(" of %d", e.Value)
+	}
+	if e.HasToken {
+		what += fmt.Sprintf(" with token %d", e.Token)
+	}
+	what += fmt.Sprintf(" by process %d", e.Process)
+	if !known {
+		return what + ", a process the history never mentions"
+	}
+	return what + fmt.Sprintf(" matches no %s that process invoked (before it was committed)", e.Op)
+}
+
+func sortByIndex(es []history.Event) {
+	slices.SortFunc(es, func(a, b history.Event) int { return cmp.Compare(a.Index, b.Index) })
+}

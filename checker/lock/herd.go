@@ -1,0 +1,244 @@
+package lock
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/lockview"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// NameHerd is the herd-effect checker.
+const NameHerd = "herd"
+
+// HerdThreshold is the wake-ups per acquire above which a recipe may be
+// herding (see CheckHerd for why 2).
+const HerdThreshold = 2.0
+
+// HerdKey is the herd measurement of one key.
+type HerdKey struct {
+	Handoffs int `json:"handoffs"`
+	// MeanWaiters is the mean number of other acquires waiting on the key
+	// at each grant.
+	MeanWaiters float64 `json:"mean_waiters"`
+	// Wakeups is the sum of the wake-ups the key's acquires reported;
+	// Acquires is how many reported.
+	Wakeups  int64 `json:"wakeups"`
+	Acquires int   `json:"acquires"`
+}
+
+// HerdDetails is the evidence of the herd checker.
+type HerdDetails struct {
+	// Wakeups is the sum of the wake-ups every acquire answer reported
+	// (each counts the wake-ups during that acquire); Acquires is the
+	// number of acquire answers (ok, fail, a worker's info, or late) that
+	// reported one.
+	Wakeups  int64 `json:"wakeups"`
+	Acquires int   `json:"acquires"`
+	// WakeupsPerAcquire is the measure judged: at most about 1 for a
+	// recipe that watches its predecessor, about MeanWaiters for one that
+	// makes every waiter watch the same node.
+	WakeupsPerAcquire float64 `json:"wakeups_per_acquire"`
+	Threshold         float64 `json:"threshold"`
+	// Handoffs is the number of grants; WakeupsPerHandoff is shown for
+	// comparison with earlier results (it was the measure before wake-ups
+	// were counted per acquire).
+	Handoffs          int                `json:"handoffs"`
+	WakeupsPerHandoff float64            `json:"wakeups_per_handoff"`
+	MeanWaiters       float64            `json:"mean_waiters"`
+	Keys              map[string]HerdKey `json:"keys"`
+	// Implausible counts the acquire answers that report more wake-ups
+	// than the queue could have caused during them (more than 2 above the
+	// other processes' acquires and releases of the key answered
+	// meanwhile): a running count, not a count per acquire.
+	Implausible int    `json:"implausible"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+// CheckHerd measures the herd effect (seed 000 sections 5 and 23): every
+// waiter woken by every release, a read storm on ZooKeeper that grows
+// with the queue.
+//
+// A wake-up (docs/worker-protocol.md) is a watch notification that, during
+// one acquire, woke that acquire's wait and made the lock code examine the
+// queue again; an acquire's answer (ok or fail) carries the number of its
+// own wake-ups. Watches left by earlier, finished acquires that fire later
+// are not counted, nor are session events.
+//
+// Formula: R = sum of the wake-ups reported / number of acquire answers
+// that reported them. Why it is at most about 1 for a correct recipe:
+// every acquire creates exactly one queue node and that node is deleted
+// exactly once (released, abandoned on timeout, or with its session), and
+// a recipe that watches its immediate predecessor has one waiter per node
+// at most, so each deletion wakes at most one acquire: wake-ups <=
+// deletions = acquires, with acquire timeouts too (a timed-out waiter's
+// deletion wakes only its successor). A recipe that makes every waiter
+// watch the head wakes every waiter at each hand-off, so R is about the
+// number of waiters, MeanWaiters (other acquires open at each grant).
+//
+// Verdict: invalid when R > HerdThreshold and R > (MeanWaiters+1)/2. The
+// threshold, 2, is twice the most a correct recipe reaches (room for a
+// node re-created after a lost connection, or a watch that fires for
+// something else); the second condition asks that the wake-ups grow with
+// the queue, which is what a herd is (2.5 wake-ups per acquire with seven
+// waiters is odd, but a herd would wake about all seven). Without wake-up
+// counts it is unknown, and so it is when more than a tenth of the
+// answers (and more than 2) report more wake-ups than the queue could
+// cause during them (see implausible): a worker still reporting the
+// running count of the old protocol, which this formula would read as a
+// herd. Measured on real runs whose running counts were turned into
+// differences between a process's answers (an upper bound of the count
+// per acquire): seed with one key and a 300 ms acquire timeout 0.76
+// (1.51 per hand-off by the old rule), the herd recipe 4.94.
+func CheckHerd(ctx context.Context, in checker.Input) checker.Result {
+	v := lockview.Of(in.History)
+	d := HerdDetails{Keys: map[string]HerdKey{}, Threshold: HerdThreshold}
+	keys, byKey := wakeupsByKey(v)
+	var waitersSum int
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		if ctx.Err() != nil {
+			return checker.Cancelled(ctx)
+		}
+		hk := keys[k]
+		if hk == nil {
+			hk = &HerdKey{}
+			keys[k] = hk
+		}
+		var sum int
+		hk.Handoffs, sum = waiters(byKey[k])
+		if hk.Handoffs > 0 {
+			hk.MeanWaiters = float64(sum) / float64(hk.Handoffs)
+		}
+		d.Handoffs += hk.Handoffs
+		waitersSum += sum
+	}
+	for k, hk := range keys {
+		d.Keys[k] = *hk
+		d.Wakeups += hk.Wakeups
+		d.Acquires += hk.Acquires
+	}
+	if d.Acquires == 0 {
+		d.Reason = "no wake-up counts in the history: the subject does not report them"
+		return checker.Result{Valid: checker.Unknown, Error: d.Reason, Details: d}
+	}
+	d.Implausible = implausible(byKey, v.Ops)
+	if d.Implausible > max(2, d.Acquires/10) {
+		d.Reason = fmt.Sprintf("%d of %d acquire answers report more wake-ups than the queue could cause during them: the subject counts something else than wake-ups per acquire (a running count?), see docs/worker-protocol.md",
+			d.Implausible, d.Acquires)
+		return checker.Result{Valid: checker.Unknown, Error: d.Reason, Details: d}
+	}
+	d.WakeupsPerAcquire = float64(d.Wakeups) / float64(d.Acquires)
+	if d.Handoffs > 0 {
+		d.WakeupsPerHandoff = float64(d.Wakeups) / float64(d.Handoffs)
+		d.MeanWaiters = float64(waitersSum) / float64(d.Handoffs)
+	}
+	if d.WakeupsPerAcquire > HerdThreshold && d.WakeupsPerAcquire > (d.MeanWaiters+1)/2 {
+		return checker.Result{Valid: checker.Invalid, Details: d,
+			Error: fmt.Sprintf("herd effect: %.2f watch wake-ups per acquire (over %.0f) with %.2f other waiters at each grant on average (a predecessor watch wakes at most about one per acquire)",
+				d.WakeupsPerAcquire, HerdThreshold, d.MeanWaiters)}
+	}
+	return checker.Result{Valid: checker.Valid, Details: d}
+}
+
+// wakeupsByKey sums the wake-ups acquire answers (ok, fail, a worker's
+// info, late) reported per key, and lists each key's acquires.
+func wakeupsByKey(v lockview.View) (map[string]*HerdKey, map[string][]lockview.Op) {
+	keys := map[string]*HerdKey{}
+	count := func(k string, w *int64) {
+		if w == nil {
+			return
+		}
+		if keys[k] == nil {
+			keys[k] = &HerdKey{}
+		}
+		keys[k].Wakeups += *w
+		keys[k].Acquires++
+	}
+	byKey := map[string][]lockview.Op{}
+	for _, o := range v.Ops {
+		if o.F != history.FAcquire {
+			continue
+		}
+		byKey[o.Key] = append(byKey[o.Key], o)
+		if o.Value != nil && o.Type != "" {
+			count(o.Key, o.Value.Wakeups)
+		}
+	}
+	for _, e := range v.Instants {
+		if e.F == history.FLate && e.Value != nil && e.Value.Of == history.FAcquire {
+			count(e.Key, e.Value.Wakeups)
+		}
+	}
+	return keys, byKey
+}
+
+// waiters counts a key's grants and, summed over them, the other acquires
+// of the key open at each grant (invoked by then, not answered by then).
+func waiters(acqs []lockview.Op) (grants, sum int) {
+	invokes := make([]int64, 0, len(acqs))
+	dones := make([]int64, 0, len(acqs))
+	for _, o := range acqs {
+		invokes = append(invokes, o.Invoke)
+		if o.Type != "" {
+			dones = append(dones, o.Done)
+		}
+	}
+	slices.Sort(invokes)
+	slices.Sort(dones)
+	for _, o := range acqs {
+		if o.Type != history.OK {
+			continue
+		}
+		grants++
+		t := o.Done
+		invoked := sort.Search(len(invokes), func(i int) bool { return invokes[i] > t })
+		answered := sort.Search(len(dones), func(i int) bool { return dones[i] > t })
+		sum += invoked - answered
+	}
+	return grants, sum
+}
+
+// implausible counts the acquire answers whose wake-ups
+// exceed, by more than 2, the other processes' acquire and release
+// answers on the key during the acquire: every wake-up needs a queue
+// node deleted meanwhile, and every deletion is a release, an abandoned
+// or failed acquire, or a lost session, each answered around it (the
+// slack covers answers recorded just after the deletion they follow).
+func implausible(byKey map[string][]lockview.Op, ops []lockview.Op) int {
+	type done struct {
+		t int64
+		p history.Process
+	}
+	dones := map[string][]done{}
+	for _, o := range ops {
+		if o.Type != "" && (o.F == history.FAcquire || o.F == history.FRelease) {
+			dones[o.Key] = append(dones[o.Key], done{o.Done, o.Process})
+		}
+	}
+	n := 0
+	for k, acqs := range byKey {
+		ds := dones[k]
+		slices.SortFunc(ds, func(a, b done) int { return cmp.Compare(a.t, b.t) })
+		for _, a := range acqs {
+			if a.Value == nil || a.Value.Wakeups == nil || a.Type == "" {
+				continue
+			}
+			w := *a.Value.Wakeups
+			others := int64(0)
+			for i := sort.Search(len(ds), func(i int) bool { return ds[i].t >= a.Invoke }); i < len(ds) && ds[i].t <= a.Done && others <= w; i++ {
+				if ds[i].p != a.Process {
+					others++
+				}
+			}
+			if w > others+2 {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/lock"
+	"github.com/zkchaos/zkchaos/checker/stats"
+	"github.com/zkchaos/zkchaos/runner"
+)
+
+// TestPrintSummary: stdout says why every checker that did not pass
+// failed, and how many token rejections there were, with the ones no
+// newer grant explains (a wrong token).
+func TestPrintSummary(t *testing.T) {
+	res := checker.Results{Valid: checker.Invalid, Gate: []string{fence.NameDoubleWriter, fence.NameWrongToken},
+		Order: []string{fence.NameWrongToken, lock.NameLiveness, stats.Name},
+		Checkers: map[string]checker.Result{
+			fence.NameWrongToken: {Valid: checker.Invalid, Gating: true, Error: "2 of 5 register rejections hit a holder",
+				Details: fence.WrongTokenDetails{Rejections: 5, ViolationCount: 2,
+					Violations: []fence.WrongToken{{Message: "process 3 held K and was rejected"}}}},
+			lock.NameLiveness: {Valid: checker.Invalid, Error: "1 stall (the lock was not handed on)"},
+			stats.Name: {Valid: checker.Valid, Details: stats.StatsDetails{TokenRejections: 5,
+				Register: stats.RegisterCounts{Entries: 40, RejectedWrites: 4, RejectedReads: 1}}},
+		}}
+	var out bytes.Buffer
+	printSummary(&out, &runner.CheckOutcome{Results: res, Report: "/r/report.html"})
+	for _, want := range []string{
+		"wrong-token    false (gating): 2 of 5 register rejections hit a holder",
+		"liveness       false: 1 stall (the lock was not handed on)",
+		"token rejections: 5 of 40 register operations (4 writes, 1 reads)",
+		"wrong token: 2 of 5 token rejections hit a holder no newer grant had replaced, e.g.:\n  process 3 held K and was rejected",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}
