@@ -184,8 +184,8 @@ func (c Config) Validate() error {
 		bad("--pause %s: must not be negative", c.PauseFor)
 	}
 	if len(c.Gate) == 0 {
-		bad("--gate is empty: give one or more of %s", strings.Join(checker.Names(), ", "))
-	} else if err := checker.ValidateGate(c.Gate); err != nil {
+		bad("--gate is empty: give one or more of %s", strings.Join(suite.Names(), ", "))
+	} else if err := suite.ValidateGate(c.Gate); err != nil {
 		errs = append(errs, fmt.Errorf("--gate: %w", err))
 	}
 	if c.TimeLimit > 0 && c.NemesisInterval > 0 && c.PauseFor >= 0 {

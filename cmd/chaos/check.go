@@ -46,7 +46,7 @@ func cmdCheck(ctx context.Context, args []string) int {
 	}
 	if gateSet(fs) && len(splitList(*gate)) == 0 {
 		return parseExit(usageError(fs, os.Stderr, "--gate is empty: give one or more of %s, or leave it out for the run's own gate",
-			strings.Join(checker.Names(), ", ")))
+			strings.Join(suite.Names(), ", ")))
 	}
 	if *budget < 0 {
 		fmt.Fprintf(os.Stderr, "chaos check: --check-budget %s: must not be negative\n", *budget)
