@@ -70,6 +70,9 @@ func (expireHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 		// Nothing closed: the session ended some other way meanwhile.
 		return nil, withTarget(v, fmt.Errorf("%w: %w", ErrNoTarget, err))
 	}
+	// The close was sent (or may have been): watch the session go, from
+	// when it was sent, when the server had just attached us to it.
+	env.watchSession(watchSpec{Process: w.Process, PID: w.PID, Session: w.Session, Alive: res.Sent})
 	if err != nil {
 		// The close may or may not have been committed.
 		return &Effect{Value: v, Undo: undo}, err

@@ -78,6 +78,8 @@ func (isolateHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	eff := &Effect{Value: v, Undo: func(ctx context.Context) (history.Value, error) { return healWorker(ctx, ws, w, v) }}
 	start := time.Now()
 	err = w.Net.Block(ctx, ips...)
+	// Even a partial cut can cost the session: watch it either way.
+	env.watchSession(watchSpec{Process: w.Process, PID: w.PID, Session: w.Session})
 	if err != nil {
 		// Some rules may be in: the Undo flushes them.
 		return eff, fmt.Errorf("isolate %s: %w", w.Net.Name(), err)

@@ -46,6 +46,8 @@ func (pauseHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	pctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	err := proc.PauseContext(pctx, h.PID)
 	cancel()
+	// Even unverified, the SIGSTOP may have landed: watch the session.
+	env.watchSession(watchSpec{Process: h.Process, PID: h.PID, Session: session})
 	if err != nil {
 		return eff, err
 	}

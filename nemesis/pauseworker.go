@@ -63,6 +63,7 @@ func (pauseWorker) Inject(ctx context.Context, env *Env) (*Effect, error) {
 		}
 		return eff, fmt.Errorf("SIGSTOP pid %d: %w", w.PID, err)
 	}
+	env.watchSession(watchSpec{Process: w.Process, PID: w.PID, Session: w.Session})
 	if err := waitStatus(ctx, p, true); err != nil {
 		return eff, err
 	}
