@@ -20,13 +20,6 @@ func init() { register("expire-holder", func() Fault { return expireHolder{} }) 
 // window (Request.WorkMS) even when that window is short.
 type expireHolder struct{}
 
-// Nemesis operations of expire-holder. The stop operation undoes nothing
-// (an expired session stays expired); it records how the worker came back.
-const (
-	fExpire    = "expire"
-	fExpireEnd = "expire-end"
-)
-
 // expireAfterCheck is how long after the controller sent the write the
 // expiry should land: long enough for the request to reach the worker and
 // its lock check to pass (an expiry before the check just makes the write
@@ -38,7 +31,10 @@ const expireAfterCheck = 5 * time.Millisecond
 // reconnects at once and is told the session is gone.
 const expireVerifyTimeout = 5 * time.Second
 
-func (expireHolder) Verbs() (string, string) { return fExpire, fExpireEnd }
+// expire-holder starts with history.FExpire; its stop, history.FExpireEnd,
+// undoes nothing (a closed session stays closed) and records how the
+// worker came back.
+func (expireHolder) Verbs() (string, string) { return history.FExpire, history.FExpireEnd }
 
 func (expireHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	ws, err := workersOf(env)
@@ -68,13 +64,16 @@ func (expireHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	start := time.Now()
 	res, err := closeSession(ctx, addr, w.Session, w.Password, 0)
 	took := time.Since(start)
-	v := history.Value{PID: w.PID, Target: target, Session: sessionHex(w.Session)}
+	v := history.Value{PID: w.PID, Target: target, Session: sessionHex(w.Session), TargetProcess: history.Int(w.Process)}
 	undo := func(ctx context.Context) (history.Value, error) { return expireEnd(ctx, ws, w, v) }
-	switch {
-	case errors.Is(err, errSessionRefused):
+	if errors.Is(err, errSessionRefused) {
 		// Nothing closed: the session ended some other way meanwhile.
-		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
-	case err != nil:
+		return nil, withTarget(v, fmt.Errorf("%w: %w", ErrNoTarget, err))
+	}
+	// The close was sent (or may have been): watch the session go, from
+	// when it was sent, when the server had just attached us to it.
+	env.watchSession(watchSpec{Process: w.Process, PID: w.PID, Session: w.Session, Alive: res.Sent})
+	if err != nil {
 		// The close may or may not have been committed.
 		return &Effect{Value: v, Undo: undo}, err
 	}

@@ -2,12 +2,14 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/netns"
 )
 
 func init() {
@@ -22,10 +24,6 @@ func init() {
 // go-zookeeper), and learns of the expiry only once it can reach a server
 // again; meanwhile it may act on a lock the ensemble gave to another.
 type isolateHolder struct{}
-
-// fIsolate starts isolate-holder; history.FHeal ends it, as it ends
-// server partitions.
-const fIsolate = "isolate"
 
 // disconnectTimeout bounds the wait for the isolated worker to report the
 // lost connection; go-zookeeper notices within its read timeout.
@@ -43,7 +41,9 @@ const freshWait = 3 * time.Second
 // back (expired, or the same session reconnected), for the record only.
 const reconnectWait = 3 * time.Second
 
-func (isolateHolder) Verbs() (string, string) { return fIsolate, history.FHeal }
+// isolate-holder starts with history.FIsolate and ends with history.FHeal,
+// as server partitions do.
+func (isolateHolder) Verbs() (string, string) { return history.FIsolate, history.FHeal }
 
 func (isolateHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	ws, err := workersOf(env)
@@ -74,10 +74,13 @@ func (isolateHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	}
 	target := fmt.Sprintf("process %d (pid %d) holding %s with token %d, session %s, namespace %s",
 		w.Process, w.PID, w.Key, w.Token, sessionHex(w.Session), w.Net.Name())
-	v := history.Value{PID: w.PID, Target: target, Session: sessionHex(w.Session)}
+	v := history.Value{PID: w.PID, Target: target, Session: sessionHex(w.Session), TargetProcess: history.Int(w.Process)}
 	eff := &Effect{Value: v, Undo: func(ctx context.Context) (history.Value, error) { return healWorker(ctx, ws, w, v) }}
 	start := time.Now()
-	if err := w.Net.Block(ctx, ips...); err != nil {
+	err = w.Net.Block(ctx, ips...)
+	// Even a partial cut can cost the session: watch it either way.
+	env.watchSession(watchSpec{Process: w.Process, PID: w.PID, Session: w.Session})
+	if err != nil {
 		// Some rules may be in: the Undo flushes them.
 		return eff, fmt.Errorf("isolate %s: %w", w.Net.Name(), err)
 	}
@@ -117,7 +120,7 @@ func healWorker(ctx context.Context, ws Workers, w Worker, v history.Value) (his
 		if herr = w.Net.Heal(ctx); herr == nil {
 			break
 		}
-		if _, lerr := w.Net.Rules(ctx); lerr != nil {
+		if _, lerr := w.Net.Rules(ctx); lerr != nil && netGone(ctx, lerr) {
 			v.Detail = fmt.Sprintf("namespace %s gone with its worker: no rules left (%v)", w.Net.Name(), lerr)
 			return v, nil
 		}
@@ -127,6 +130,9 @@ func healWorker(ctx context.Context, ws Workers, w Worker, v history.Value) (his
 	}
 	rules, err := w.Net.Rules(ctx)
 	if err != nil {
+		if !netGone(ctx, err) {
+			return v, fmt.Errorf("list rules of %s after the heal: %w", w.Net.Name(), err)
+		}
 		v.Detail = fmt.Sprintf("namespace %s gone with its worker: no rules left", w.Net.Name())
 		return v, nil
 	}
@@ -150,6 +156,16 @@ func healWorker(ctx context.Context, ws Workers, w Worker, v history.Value) (his
 
 // healAttempts bounds the flush retries of a heal.
 const healAttempts = 5
+
+// netGone reads an error of WorkerNet.Rules: the namespace is gone with
+// its worker, unless the error is iptables itself failing in a namespace
+// that still exists (netns reports an iptables failure as a CmdError only
+// then), or the heal's own time ran out. Taking a failure for "gone"
+// would record a heal that left its rules in place as verified.
+func netGone(ctx context.Context, err error) bool {
+	var ce *netns.CmdError
+	return ctx.Err() == nil && !errors.As(err, &ce)
+}
 
 // stillLive reports whether pid is a live (not retired) worker.
 func stillLive(ws Workers, pid int) bool {

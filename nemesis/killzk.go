@@ -56,8 +56,6 @@ func (killZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
 // serves, then waits for the whole ensemble.
 func restartZK(c cluster.Cluster, n cluster.Node, pid int, target string) func(context.Context) (history.Value, error) {
 	return func(ctx context.Context) (history.Value, error) {
-		ctx, cancel := bounded(ctx)
-		defer cancel()
 		v := history.Value{PID: pid, Target: target}
 		start := time.Now()
 		if n.PID() == 0 {

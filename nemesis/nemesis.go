@@ -5,9 +5,10 @@
 // care which backend runs them.
 //
 // A Fault injects one instance of itself and returns how to undo it; the
-// Scheduler decides when (quiet, inject, hold, undo, repeat), records
-// everything, and undoes whatever is still in effect when it stops. Each
-// fault is one file that registers itself by name.
+// Scheduler decides when (quiet, inject, hold, undo, repeat), bounds every
+// injection and undo by its own deadline, records everything, and undoes
+// whatever is still in effect when it stops. Each fault is one file that
+// registers itself by name.
 package nemesis
 
 import (
@@ -52,6 +53,11 @@ type Env struct {
 	// scheduler's goroutine uses it.
 	Rand   *rand.Rand
 	Logger *slog.Logger
+
+	// scope is the fault instance being injected, set by the scheduler on
+	// its own copy of Env for each injection: what a fault starts to
+	// watch while it is in effect lives and ends with it.
+	scope *scope
 }
 
 // Effect is one injected fault instance.
@@ -59,13 +65,29 @@ type Effect struct {
 	// Value describes it for the history: Target, PID, Verified, Detail.
 	Value history.Value
 	// Undo ends the fault and verifies that it ended; it returns what it
-	// did for the history. It must be safe to call when the target is gone.
+	// did for the history. It must be safe to call when the target is gone,
+	// and must return when ctx ends: the scheduler gives it UndoTimeout,
+	// and abandons it (recorded as timed out) shortly after.
 	Undo func(ctx context.Context) (history.Value, error)
 }
 
 // ErrNoTarget means there was nothing to inject the fault into right now
 // (e.g. no worker holds a lock): recorded as fail, certainly no effect.
 var ErrNoTarget = errors.New("no target for this fault right now")
+
+// targetError is the error of an injection that had chosen its target
+// and then did nothing to it (the process exited, the session was gone):
+// the failure's record still names the target, with its process.
+type targetError struct {
+	v   history.Value
+	err error
+}
+
+func (e *targetError) Error() string { return e.err.Error() }
+func (e *targetError) Unwrap() error { return e.err }
+
+// withTarget attaches the chosen target v to err.
+func withTarget(v history.Value, err error) error { return &targetError{v: v, err: err} }
 
 // Fault is one kind of fault.
 type Fault interface {
@@ -75,6 +97,7 @@ type Fault interface {
 	// Inject injects one instance now and verifies it took effect. An
 	// error with a non-nil Effect means injected but not verified (the
 	// Effect is still undone later); with a nil Effect, nothing to undo.
+	// It must return when ctx ends (InjectTimeout, or the end of the run).
 	Inject(ctx context.Context, env *Env) (*Effect, error)
 }
 
@@ -175,11 +198,24 @@ func Expand(list []string, netns bool) []string {
 }
 
 // Schedule is when faults happen: a fault starts after Quiet, stays for
-// Hold, and is undone; then the next one.
+// Hold, and is undone; then the next one. InjectTimeout and UndoTimeout
+// bound each injection (its verification included) and each undo; zero
+// means DefaultInjectTimeout and DefaultUndoTimeout.
 type Schedule struct {
-	Quiet time.Duration
-	Hold  time.Duration
+	Quiet         time.Duration
+	Hold          time.Duration
+	InjectTimeout time.Duration
+	UndoTimeout   time.Duration
 }
+
+// The default bounds cover the slowest fault with room to spare: a
+// server fault waits up to 15 s for a whole ensemble and up to 15 s more
+// for its effect; an undo waits up to 30 s for the ensemble to serve
+// again after restarting a server.
+const (
+	DefaultInjectTimeout = 45 * time.Second
+	DefaultUndoTimeout   = 45 * time.Second
+)
 
 // Config builds the scheduler of a run.
 type Config struct {
@@ -198,8 +234,16 @@ type Scheduler struct {
 	names  []string
 	faults []Fault
 
+	// op serialises the nemesis's operations in the history: the nemesis
+	// is one process, so an observation made while a fault's operation is
+	// in flight is recorded after that operation's completion.
+	op sync.Mutex
+
 	mu     sync.Mutex
 	active []active
+	// stopped is set when Run ends: an abandoned injection that comes
+	// back later can no longer be undone by the scheduler.
+	stopped bool
 }
 
 type active struct {
@@ -207,6 +251,7 @@ type active struct {
 	stopF  string
 	effect *Effect
 	since  time.Time
+	scope  *scope
 }
 
 // New builds the scheduler for a --nemesis list; "none" gives nil.
@@ -214,18 +259,35 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := ValidateFor(cfg.Names, cfg.Netns); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg}
 	names := Expand(cfg.Names, cfg.Netns)
-	regMu.Lock()
-	defer regMu.Unlock()
-	for _, n := range names {
-		s.names = append(s.names, n)
-		s.faults = append(s.faults, registry[n]())
-	}
-	if len(s.faults) == 0 {
+	if len(names) == 0 {
 		return nil, nil
 	}
-	return s, nil
+	regMu.Lock()
+	faults := make([]Fault, len(names))
+	for i, n := range names {
+		faults[i] = registry[n]()
+	}
+	regMu.Unlock()
+	return newScheduler(cfg, names, faults)
+}
+
+// newScheduler builds a scheduler of the given faults, filling in the
+// defaults of cfg.
+func newScheduler(cfg Config, names []string, faults []Fault) (*Scheduler, error) {
+	if cfg.History == nil || cfg.Env.Rand == nil {
+		return nil, errors.New("nemesis: a scheduler needs a history and the run's seeded source")
+	}
+	if cfg.Env.Logger == nil {
+		cfg.Env.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Schedule.InjectTimeout <= 0 {
+		cfg.Schedule.InjectTimeout = DefaultInjectTimeout
+	}
+	if cfg.Schedule.UndoTimeout <= 0 {
+		cfg.Schedule.UndoTimeout = DefaultUndoTimeout
+	}
+	return &Scheduler{cfg: cfg, names: names, faults: faults}, nil
 }
 
 // Faults lists the fault names the scheduler picks from.
@@ -235,7 +297,7 @@ func (s *Scheduler) Faults() []string { return slices.Clone(s.names) }
 // The choice among several faults comes from the run's seeded source, so
 // a seed repeats its schedule as far as timing allows.
 func (s *Scheduler) Run(ctx context.Context) error {
-	defer s.Heal(context.Background())
+	defer s.finish(ctx)
 	for {
 		if !sleep(ctx, s.cfg.Schedule.Quiet) {
 			return nil
@@ -243,31 +305,66 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		i := s.cfg.Env.Rand.IntN(len(s.faults))
 		s.injectOne(ctx, s.names[i], s.faults[i])
 		sleep(ctx, s.cfg.Schedule.Hold)
-		s.Heal(context.Background())
+		s.Heal(ctx)
 	}
 }
 
+// finish marks the scheduler stopped and undoes what is left; an
+// injection abandoned earlier that returns after this is left to the
+// final restore (runner/final.go), which sweeps every fault of the run.
+func (s *Scheduler) finish(ctx context.Context) {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.Heal(ctx)
+}
+
+// injectOne injects f within InjectTimeout and records the outcome: fail
+// when nothing was done, info when something may have been done or was
+// not verified (an effect is kept and undone either way), ok when the
+// fault verified its effect.
 func (s *Scheduler) injectOne(ctx context.Context, name string, f Fault) {
 	startF, stopF := f.Verbs()
+	sc := s.newScope(ctx)
+	keep := false
+	// Deferred first, so it runs after op is unlocked: a watch that
+	// waits to record must get op before its scope can end.
+	defer func() {
+		if !keep {
+			sc.end()
+		}
+	}()
+	s.op.Lock()
+	defer s.op.Unlock()
 	s.record(history.Invoke, startF, &history.Value{Target: name}, "")
+	env := s.cfg.Env
+	env.scope = sc
 	t0 := time.Now()
-	eff, err := f.Inject(ctx, &s.cfg.Env)
+	eff, err := bound(ctx, s.cfg.Schedule.InjectTimeout, "inject", func(ctx context.Context) (*Effect, error) {
+		return f.Inject(ctx, &env)
+	}, func(eff *Effect, err error) { s.late(name, stopF, eff, err, sc) })
 	took := time.Since(t0).Round(time.Millisecond).String()
+	chosen := history.Value{Target: name}
+	if te := (*targetError)(nil); errors.As(err, &te) {
+		chosen = te.v
+	}
 	switch {
 	case eff == nil && errors.Is(err, ErrNoTarget):
-		s.record(history.Fail, startF, &history.Value{Target: name}, err.Error())
+		s.record(history.Fail, startF, &chosen, err.Error())
 		return
 	case eff == nil && err != nil:
 		// Nothing to undo, but we cannot be sure nothing happened.
-		s.record(history.Info, startF, &history.Value{Target: name}, err.Error())
-		s.cfg.Env.Logger.Warn("nemesis: inject failed", "fault", name, "err", err)
+		chosen.Verified = history.Bool(false)
+		s.record(history.Info, startF, &chosen, err.Error())
+		s.cfg.Env.Logger.Warn("nemesis: inject failed", "fault", name, "took", took, "err", err)
 		return
 	case eff == nil:
-		s.record(history.Fail, startF, &history.Value{Target: name}, "fault returned no effect")
+		s.record(history.Fail, startF, &chosen, "fault returned no effect")
 		return
 	}
+	keep = true
 	s.mu.Lock()
-	s.active = append(s.active, active{name: name, stopF: stopF, effect: eff, since: time.Now()})
+	s.active = append(s.active, active{name: name, stopF: stopF, effect: eff, since: time.Now(), scope: sc})
 	s.mu.Unlock()
 	v := eff.Value
 	if err != nil {
@@ -283,37 +380,87 @@ func (s *Scheduler) injectOne(ctx context.Context, name string, f Fault) {
 	s.cfg.Env.Logger.Info("nemesis: fault in effect", "fault", name, "target", v.Target, "took", took, "detail", v.Detail)
 }
 
-// Heal undoes every fault still in effect; safe any time, and twice.
+// late takes the result of an injection that was abandoned at its bound
+// (already recorded info): an effect it reports is undone by the next
+// Heal, or, once Run has ended, by the final restore.
+func (s *Scheduler) late(name, stopF string, eff *Effect, err error, sc *scope) {
+	log := s.cfg.Env.Logger
+	if eff == nil {
+		log.Warn("nemesis: abandoned injection returned, nothing to undo", "fault", name, "err", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		log.Error("nemesis: abandoned injection returned an effect after the nemesis stopped; the final restore sweeps it",
+			"fault", name, "target", eff.Value.Target, "err", err)
+		return
+	}
+	log.Warn("nemesis: abandoned injection returned an effect; the next heal undoes it", "fault", name, "target", eff.Value.Target, "err", err)
+	s.active = append(s.active, active{name: name, stopF: stopF, effect: eff, since: time.Now(), scope: sc})
+}
+
+// Heal undoes every fault still in effect; safe any time, and twice. Each
+// undo gets UndoTimeout from now, whether or not ctx has ended (the run's
+// end is when healing matters most), so Heal is bounded by UndoTimeout
+// (plus a short grace) per fault in effect.
 func (s *Scheduler) Heal(ctx context.Context) {
 	s.mu.Lock()
 	act := s.active
 	s.active = nil
 	s.mu.Unlock()
 	for _, a := range act {
-		before := a.effect.Value
-		s.record(history.Invoke, a.stopF, &history.Value{Target: before.Target, PID: before.PID}, "")
-		t0 := time.Now()
-		v, err := a.effect.Undo(ctx)
-		took := time.Since(t0).Round(time.Millisecond).String()
-		held := t0.Sub(a.since).Round(time.Millisecond).String()
-		if v.Target == "" {
-			v.Target = before.Target
-		}
-		if v.PID == 0 {
-			v.PID = before.PID
-		}
-		if err != nil {
-			v.Verified = history.Bool(false)
-			s.record(history.Info, a.stopF, &v, err.Error())
-			s.cfg.Env.Logger.Error("nemesis: undo not verified", "fault", a.name, "target", v.Target, "held", held, "took", took, "err", err)
-			continue
-		}
-		if v.Verified == nil {
-			v.Verified = history.Bool(true)
-		}
-		s.record(history.OK, a.stopF, &v, "")
-		s.cfg.Env.Logger.Info("nemesis: fault undone", "fault", a.name, "target", v.Target, "held", held, "took", took, "detail", v.Detail)
+		// What the fault watched while in effect ends with it, before the
+		// undo lets the target recover.
+		a.scope.end()
+		s.undoOne(context.WithoutCancel(ctx), a)
 	}
+}
+
+// undoOne undoes one fault within UndoTimeout and records the outcome: ok
+// when the undo verified its effect, else info with verified false (an
+// undo that timed out says so, and after how long).
+func (s *Scheduler) undoOne(ctx context.Context, a active) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	before := a.effect.Value
+	s.record(history.Invoke, a.stopF, &history.Value{Target: before.Target, PID: before.PID,
+		TargetProcess: before.TargetProcess, Session: before.Session}, "")
+	t0 := time.Now()
+	undo := a.effect.Undo
+	if undo == nil {
+		undo = func(context.Context) (history.Value, error) {
+			return before, errors.New("the fault gave no way to undo it")
+		}
+	}
+	v, err := bound(ctx, s.cfg.Schedule.UndoTimeout, "undo", undo, func(v history.Value, err error) {
+		s.cfg.Env.Logger.Warn("nemesis: abandoned undo returned", "fault", a.name, "target", before.Target, "detail", v.Detail, "err", err)
+	})
+	took := time.Since(t0).Round(time.Millisecond).String()
+	held := t0.Sub(a.since).Round(time.Millisecond).String()
+	if v.Target == "" {
+		v.Target = before.Target
+	}
+	if v.PID == 0 {
+		v.PID = before.PID
+	}
+	if v.TargetProcess == nil {
+		v.TargetProcess = before.TargetProcess
+	}
+	if v.Session == "" {
+		v.Session = before.Session
+	}
+	if err != nil {
+		v.Verified = history.Bool(false)
+		s.record(history.Info, a.stopF, &v, err.Error())
+		s.cfg.Env.Logger.Error("nemesis: undo not verified", "fault", a.name, "target", v.Target, "held", held, "took", took, "err", err)
+		return
+	}
+	if v.Verified == nil {
+		v.Verified = history.Bool(true)
+	}
+	s.record(history.OK, a.stopF, &v, "")
+	s.cfg.Env.Logger.Info("nemesis: fault undone", "fault", a.name, "target", v.Target, "held", held, "took", took, "detail", v.Detail)
 }
 
 // record writes a nemesis event; a history that cannot be written is
@@ -325,8 +472,21 @@ func (s *Scheduler) record(t history.Type, f string, v *history.Value, errText s
 	}
 }
 
-// sleep waits d or until ctx ends; false means ctx ended.
+// instant records an observation of the nemesis (invoke and ok back to
+// back), between its fault operations, never inside one.
+func (s *Scheduler) instant(f string, v *history.Value) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	s.record(history.Invoke, f, v, "")
+	s.record(history.OK, f, v, "")
+}
+
+// sleep waits d or until ctx ends; false means ctx ended. An ended ctx
+// wins over a short d, so no fault starts after the run has ended.
 func sleep(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -136,8 +136,6 @@ func rulesOf(ctx context.Context, byID map[int]cluster.Node, ids []int) string {
 // remain, and waits for the whole ensemble to serve again.
 func healUndo(c cluster.Cluster, byID map[int]cluster.Node, ids []int, target string) func(context.Context) (history.Value, error) {
 	return func(ctx context.Context) (history.Value, error) {
-		ctx, cancel := bounded(ctx)
-		defer cancel()
 		v := history.Value{Target: target}
 		var errs []error
 		for _, id := range ids {

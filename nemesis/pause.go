@@ -37,24 +37,50 @@ func (pauseHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	if h.InCriticalSection {
 		target += ", in its critical section before its write"
 	}
-	eff := &Effect{Value: history.Value{PID: h.PID, Target: target}, Undo: resumeUndo(h.PID, target)}
-	if err := proc.Pause(h.PID, verifyTimeout); err != nil {
+	v := history.Value{PID: h.PID, Target: target, TargetProcess: history.Int(h.Process)}
+	session := sessionOf(env, h.PID)
+	if session != 0 {
+		v.Session = sessionHex(session)
+	}
+	eff := &Effect{Value: v, Undo: resumeUndo(v)}
+	pctx, cancel := context.WithTimeout(ctx, verifyTimeout)
+	err := proc.PauseContext(pctx, h.PID)
+	cancel()
+	// Even unverified, the SIGSTOP may have landed: watch the session.
+	env.watchSession(watchSpec{Process: h.Process, PID: h.PID, Session: session})
+	if err != nil {
 		return eff, err
 	}
 	eff.Value.Detail = "process state T in /proc"
 	return eff, nil
 }
 
-// resumeUndo SIGCONTs pid and verifies it no longer shows stopped.
-func resumeUndo(pid int, target string) func(context.Context) (history.Value, error) {
-	return func(context.Context) (history.Value, error) {
-		v := history.Value{PID: pid, Target: target}
-		if err := proc.Resume(pid, verifyTimeout); err != nil {
+// resumeUndo SIGCONTs v's process and verifies it no longer shows stopped.
+func resumeUndo(v history.Value) func(context.Context) (history.Value, error) {
+	return func(ctx context.Context) (history.Value, error) {
+		ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
+		defer cancel()
+		if err := proc.ResumeContext(ctx, v.PID); err != nil {
 			return v, err
 		}
 		v.Detail = "process no longer stopped (or gone)"
 		return v, nil
 	}
+}
+
+// sessionOf is the session the worker with pid last reported connected, 0
+// when unknown (the targets do not expose workers, or it has none).
+func sessionOf(env *Env, pid int) int64 {
+	ws, err := workersOf(env)
+	if err != nil {
+		return 0
+	}
+	for _, w := range ws.Workers() {
+		if w.PID == pid {
+			return w.Session
+		}
+	}
+	return 0
 }
 
 // waitHolder polls for a holder, preferring one in its critical section

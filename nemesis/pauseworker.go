@@ -41,28 +41,29 @@ func (pauseWorker) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	if !ok {
 		return nil, ErrNoTarget
 	}
-	p, created, err := ourWorker(ctx, w)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
-	}
 	target := fmt.Sprintf("process %d (pid %d)", w.Process, w.PID)
 	if w.Holding {
 		target += fmt.Sprintf(" holding %s with token %d", w.Key, w.Token)
 	} else {
 		target += " holding nothing"
 	}
-	v := history.Value{PID: w.PID, Target: target}
+	v := history.Value{PID: w.PID, Target: target, TargetProcess: history.Int(w.Process)}
 	if w.Session != 0 {
 		v.Session = sessionHex(w.Session)
+	}
+	p, created, err := ourWorker(ctx, w)
+	if err != nil {
+		return nil, withTarget(v, fmt.Errorf("%w: %w", ErrNoTarget, err))
 	}
 	eff := &Effect{Value: v, Undo: func(ctx context.Context) (history.Value, error) { return resumeWorker(ctx, w.PID, created, v) }}
 	start := time.Now()
 	if err := p.SuspendWithContext(ctx); err != nil {
 		if errors.Is(err, process.ErrorProcessNotRunning) {
-			return nil, fmt.Errorf("%w: pid %d exited before the pause", ErrNoTarget, w.PID)
+			return nil, withTarget(v, fmt.Errorf("%w: pid %d exited before the pause", ErrNoTarget, w.PID))
 		}
 		return eff, fmt.Errorf("SIGSTOP pid %d: %w", w.PID, err)
 	}
+	env.watchSession(watchSpec{Process: w.Process, PID: w.PID, Session: w.Session})
 	if err := waitStatus(ctx, p, true); err != nil {
 		return eff, err
 	}
@@ -97,9 +98,12 @@ func ourWorker(ctx context.Context, w Worker) (*process.Process, int64, error) {
 // another process, and verifies it no longer shows stopped.
 func resumeWorker(ctx context.Context, pid int, created int64, v history.Value) (history.Value, error) {
 	p, err := process.NewProcessWithContext(ctx, int32(pid))
-	if err != nil {
+	if errors.Is(err, process.ErrorProcessNotRunning) {
 		v.Detail = "process gone: nothing left paused"
 		return v, nil
+	}
+	if err != nil {
+		return v, fmt.Errorf("pid %d: %w", pid, err)
 	}
 	if ct, err := p.CreateTimeWithContext(ctx); err != nil || ct != created {
 		v.Detail = "process gone (pid reused or exiting): nothing left paused"
@@ -121,7 +125,8 @@ func resumeWorker(ctx context.Context, pid int, created int64, v history.Value) 
 }
 
 // waitStatus polls the process state until it is (or is no longer)
-// stopped. A process that vanishes while resuming counts as resumed.
+// stopped, for up to verifyTimeout or until ctx ends. A process that
+// vanishes while resuming counts as resumed.
 func waitStatus(ctx context.Context, p *process.Process, stopped bool) error {
 	deadline := time.Now().Add(verifyTimeout)
 	for {
@@ -139,7 +144,7 @@ func waitStatus(ctx context.Context, p *process.Process, stopped bool) error {
 			return fmt.Errorf("pid %d: state %v, want stopped=%v after %s", p.Pid, st, stopped, verifyTimeout)
 		}
 		if !sleep(ctx, 2*time.Millisecond) {
-			return ctx.Err()
+			return fmt.Errorf("pid %d: state %v, want stopped=%v: %w", p.Pid, st, stopped, context.Cause(ctx))
 		}
 	}
 }

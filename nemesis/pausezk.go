@@ -50,8 +50,6 @@ func (p pauseZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
 // ensemble to serve again.
 func resumeZK(c cluster.Cluster, n cluster.Node, pid int, target string) func(context.Context) (history.Value, error) {
 	return func(ctx context.Context) (history.Value, error) {
-		ctx, cancel := bounded(ctx)
-		defer cancel()
 		v := history.Value{PID: pid, Target: target}
 		if n.PID() != pid {
 			v.Detail = fmt.Sprintf("pid %d gone (server now pid %d)", pid, n.PID())

@@ -165,9 +165,3 @@ func healed(ctx context.Context, c cluster.Cluster, v history.Value) (history.Va
 	v.Detail += "; " + whole
 	return v, nil
 }
-
-// bounded gives an undo its own deadline: undos run on a background
-// context when the run ends, and must not hang the final phase.
-func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), healWait+10*time.Second)
-}

@@ -34,12 +34,21 @@ type closeResult struct {
 	Zxid int64
 	// Timeout is the session timeout the server reported on attaching.
 	Timeout time.Duration
+	// Sent is when the closeSession request went out, on a session the
+	// server had just attached us to: it existed then. Zero if not sent.
+	Sent time.Time
 }
 
-// closeSession attaches to session on the server at addr and closes it.
-// Without a deadline on ctx it gives up after 5 s.
+// closeTimeout bounds one closeSession exchange: one round trip and a
+// commit, however long the caller's own deadline.
+const closeTimeout = 5 * time.Second
+
+// closeSession attaches to session on the server at addr and closes it,
+// within closeTimeout (or ctx, if it ends sooner).
 func closeSession(ctx context.Context, addr string, session int64, passwd []byte, timeout time.Duration) (closeResult, error) {
-	c, done, err := cluster.DialBounded(ctx, addr, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
+	defer cancel()
+	c, done, err := cluster.DialBounded(ctx, addr, closeTimeout)
 	if err != nil {
 		return closeResult{}, fmt.Errorf("close session %s on %s: %w", sessionHex(session), addr, err)
 	}
@@ -70,6 +79,7 @@ func closeSession(ctx context.Context, addr string, session int64, passwd []byte
 	binary.BigEndian.PutUint32(req[0:4], xid)
 	op := int32(opCloseSession)
 	binary.BigEndian.PutUint32(req[4:8], uint32(op))
+	res.Sent = time.Now()
 	if err := writeFrame(c, req); err != nil {
 		return res, fmt.Errorf("closeSession %s on %s: %w", sessionHex(session), addr, err)
 	}
@@ -133,19 +143,27 @@ func readFrame(r io.Reader) ([]byte, error) {
 }
 
 // serversListing asks every server for its connections (four-letter word
-// cons) and returns the addresses of those that list session, and of those
-// that did not answer.
+// cons, each bounded by probeTimeout) and returns the addresses of those
+// that list session, and of those that gave no list: no answer, or an
+// answer that is not a list of connections (a server not serving, or one
+// that does not allow cons), which must not pass for "not listed".
 func serversListing(ctx context.Context, addrs []string, session int64) (listing, silent []string) {
 	needle := "sid=" + sessionHex(session) + ","
 	for _, a := range addrs {
-		out, err := cluster.FourLetter(ctx, a, "cons")
-		if err != nil {
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		out, err := cluster.FourLetter(pctx, a, "cons")
+		cancel()
+		switch {
+		case err != nil || !consList(out):
 			silent = append(silent, a)
-			continue
-		}
-		if strings.Contains(out, needle) {
+		case strings.Contains(out, needle):
 			listing = append(listing, a)
 		}
 	}
 	return listing, silent
 }
+
+// consList reports whether out is a list of connections: it always has
+// at least one, the connection that asked, and every entry carries its
+// queue counters.
+func consList(out string) bool { return strings.Contains(out, "(queued=") }

@@ -71,7 +71,8 @@ func (h *Host) Gone() bool {
 }
 
 func (h *Host) iptables(ctx context.Context, args ...string) (string, error) {
-	return run(ctx, "ip", append([]string{"netns", "exec", h.NS, "iptables", "-w"}, args...)...)
+	pre := append([]string{"netns", "exec", h.NS, "iptables"}, lockWait(ctx)...)
+	return run(ctx, "ip", append(pre, args...)...)
 }
 
 // Rules lists the host's blocks as iptables prints them (-A ZKCHAOS ...),

@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // MaxSlots is the number of /21 slots in 198.18.0.0/15.
@@ -107,5 +109,23 @@ func stderrHas(err error, frags ...string) bool {
 // ipt runs iptables in the root namespace, waiting for the xtables lock so
 // that concurrent runs do not fail spuriously.
 func ipt(ctx context.Context, args ...string) (string, error) {
-	return run(ctx, "iptables", append([]string{"-w"}, args...)...)
+	return run(ctx, "iptables", append(lockWait(ctx), args...)...)
+}
+
+// maxLockWait bounds iptables' wait for the xtables lock when ctx has no
+// deadline.
+const maxLockWait = 10 * time.Second
+
+// lockWait is iptables' -w argument: wait for the xtables lock
+// (iptables-legacy takes it on every call; iptables-nft ignores it), but
+// never past ctx's deadline, and at most maxLockWait. A bare -w waits
+// forever behind a stuck holder of the lock, and a heal that waits
+// forever hangs the run; the command also runs under ctx, which kills it
+// at the deadline.
+func lockWait(ctx context.Context) []string {
+	d := maxLockWait
+	if dl, ok := ctx.Deadline(); ok {
+		d = min(d, time.Until(dl))
+	}
+	return []string{"-w", strconv.Itoa(max(1, int(d/time.Second)))}
 }

@@ -8,6 +8,7 @@ package proc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -126,27 +127,50 @@ func Stopped(pid int) bool {
 }
 
 // Pause sends SIGSTOP and waits until the kernel shows the process stopped,
-// so that a pause recorded in the history really happened.
+// so that a pause recorded in the history really happened; it gives up
+// after timeout.
 func Pause(pid int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return PauseContext(ctx, pid)
+}
+
+// PauseContext is Pause bounded by ctx instead of a timeout: the nemesis
+// gives every injection one deadline, and a wait that outlived it would
+// hang the schedule.
+func PauseContext(ctx context.Context, pid int) error {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("SIGSTOP pid %d: %w", pid, err)
 	}
-	return waitFor(pid, timeout, Stopped, "stopped")
+	return waitFor(ctx, pid, Stopped, "stopped")
 }
 
-// Resume sends SIGCONT and waits until the process no longer shows stopped.
+// Resume sends SIGCONT and waits until the process no longer shows
+// stopped; it gives up after timeout.
 func Resume(pid int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return ResumeContext(ctx, pid)
+}
+
+// ResumeContext is Resume bounded by ctx: an undo must end by its
+// deadline even when the process never shows running (a process stopped
+// by a tracer stays stopped after SIGCONT).
+func ResumeContext(ctx context.Context, pid int) error {
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
 			return nil // gone: nothing left paused
 		}
 		return fmt.Errorf("SIGCONT pid %d: %w", pid, err)
 	}
-	return waitFor(pid, timeout, func(p int) bool { return !Stopped(p) }, "running")
+	return waitFor(ctx, pid, func(p int) bool { return !Stopped(p) }, "running")
 }
 
-func waitFor(pid int, timeout time.Duration, cond func(int) bool, what string) error {
-	deadline := time.Now().Add(timeout)
+// waitFor polls the process until cond holds, it exits, or ctx ends.
+func waitFor(ctx context.Context, pid int, cond func(int) bool, what string) error {
+	start := time.Now()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		if cond(pid) {
 			return nil
@@ -154,10 +178,11 @@ func waitFor(pid int, timeout time.Duration, cond func(int) bool, what string) e
 		if !Alive(pid) {
 			return fmt.Errorf("pid %d exited while waiting for it to be %s", pid, what)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pid %d not %s after %s", pid, what, timeout)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pid %d not %s after %s: %w", pid, what, time.Since(start).Round(time.Millisecond), context.Cause(ctx))
+		case <-tick.C:
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

@@ -1,9 +1,13 @@
 package proc
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -120,5 +124,42 @@ func TestStartTimeNamesOneProcess(t *testing.T) {
 	}
 	if _, err := StartTime(cmd.Process.Pid); err == nil {
 		t.Error("StartTime of an exited process succeeded")
+	}
+}
+
+// TestResumeContextEndsWithItsContext: a process in a tracing stop stays
+// stopped after SIGCONT, the case where an unbounded resume polled
+// forever. The resume must give up when its context ends, and say so.
+func TestResumeContextEndsWithItsContext(t *testing.T) {
+	runtime.LockOSThread() // the tracer is the thread that forked
+	defer runtime.UnlockOSThread()
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	// The traced child stops at its exec.
+	deadline := time.Now().Add(5 * time.Second)
+	for !Stopped(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("traced pid %d never stopped", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := ResumeContext(ctx, pid)
+	took := time.Since(start)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not running after") {
+		t.Fatalf("ResumeContext of a traced process = %v; want a deadline error", err)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("ResumeContext returned after %s, long after its 300ms context", took)
 	}
 }
