@@ -30,8 +30,10 @@ func invalid(names ...string) map[string]checker.Validity {
 	return expect(checker.Invalid, names...)
 }
 
-// resource is the pair of checkers that answer "was my data corrupted?".
-var resource = []string{fence.NameDoubleWriter, linear.NameRegister}
+// resource is the default gate: the checkers that answer "was my data
+// corrupted?", and wrong-token, which a correct recipe never trips
+// (every fenced cell of a correct subject shows that, fault by fault).
+var resource = []string{fence.NameDoubleWriter, linear.NameRegister, fence.NameWrongToken}
 
 // faults are every fault of the nemesis, each a row for the seed recipe
 // with fencing, which must stay valid under all of them.
@@ -86,11 +88,11 @@ func Default(exe string) []Cell {
 	// The seed under the zoo's settings: the same checkers must stay quiet.
 	cells = append(cells,
 		Cell{Recipe: "seed", Variant: "zoo-control", Nemesis: []string{"none"}, Fencing: "on", Args: contention,
-			Expect: valid(lock.NameGrantOverlap, lock.NameLiveness, lock.NameHerd, lock.NameTokenOrder),
+			Expect: valid(lock.NameGrantOverlap, lock.NameLiveness, lock.NameHerd, lock.NameTokenOrder, fence.NameWrongToken),
 			Why:    "control for the zoo's contention rows"},
 		Cell{Recipe: "seed", Variant: "short-session", Nemesis: []string{"pause-holder"}, Fencing: "on",
 			Args:   with("--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s"),
-			Expect: valid(lock.NameGrantOverlap, fence.NameDoubleWriter),
+			Expect: valid(lock.NameGrantOverlap, fence.NameDoubleWriter, fence.NameWrongToken),
 			Why:    "control for ignore-session's settings"},
 	)
 	// Other subjects run the seed's rows.

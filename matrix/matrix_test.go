@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/integrity"
 )
 
 func TestFilter(t *testing.T) {
@@ -141,6 +142,30 @@ func TestCellNamesAreUnique(t *testing.T) {
 		seen[c.Name()] = true
 		if len(c.Expect) == 0 {
 			t.Errorf("cell %s expects nothing: it could never fail", c.Name())
+		}
+	}
+}
+
+// A cell whose run did not complete, or whose history failed its
+// integrity check, is unknown even when every expected checker agreed.
+func TestTrusted(t *testing.T) {
+	done := &checker.Completion{Completed: true}
+	ok := map[string]checker.Result{integrity.Name: {Valid: checker.Valid}}
+	cases := []struct {
+		name string
+		res  checker.Results
+		want Outcome
+	}{
+		{"complete and intact", checker.Results{Completion: done, Checkers: ok}, Pass},
+		{"no completion record", checker.Results{Checkers: ok}, Unknown},
+		{"incomplete", checker.Results{Completion: &checker.Completion{Why: "killed"}, Checkers: ok}, Unknown},
+		{"broken history", checker.Results{Completion: done,
+			Checkers: map[string]checker.Result{integrity.Name: {Valid: checker.Unknown, Error: "duplicate index"}}}, Unknown},
+		{"no integrity result", checker.Results{Completion: done, Checkers: map[string]checker.Result{}}, Unknown},
+	}
+	for _, c := range cases {
+		if got, why := trusted(c.res); got != c.want || (got != Pass && why == "") {
+			t.Errorf("%s: trusted = %s %q, want %s with a reason", c.name, got, why, c.want)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/integrity"
 )
 
 // Options configure a matrix run.
@@ -231,7 +232,28 @@ func runAttempt(ctx context.Context, c Cell, o Options, seed int64) Attempt {
 		}
 	}
 	a.Outcome = compare(c, a.Actual)
+	if a.Outcome == Pass {
+		a.Outcome, a.Detail = trusted(res)
+	}
 	return a
+}
+
+// trusted says whether a cell's run can be judged at all: a run that did
+// not complete, or whose history failed its integrity check, has checker
+// answers about data that is not all there. Such a cell is unknown, never
+// a pass, whatever its expected checkers said.
+func trusted(res checker.Results) (Outcome, string) {
+	if c := res.Completion; c == nil || !c.Completed {
+		why := "no completion record"
+		if c != nil {
+			why = c.Why
+		}
+		return Unknown, "run incomplete: " + why
+	}
+	if r, ok := res.Checkers[integrity.Name]; !ok || r.Valid != checker.Valid {
+		return Unknown, "history integrity " + r.Valid.String() + ": " + r.Error
+	}
+	return Pass, ""
 }
 
 // firstViolation reads the convention every checker that finds violations
