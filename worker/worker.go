@@ -29,6 +29,11 @@ type Config struct {
 	Recipe         string
 	Token          string
 	Root           string
+	// ZKAuth is the ZooKeeper credential (recipes.AuthEnv) and
+	// RegisterSecret the register's (register.SecretEnv); both come from
+	// the environment and are never serialised.
+	ZKAuth         recipes.Auth `json:"-"`
+	RegisterSecret string       `json:"-"`
 	Logger         *slog.Logger
 }
 
@@ -58,6 +63,7 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		SessionTimeout: cfg.SessionTimeout,
 		Root:           cfg.Root,
 		Token:          cfg.Token,
+		Auth:           cfg.ZKAuth,
 		Logger:         log,
 	})
 	if err != nil {
@@ -67,7 +73,7 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		cfg:    cfg,
 		log:    log,
 		lock:   lock,
-		reg:    register.NewClient(cfg.Register, registerTimeout),
+		reg:    register.NewClient(cfg.Register, registerTimeout, cfg.RegisterSecret),
 		out:    out,
 		pid:    os.Getpid(),
 		grants: map[string]recipes.Grant{},
