@@ -29,6 +29,7 @@ func TestValidateNamesTheBadValue(t *testing.T) {
 		{func(c *Config) { c.Name = "../up" }, "--name"},
 		{func(c *Config) { c.LockRoot = "locks/" }, "--lock-root"},
 		{func(c *Config) { c.Nodes = 0 }, "--nodes"},
+		{func(c *Config) { c.ACL = "maybe" }, "--acl"},
 	}
 	for _, tc := range cases {
 		c := Defaults()
