@@ -96,8 +96,14 @@ func (a *attack) run(ctx context.Context) {
 func (a *attack) forge(ctx context.Context) {
 	node := a.vic.node
 	del := a.try("forge: delete the holder's lock node", node, func() error { return a.conn.Delete(node, -1) })
-	if del.outcome == outcomeDone {
+	switch del.outcome {
+	case outcomeDone:
 		del.note = a.waitIntruder(ctx)
+	case outcomeFailed:
+		// Gone already (released meanwhile): there is no grant to forge,
+		// and a node put there would only block the queue.
+		del.note = "nothing to forge"
+		return
 	}
 	cr := a.try("forge: create a node at the holder's path", node, func() error {
 		_, err := a.conn.Create(node, nil, 0, zk.WorldACL(zk.PermAll))
@@ -138,7 +144,7 @@ func (a *attack) waitConsumed(ctx context.Context, node string) string {
 		case err != nil:
 			return "watching it: " + err.Error()
 		case !ok:
-			return fmt.Sprintf("deleted %s later, by the holder's release", time.Since(start).Round(time.Millisecond))
+			return fmt.Sprintf("deleted %s later: the holder's release found a node at its path", time.Since(start).Round(time.Millisecond))
 		}
 		select {
 		case <-ch:
