@@ -39,7 +39,7 @@ var resource = []string{fence.NameDoubleWriter, linear.NameRegister, fence.NameW
 // with fencing, which must stay valid under all of them.
 var faults = []string{"pause-holder", "pause-worker", "expire-holder", "isolate-holder",
 	"pause-zk-leader", "pause-zk", "kill-zk",
-	"partition-zk-leader", "partition-zk-halves", "partition-zk-ring", "partition-zk-bridge"}
+	"partition-zk-leader", "partition-zk-halves", "partition-zk-ring", "partition-zk-bridge", "rogue-client"}
 
 // Default is the matrix of design section 9: the seed recipe with fencing
 // is valid under every fault; without fencing it is caught under holder
@@ -63,6 +63,9 @@ func Default(exe string) []Cell {
 			Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
 		Cell{Recipe: "seed", Nemesis: []string{"expire-holder"}, Fencing: "off", Args: short,
 			Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the expired holder's write lands after the new holder's"},
+		Cell{Recipe: "seed", Variant: "acl-off", Nemesis: []string{"rogue-client"}, Fencing: "on",
+			Args:   with("--acl", "off", "--keys", "1", "--hold", "300ms", "--pause", "1s"),
+			Expect: invalid(lock.NameGrantOverlap), Why: "without the ACL an anonymous client forges the holder's node: two holders"},
 	)
 	// The zoo: each recipe carries one classic mistake of seed 000 §23.
 	contention := with("--keys", "1", "--acquire-timeout", "300ms")

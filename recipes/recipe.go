@@ -112,7 +112,10 @@ type Config struct {
 	// Root is the persistent parent of the per-key lock directories.
 	Root string
 	// Token is TokenCzxid or TokenSeq.
-	Token  string
+	Token string
+	// Auth is the credential the client presents (AuthEnv); with one, the
+	// nodes it creates carry Auth.ACL. The zero value is anonymous.
+	Auth   Auth
 	Logger *slog.Logger
 }
 

@@ -34,9 +34,11 @@ type Seed struct {
 	root    string
 	token   string
 	timeout time.Duration
-	log     *slog.Logger
-	conn    *zk.Conn
-	events  *queue.Queue[SessionEvent]
+	// acl is what every node we create carries (Config.Auth.ACL).
+	acl    []zk.ACL
+	log    *slog.Logger
+	conn   *zk.Conn
+	events *queue.Queue[SessionEvent]
 	// bugs switches on the classic mistakes of the known-bug zoo (zoo.go);
 	// all false for seed itself.
 	bugs bugs
@@ -104,6 +106,7 @@ func newSeedWithBugs(cfg Config, b bugs) (*Seed, error) {
 	s := &Seed{
 		root:      root,
 		token:     tok,
+		acl:       cfg.Auth.ACL(),
 		timeout:   cfg.SessionTimeout,
 		log:       log,
 		events:    queue.New[SessionEvent](),
@@ -133,6 +136,10 @@ func newSeedWithBugs(cfg Config, b bugs) (*Seed, error) {
 		}
 		close(s.loopDone)
 	}()
+	if err := authenticate(conn, cfg.Auth); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("seed: %w", err)
+	}
 	return s, nil
 }
 
@@ -399,7 +406,7 @@ func (s *Seed) ensurePath(ctx context.Context, p string) error {
 		cur += "/" + part
 		for {
 			_, err := call(ctx, func() (string, error) {
-				return s.conn.Create(cur, nil, 0, zk.WorldACL(zk.PermAll))
+				return s.conn.Create(cur, nil, 0, s.acl)
 			}, nil)
 			if err == nil || errors.Is(err, zk.ErrNodeExists) {
 				break
@@ -424,7 +431,7 @@ func (s *Seed) enqueue(ctx context.Context, dir, prefix string) (node string, cz
 			return "", 0, 0, err
 		}
 		created, err := call(ctx, func() (string, error) {
-			return s.conn.Create(dir+"/"+prefix, nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+			return s.conn.Create(dir+"/"+prefix, nil, zk.FlagEphemeral|zk.FlagSequence, s.acl)
 		}, s.deleteLate)
 		switch {
 		case err == nil:

@@ -43,6 +43,7 @@ func init() {
 //     time and lists the queue again each time it fires).
 type ZKLock struct {
 	root   string
+	acl    []zk.ACL
 	log    *slog.Logger
 	conn   *zk.Conn
 	events *queue.Queue[SessionEvent]
@@ -87,7 +88,7 @@ func NewZKLock(cfg Config) (*ZKLock, error) {
 	if cfg.Token == TokenCzxid {
 		log.Info("zk-lock exposes no czxid: fencing with the sequence number of its node")
 	}
-	l := &ZKLock{root: root, log: log, events: queue.New[SessionEvent](), ready: make(chan struct{}),
+	l := &ZKLock{root: root, acl: cfg.Auth.ACL(), log: log, events: queue.New[SessionEvent](), ready: make(chan struct{}),
 		held: map[string]zkHeld{}, busy: map[string]bool{}, waking: map[string]*atomic.Int64{}}
 	conn, ec, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, zk.WithEventCallback(l.onEvent),
 		zk.WithLogger(zkLogger{log}), zk.WithDialer(capturingDialer(nil, l.gotPassword)))
@@ -101,6 +102,10 @@ func NewZKLock(cfg Config) (*ZKLock, error) {
 		for range ec {
 		}
 	}()
+	if err := authenticate(conn, cfg.Auth); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("zk-lock: %w", err)
+	}
 	return l, nil
 }
 
@@ -159,7 +164,7 @@ func (l *ZKLock) Acquire(ctx context.Context, key string, timeout time.Duration)
 
 	dir := path.Join(l.root, key)
 	defer l.countWakeups(ctx, dir)()
-	zl := zk.NewLock(l.conn, dir, zk.WorldACL(zk.PermAll))
+	zl := zk.NewLock(l.conn, dir, l.acl)
 	done := make(chan error, 1)
 	go func() { done <- zl.Lock() }()
 	t := time.NewTimer(timeout)

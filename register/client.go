@@ -16,12 +16,15 @@ import (
 // Client talks to a register over HTTP. It is safe for concurrent use.
 type Client struct {
 	base string
+	auth string // the Authorization header, "" without a secret
 	http *http.Client
 }
 
 // NewClient returns a client for the register at baseURL ("http://host:port"
 // or just "host:port"). timeout bounds each request on top of the ctx.
-func NewClient(baseURL string, timeout time.Duration) *Client {
+// secret is the run's register secret (SecretEnv), sent with every call;
+// a register started with one refuses calls without it.
+func NewClient(baseURL string, timeout time.Duration, secret string) *Client {
 	if !strings.Contains(baseURL, "://") {
 		baseURL = "http://" + baseURL
 	}
@@ -37,6 +40,7 @@ func NewClient(baseURL string, timeout time.Duration) *Client {
 	}
 	return &Client{
 		base: strings.TrimRight(baseURL, "/"),
+		auth: bearer(secret),
 		http: &http.Client{Transport: tr, Timeout: timeout},
 	}
 }
@@ -121,6 +125,9 @@ func (c *Client) do(ctx context.Context, op, method, path string, in, out any) e
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -24,6 +24,9 @@ type Config struct {
 	LogPath string
 	// Mode is ModeOff, ModeOn or ModeStrict.
 	Mode string
+	// Secret is what every call must present (see auth.go); "" admits
+	// every call, for in-process tests only.
+	Secret string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -42,6 +45,7 @@ const shutdownGrace = 5 * time.Second
 type server struct {
 	mode   string
 	logger *slog.Logger
+	gate   gate
 
 	mu     sync.Mutex
 	log    *os.File
@@ -84,6 +88,7 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 		log:    f,
 		state:  state,
 		fatal:  make(chan error, 1),
+		gate:   gate{secret: []byte(cfg.Secret)},
 	}
 	if n := len(entries); n > 0 {
 		s.seq = entries[n-1].Seq
@@ -102,7 +107,7 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	}
 	addr := ln.Addr().String()
 	logger.Info("register serving", "addr", addr, "mode", cfg.Mode, "log", cfg.LogPath,
-		"replayed", len(entries), "keys", len(state))
+		"replayed", len(entries), "keys", len(state), "secret_required", cfg.Secret != "")
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -131,7 +136,7 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	if err := s.closeLog(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("register: %w", err)
 	}
-	logger.Info("register stopped", "seq", s.lastSeq())
+	logger.Info("register stopped", "seq", s.lastSeq(), "refused_calls", s.gate.refused.Load())
 	return runErr
 }
 
@@ -219,7 +224,7 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("POST /read", s.handleRead)
 	mux.HandleFunc("GET /state", s.handleState)
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
-	return mux
+	return s.gate.wrap(mux, s)
 }
 
 // errUnavailable marks commit failures that are the register's fault (log

@@ -47,7 +47,7 @@ func start(t testing.TB, logPath, mode string) *running {
 		cancel()
 		t.Fatalf("Serve returned before ready: %v", err)
 	}
-	r.c = NewClient("http://"+r.addr, 10*time.Second)
+	r.c = NewClient("http://"+r.addr, 10*time.Second, "")
 	t.Cleanup(func() { r.stop(t) })
 	return r
 }
@@ -535,7 +535,7 @@ func TestClientErrorsDefiniteOrNot(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close()
-	_, err = NewClient(dead, time.Second).Write(ctx, WriteRequest{Key: "k", Token: tok(1)})
+	_, err = NewClient(dead, time.Second, "").Write(ctx, WriteRequest{Key: "k", Token: tok(1)})
 	if err == nil || IsDefinite(err) {
 		t.Errorf("refused: err %v, definite %v", err, IsDefinite(err))
 	}
@@ -550,7 +550,7 @@ func TestClientErrorsDefiniteOrNot(t *testing.T) {
 	}))
 	defer slow.Close()
 	defer close(release)
-	_, err = NewClient(slow.URL, 50*time.Millisecond).Write(ctx, WriteRequest{Key: "k", Token: tok(1)})
+	_, err = NewClient(slow.URL, 50*time.Millisecond, "").Write(ctx, WriteRequest{Key: "k", Token: tok(1)})
 	if err == nil || IsDefinite(err) || !strings.Contains(err.Error(), "register write") {
 		t.Errorf("timeout: err %v, definite %v", err, IsDefinite(err))
 	}
@@ -560,12 +560,12 @@ func TestClientErrorsDefiniteOrNot(t *testing.T) {
 		httpError(w, http.StatusServiceUnavailable, "apply log failed")
 	}))
 	defer s5.Close()
-	_, err = NewClient(s5.URL, time.Second).Read(ctx, ReadRequest{Key: "k"})
+	_, err = NewClient(s5.URL, time.Second, "").Read(ctx, ReadRequest{Key: "k"})
 	var se *StatusError
 	if !errors.As(err, &se) || se.StatusCode != 503 || IsDefinite(err) || se.Message != "apply log failed" {
 		t.Errorf("503: err %v", err)
 	}
-	if err := NewClient(s5.URL, time.Second).Healthy(ctx); err == nil {
+	if err := NewClient(s5.URL, time.Second, "").Healthy(ctx); err == nil {
 		t.Error("Healthy on a 503 register = nil")
 	}
 
@@ -574,14 +574,14 @@ func TestClientErrorsDefiniteOrNot(t *testing.T) {
 		io.WriteString(w, "<html>")
 	}))
 	defer junk.Close()
-	if _, err := NewClient(junk.URL, time.Second).Write(ctx, WriteRequest{Key: "k", Token: tok(1)}); err == nil || IsDefinite(err) {
+	if _, err := NewClient(junk.URL, time.Second, "").Write(ctx, WriteRequest{Key: "k", Token: tok(1)}); err == nil || IsDefinite(err) {
 		t.Errorf("junk: err %v", err)
 	}
 
 	// Cancelled context: unknown outcome, and the cause is visible.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = NewClient(slow.URL, time.Second).Write(cctx, WriteRequest{Key: "k", Token: tok(1)})
+	_, err = NewClient(slow.URL, time.Second, "").Write(cctx, WriteRequest{Key: "k", Token: tok(1)})
 	if !errors.Is(err, context.Canceled) || IsDefinite(err) {
 		t.Errorf("cancelled: err %v", err)
 	}
@@ -593,7 +593,7 @@ func TestHealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Host:port without a scheme works too, as the controller has just that.
-	if err := NewClient(r.addr, time.Second).Healthy(context.Background()); err != nil {
+	if err := NewClient(r.addr, time.Second, "").Healthy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -51,7 +51,17 @@ type Config struct {
 	CheckBudget time.Duration `json:"check_budget"`
 	// LockRoot is the persistent parent of every lock.
 	LockRoot string `json:"lock_root"`
+	// ACL is ACLOn (the lock root and keys are created by the controller
+	// with a digest ACL, see acl.go) or ACLOff (world-writable, as
+	// before).
+	ACL string `json:"acl"`
 }
+
+// Values of Config.ACL.
+const (
+	ACLOn  = "on"
+	ACLOff = "off"
+)
 
 // Defaults returns the configuration of a plain `chaos run`.
 func Defaults() Config {
@@ -78,6 +88,7 @@ func Defaults() Config {
 		Gate:            slices.Clone(suite.DefaultGate),
 		CheckBudget:     DefaultCheckBudget,
 		LockRoot:        "/locks/inventory",
+		ACL:             ACLOn,
 	}
 }
 
@@ -220,6 +231,9 @@ func (c Config) Validate() error {
 	}
 	if !strings.HasPrefix(c.LockRoot, "/") || strings.HasSuffix(c.LockRoot, "/") || len(c.LockRoot) < 2 {
 		bad("--lock-root %q: must be an absolute znode path without a trailing slash", c.LockRoot)
+	}
+	if c.ACL != ACLOn && c.ACL != ACLOff {
+		bad("--acl %q: must be on or off", c.ACL)
 	}
 	return errors.Join(errs...)
 }

@@ -39,6 +39,7 @@ func TestValidateNamesTheBadValue(t *testing.T) {
 			"--time-limit 1ns is shorter than one fault cycle: the minimum is 11s (--nemesis-interval 4s + 1s to inject + pause 6s (twice --session-timeout 3s))"},
 		{func(c *Config) { c.Nemesis, c.TimeLimit = []string{"none"}, time.Nanosecond }, "--time-limit 1ns: too short; the minimum is 1s"},
 		{func(c *Config) { c.ResultsDir = "/proc/forbidden" }, "--results /proc/forbidden: cannot create a folder in /proc"},
+		{func(c *Config) { c.ACL = "maybe" }, "--acl"},
 	}
 	for _, tc := range cases {
 		c := Defaults()

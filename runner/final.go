@@ -110,7 +110,7 @@ func (c *controller) finalReads() {
 	}
 	ctx, cancel := context.WithTimeout(c.hard, 30*time.Second)
 	defer cancel()
-	cl := register.NewClient(c.reg.url(), 3*time.Second)
+	cl := c.reg.client(3 * time.Second)
 	for _, s := range c.fleet.slots {
 		s.mu.Lock()
 		p := s.process

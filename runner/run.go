@@ -23,7 +23,6 @@ import (
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
-	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/store"
 	"github.com/zkchaos/zkchaos/subjects"
 	"github.com/zkchaos/zkchaos/workloads"
@@ -242,7 +241,11 @@ func (c *controller) startServices(ctx context.Context) error {
 	if _, _, err := subjects.Command(c.exe, c.cfg.Recipe, subjects.Flags{}); err != nil {
 		return fmt.Errorf("subject %q: %w", c.cfg.Recipe, err)
 	}
-	reg, err := startRegister(ctx, pl, c.exe, c.env, c.run.Path(store.ApplyLogFile), c.run.Path(store.RegisterLog), c.cfg.Fencing)
+	sec, err := newRunSecrets(c.cfg.ACL == ACLOn)
+	if err != nil {
+		return err
+	}
+	reg, err := startRegister(ctx, pl, c.exe, c.env, sec, c.run.Path(store.ApplyLogFile), c.run.Path(store.RegisterLog), c.cfg.Fencing)
 	if err != nil {
 		return err
 	}
@@ -269,7 +272,12 @@ func (c *controller) startServices(ctx context.Context) error {
 	c.ensembleReady = time.Since(zkStart)
 	c.log.Info("ensemble ready", "nodes", c.cfg.Nodes, "connect", zk.ConnectString(),
 		"took", c.ensembleReady.Round(time.Millisecond).String())
-	c.fleet = newFleet(c.cfg, c.exe, c.env, zk.ConnectString(), reg.url(), pl, c.run, c.hist, c.log, c.hard)
+	if sec.zk.Enabled() {
+		if err := protectLockTree(ctx, zk.ConnectString(), c.cfg.LockRoot, workloads.KeyNames(c.cfg.Keys), sec.zk, c.log); err != nil {
+			return err
+		}
+	}
+	c.fleet = newFleet(c.cfg, c.exe, sec.workerEnv(c.env), zk.ConnectString(), reg.url(), pl, c.run, c.hist, c.log, c.hard)
 	return nil
 }
 
@@ -348,7 +356,7 @@ func (c *controller) workload(ctx context.Context) {
 func (c *controller) finalState() {
 	ctx, cancel := context.WithTimeout(c.hard, 5*time.Second)
 	defer cancel()
-	st, err := register.NewClient(c.reg.url(), 3*time.Second).State(ctx)
+	st, err := c.reg.client(3 * time.Second).State(ctx)
 	if err != nil {
 		c.log.Warn("final register state", "err", err)
 		return

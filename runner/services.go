@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/register"
 )
 
 // placement says where a process of the run lives: its own namespace on
@@ -46,14 +47,16 @@ type registerProc struct {
 	cmd  *exec.Cmd
 	host *netns.Host
 	addr string
-	done chan struct{}
+	// secret is what every call must present (register.SecretEnv).
+	secret string
+	done   chan struct{}
 }
 
 // startRegister launches the register and waits for it to say where it
-// listens.
-func startRegister(ctx context.Context, pl placement, exe string, env []string, applyLog, logPath, mode string) (*registerProc, error) {
+// listens. The run's secret goes to it through its environment only.
+func startRegister(ctx context.Context, pl placement, exe string, env []string, sec runSecrets, applyLog, logPath, mode string) (*registerProc, error) {
 	listen := "127.0.0.1:0"
-	cmd, host, err := pl.command(ctx, "reg", exe, env, "register")
+	cmd, host, err := pl.command(ctx, "reg", exe, sec.registerEnv(env), "register")
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +77,7 @@ func startRegister(ctx context.Context, pl placement, exe string, env []string, 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start register: %w", err)
 	}
-	r := &registerProc{cmd: cmd, host: host, done: make(chan struct{})}
+	r := &registerProc{cmd: cmd, host: host, secret: sec.register, done: make(chan struct{})}
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -111,6 +114,11 @@ func startRegister(ctx context.Context, pl placement, exe string, env []string, 
 }
 
 func (r *registerProc) url() string { return "http://" + r.addr }
+
+// client is a register client of the controller, presenting the secret.
+func (r *registerProc) client(timeout time.Duration) *register.Client {
+	return register.NewClient(r.url(), timeout, r.secret)
+}
 
 // stop asks the register to shut down (SIGTERM lets it close its log
 // cleanly), then kills it if it does not.

@@ -30,6 +30,11 @@ type Config struct {
 	Recipe         string
 	Token          string
 	Root           string
+	// ZKAuth is the ZooKeeper credential (recipes.AuthEnv) and
+	// RegisterSecret the register's (register.SecretEnv); both come from
+	// the environment and are never serialised.
+	ZKAuth         recipes.Auth `json:"-"`
+	RegisterSecret string       `json:"-"`
 	Logger         *slog.Logger
 }
 
@@ -56,6 +61,7 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		SessionTimeout: cfg.SessionTimeout,
 		Root:           cfg.Root,
 		Token:          cfg.Token,
+		Auth:           cfg.ZKAuth,
 		Logger:         log,
 	})
 	if err != nil {
@@ -65,7 +71,7 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		cfg:    cfg,
 		log:    log,
 		lock:   lock,
-		reg:    register.NewClient(cfg.Register, registerTimeout),
+		reg:    register.NewClient(cfg.Register, registerTimeout, cfg.RegisterSecret),
 		out:    out,
 		pid:    os.Getpid(),
 		grants: map[string]recipes.Grant{},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 )
@@ -126,6 +127,7 @@ func exercise(t *testing.T, nw *netns.Network) {
 		t.Fatalf("get znode: %q, %v", data, err)
 	}
 	conn.Close()
+	checkFourLetterWords(ctx, t, c)
 
 	// Pause shows in the kernel's view, resume undoes it.
 	leader, follower := roles(ctx, t, c)
@@ -174,6 +176,30 @@ func exercise(t *testing.T, nw *netns.Network) {
 	if b, err := os.ReadFile(leader.LogPath()); err != nil || !strings.Contains(string(b), "zkchaos: starting node") {
 		t.Errorf("log %s: %v", leader.LogPath(), err)
 	}
+}
+
+// checkFourLetterWords: the servers answer the words the harness sends
+// and refuse every other (the whitelist, not "*").
+func checkFourLetterWords(ctx context.Context, t *testing.T, c *Cluster) {
+	t.Helper()
+	addr := c.nodes[0].ClientAddr()
+	for _, w := range FourLetterWords {
+		out, err := cluster.FourLetter(ctx, addr, w)
+		if err != nil || strings.Contains(out, "not in the whitelist") || out == "" {
+			t.Errorf("%s on %s: %q, %v; want an answer", w, addr, out, err)
+		}
+	}
+	for _, w := range []string{"mntr", "dump", "envi", "conf", "wchp", "stat", "ruok"} {
+		out, _ := cluster.FourLetter(ctx, addr, w)
+		if !strings.Contains(out, "not in the whitelist") {
+			t.Errorf("%s on %s answered %q; want it refused (not in the whitelist)", w, addr, firstLine(out))
+		}
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }
 
 func waitReady(ctx context.Context, c *Cluster) error {

@@ -48,6 +48,13 @@ func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	default:
 		return bad(fmt.Sprintf("--fencing %q: want off, on or strict", *mode))
 	}
+	// The secret comes from the environment only (never a flag: ps shows
+	// command lines to everyone); a register without one would answer
+	// anyone who reaches its address.
+	secret := os.Getenv(register.SecretEnv)
+	if secret == "" {
+		return bad(register.SecretEnv + " is not set: the register answers only calls that present the run's secret")
+	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "register")
 	var announceErr error
@@ -55,6 +62,7 @@ func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Listen:  *listen,
 		LogPath: *logPath,
 		Mode:    *mode,
+		Secret:  secret,
 		Logger:  logger,
 	}, func(addr string) {
 		line, err := json.Marshal(struct {

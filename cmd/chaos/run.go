@@ -56,6 +56,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		strings.Join(suite.Names(), ", "))
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
+	fs.StringVar(&cfg.ACL, "acl", cfg.ACL, "on: the controller creates the lock root and keys with a digest ACL and workers authenticate; off: world-writable")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return cfg, err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/recipes"
+	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/worker"
 )
 
@@ -70,7 +71,17 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return bad("--root must be an absolute ZooKeeper path, got %q", *root)
 	}
 
+	// Credentials come from the environment, never from flags (see
+	// docs/worker-protocol.md, "Credentials").
+	auth, err := recipes.ParseAuth(os.Getenv(recipes.AuthEnv))
+	if err != nil {
+		return bad("%v", err)
+	}
+
+	regSecret := os.Getenv(register.SecretEnv)
+
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("process", *process, "pid", os.Getpid())
+	log.Info("credentials from the environment", "zk_auth", auth, "register_secret", regSecret != "")
 	err = worker.Run(ctx, worker.Config{
 		ZK:             servers,
 		Register:       *reg,
@@ -79,6 +90,8 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		Recipe:         *recipe,
 		Token:          *token,
 		Root:           *root,
+		ZKAuth:         auth,
+		RegisterSecret: regSecret,
 		Logger:         log,
 	}, stdin, stdout)
 	if err != nil {

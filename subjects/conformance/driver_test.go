@@ -22,6 +22,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/subjects"
 	"github.com/zkchaos/zkchaos/worker"
 )
@@ -119,6 +120,7 @@ func launch(t *testing.T, sub subject, root string) *wproc {
 		w.cmd = exec.Command(prog, args...)
 	}
 	w.cmd.Env = append(os.Environ(), proc.Env(env.runID, os.Getpid())...)
+	w.cmd.Env = append(w.cmd.Env, register.SecretEnv+"="+regSecret)
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logf, err := os.Create(w.stderr)
 	if err != nil {

@@ -112,6 +112,10 @@ func runTests(m *testing.M) int {
 	return code
 }
 
+// regSecret is the register's secret: every worker under test must
+// present it, as in a real run (docs/worker-protocol.md, "Credentials").
+const regSecret = "conformance-secret"
+
 // startRegister serves the register in this process, on the bridge's
 // address in netns mode (every namespace routes to it) or on loopback.
 func startRegister(ctx context.Context, dir string) (<-chan error, error) {
@@ -123,7 +127,7 @@ func startRegister(ctx context.Context, dir string) (<-chan error, error) {
 	served := make(chan error, 1)
 	go func() {
 		served <- register.Serve(ctx, register.Config{Listen: listen, LogPath: filepath.Join(dir, "apply.log"),
-			Mode: register.ModeOn, Logger: slog.New(slog.DiscardHandler)}, func(a string) { ready <- a })
+			Mode: register.ModeOn, Secret: regSecret, Logger: slog.New(slog.DiscardHandler)}, func(a string) { ready <- a })
 	}()
 	select {
 	case a := <-ready:

@@ -346,7 +346,7 @@ func TestReadCurrentToken(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		st, err := register.NewClient(env.reg, 5*time.Second).State(ctx)
+		st, err := register.NewClient(env.reg, 5*time.Second, regSecret).State(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

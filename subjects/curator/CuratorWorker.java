@@ -21,6 +21,11 @@
 //
 // It needs nothing but Curator 5, ZooKeeper and the JDK (java.net.http for
 // the register); the protocol is flat, so the JSON code here is small.
+//
+// Credentials come from the environment (docs/worker-protocol.md,
+// "Credentials"): ZKCHAOS_ZK_AUTH (digest:USER:PASSWORD) is presented to
+// ZooKeeper and every node this worker creates gets CREATOR_ALL plus world
+// read; ZKCHAOS_REGISTER_SECRET goes with every register call.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -44,6 +49,7 @@ import java.util.regex.Pattern;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.api.ACLProvider;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -54,6 +60,8 @@ import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.admin.ZooKeeperAdmin;
 import org.apache.zookeeper.client.ZKClientConfig;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Stat;
 
 public final class CuratorWorker {
@@ -139,16 +147,54 @@ public final class CuratorWorker {
     long acquireSeq;
     final long pid = ProcessHandle.current().pid();
 
+    // The environment variables of docs/worker-protocol.md, "Credentials".
+    static final String ZK_AUTH_ENV = "ZKCHAOS_ZK_AUTH";
+    static final String REGISTER_SECRET_ENV = "ZKCHAOS_REGISTER_SECRET";
+
+    // registerAuth is the Authorization header of register calls, null
+    // without a secret.
+    final String registerAuth;
+
     CuratorWorker(String zk, String register, int process, long sessionMs, String tokenKind, String root) {
         this.register = register.replaceAll("/+$", "");
         this.process = process;
         this.root = root;
         this.tokenKind = tokenKind;
         this.sessionMs = sessionMs;
-        this.client = CuratorFrameworkFactory.builder().connectString(zk)
+        String secret = System.getenv(REGISTER_SECRET_ENV);
+        this.registerAuth = secret == null || secret.isEmpty() ? null : "Bearer " + secret;
+        CuratorFrameworkFactory.Builder b = CuratorFrameworkFactory.builder().connectString(zk)
             .zookeeperFactory(countingFactory)
             .sessionTimeoutMs((int) sessionMs).connectionTimeoutMs((int) Math.max(sessionMs, 1000))
-            .retryPolicy(new ExponentialBackoffRetry(100, 3)).build();
+            .retryPolicy(new ExponentialBackoffRetry(100, 3));
+        String auth = System.getenv(ZK_AUTH_ENV);
+        if (auth != null && !auth.isEmpty()) {
+            String[] parts = auth.split(":", 3);
+            if (parts.length != 3 || !parts[0].equals("digest") || parts[1].isEmpty() || parts[2].isEmpty()) {
+                log(ZK_AUTH_ENV + ": want digest:USER:PASSWORD");
+                System.exit(255);
+            }
+            // Curator hands the credential to every ZooKeeper handle it
+            // makes, before any request, and re-adds it after an expiry.
+            b = b.authorization("digest", (parts[1] + ":" + parts[2]).getBytes(StandardCharsets.UTF_8))
+                .aclProvider(new ProtectedAcl());
+            log("authenticating to ZooKeeper as digest:" + parts[1]);
+        }
+        this.client = b.build();
+    }
+
+    // ProtectedAcl gives every node this worker creates (lock nodes, and a
+    // key node should it be missing) all rights for the authenticated
+    // creator and read for everyone: the ACL the controller gives the lock
+    // root, so no anonymous client can delete or forge a lock node.
+    static final class ProtectedAcl implements ACLProvider {
+        static final List<ACL> ACLS = new ArrayList<>();
+        static {
+            ACLS.addAll(ZooDefs.Ids.CREATOR_ALL_ACL);
+            ACLS.addAll(ZooDefs.Ids.READ_ACL_UNSAFE);
+        }
+        @Override public List<ACL> getDefaultAcl() { return ACLS; }
+        @Override public List<ACL> getAclForPath(String path) { return ACLS; }
     }
 
     // helloSent holds session events back until hello is out: the protocol
@@ -377,9 +423,10 @@ public final class CuratorWorker {
     Map<String, Object> registerCall(String path, Map<String, Object> body, long token, Long written) {
         HttpResponse<String> resp;
         try {
-            HttpRequest req = HttpRequest.newBuilder(URI.create(register + path)).timeout(Duration.ofSeconds(5))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(Json.encode(body))).build();
-            resp = http.send(req, HttpResponse.BodyHandlers.ofString());
+            HttpRequest.Builder rb = HttpRequest.newBuilder(URI.create(register + path)).timeout(Duration.ofSeconds(5))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(Json.encode(body)));
+            if (registerAuth != null) rb.header("Authorization", registerAuth);
+            resp = http.send(rb.build(), HttpResponse.BodyHandlers.ofString());
         } catch (Exception e) {
             return obj("type", "info", "token", token, "value", written, "error", "register " + path + ": " + e);
         }

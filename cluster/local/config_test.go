@@ -1,0 +1,27 @@
+package local
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFourLetterWhitelist: a generated zoo.cfg allows exactly the
+// four-letter words the harness sends, and a list with anything that is
+// not a four-letter word is refused before a JVM starts.
+func TestFourLetterWhitelist(t *testing.T) {
+	c := Config{Nodes: 1, Dir: t.TempDir(), ClassPath: "unused"}
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{id: 1, ip: "127.0.0.1", clientPort: 2181, quorumPort: 2888, electionPort: 3888}
+	cfg := zooCfg(&c, "/data", n, []*Node{n})
+	if !strings.Contains(cfg, "\n4lw.commands.whitelist=srvr,cons\n") {
+		t.Errorf("zoo.cfg does not limit the four-letter words to srvr,cons:\n%s", cfg)
+	}
+	for _, bad := range [][]string{{"*"}, {"srvr", "mntr,dump"}, {"SRVR"}} {
+		c := Config{Nodes: 1, Dir: t.TempDir(), ClassPath: "unused", FourLetterWords: bad}
+		if err := c.defaults(); err == nil {
+			t.Errorf("FourLetterWords %q accepted", bad)
+		}
+	}
+}

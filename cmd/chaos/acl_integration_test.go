@@ -1,0 +1,308 @@
+package main
+
+// Integration tests of the protected lock roots (--acl), the rogue-client
+// fault and the run's secrets, on the real ensemble: with the ACL an
+// anonymous client can do nothing to the locks and a fenced run stays
+// valid; without it the damage is done, recorded and caught by
+// grant-overlap; Curator authenticates like the Go workers; and neither
+// the ZooKeeper password nor the register's secret ends up in a file of
+// the run folder or in ps.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/recipes"
+	"github.com/zkchaos/zkchaos/register"
+)
+
+// rogueRun is a short run with one contended key and a rogue-client every
+// two seconds; a holder keeps its lock long enough for the forgery.
+func rogueRun(name, seed string, extra ...string) []string {
+	return append([]string{"--nemesis", "rogue-client", "--fencing", "on", "--time-limit", "20s",
+		"--nemesis-interval", "2s", "--pause", "1s", "--keys", "1", "--workers", "4", "--hold", "300ms",
+		"--seed", seed, "--name", name}, extra...)
+}
+
+// rogueOps are the rogue-client operations of a run, completions only.
+func rogueOps(t *testing.T, dir string) (starts, ends []faultOp) {
+	t.Helper()
+	for _, op := range faultOps(t, dir) {
+		switch op.f {
+		case history.FRogue:
+			starts = append(starts, op)
+		case history.FRogueEnd:
+			ends = append(ends, op)
+		}
+	}
+	return starts, ends
+}
+
+// TestRogueClientWithACL: with --acl on (the default) every attempt of
+// every rogue-client is refused, the fenced seed run is valid, and the
+// secrets the workers receive are nowhere in the run folder or in ps.
+func TestRogueClientWithACL(t *testing.T) {
+	needEnsemble(t)
+	results := t.TempDir()
+	cmd := exec.Command(binary(t), append([]string{"run", "--results", results}, rogueRun("rogue-acl-on", "21")...)...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	secrets, psOut := watchSecrets(t, cmd.Process.Pid)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	t.Logf("stdout:\n%s", so.String())
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d, want 0 (valid)\nstderr tail: %s", code, tail(se.String(), 3000))
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Join(results, "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts, ends := rogueOps(t, dir)
+	attacks := 0
+	for _, op := range starts {
+		t.Logf("rogue: %s %s: %s %s", op.typ, op.value.Target, op.value.Detail, op.err)
+		if op.typ == history.Fail {
+			continue // no holder with a waiter at that moment: nothing attempted
+		}
+		attacks++
+		if op.typ != history.OK || !op.verified || op.value.TargetProcess == nil ||
+			!strings.HasPrefix(op.value.Detail, "anonymous client, 7 attempts: 7 refused, 0 done,") {
+			t.Errorf("an attack was not recorded as 7 refused attempts on a holder: %s %+v", op.typ, op.value)
+		}
+	}
+	if attacks < 2 {
+		t.Fatalf("%d rogue-client attacks in 20s, want several", attacks)
+	}
+	for _, op := range ends {
+		if !strings.Contains(op.value.Detail, "no forged node") || !strings.Contains(op.value.Detail, "intact") {
+			t.Errorf("rogue-end: %s; want nothing forged, key node intact", op.value.Detail)
+		}
+	}
+	res := readResults(t, dir)
+	if res.Valid != true || res.Checkers["stats"].Ops["acquire"].OK < 10 {
+		t.Errorf("valid %v with %d acquisitions; want valid with dozens", res.Valid, res.Checkers["stats"].Ops["acquire"].OK)
+	}
+	if tj := readJSON[map[string]any](t, dir, "test.json"); tj["acl"] != "on" {
+		t.Errorf("test.json acl = %v, want on", tj["acl"])
+	}
+
+	// The secrets: every value found in a worker's environment, in no
+	// file of the run and in no ps line taken while the workers ran.
+	if len(secrets) != 2 {
+		t.Fatalf("found %d secrets in the workers' environment, want the ZooKeeper password and the register secret", len(secrets))
+	}
+	for _, s := range secrets {
+		if strings.Contains(psOut, s) {
+			t.Errorf("a secret shows in ps")
+		}
+	}
+	assertNoSecretInFiles(t, dir, secrets)
+	assertNothingLeft(t, readTest(t, dir).RunID)
+}
+
+// watchSecrets finds the run's workers by their controller tag, reads the
+// secrets out of their environment (as only root or their owner can),
+// and takes ps output while they run.
+func watchSecrets(t *testing.T, controller int) (secrets []string, ps string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		secrets = workerSecrets(controller)
+		if len(secrets) == 2 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, args := range [][]string{{"-eo", "pid,args"}, {"auxww"}} {
+		out, err := exec.Command("ps", args...).Output()
+		if err != nil {
+			t.Fatalf("ps %v: %v", args, err)
+		}
+		ps += string(out)
+	}
+	if !strings.Contains(ps, "chaos worker") {
+		t.Errorf("ps shows no worker: the scan proves nothing")
+	}
+	return secrets, ps
+}
+
+// workerSecrets are the credential values in the environment of a process
+// of the given controller that has both.
+func workerSecrets(controller int) []string {
+	tagged, err := proc.FindTagged("")
+	if err != nil {
+		return nil
+	}
+	for _, p := range tagged {
+		if p.Controller != controller {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/environ")
+		if err != nil {
+			continue
+		}
+		var zkPassword, regSecret string
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			s := string(kv)
+			if v, ok := strings.CutPrefix(s, recipes.AuthEnv+"="); ok {
+				if a, err := recipes.ParseAuth(v); err == nil && a.Enabled() {
+					zkPassword = v[strings.LastIndex(v, ":")+1:]
+				}
+			} else if v, ok := strings.CutPrefix(s, register.SecretEnv+"="); ok {
+				regSecret = v
+			}
+		}
+		if zkPassword != "" && regSecret != "" {
+			return []string{zkPassword, regSecret}
+		}
+	}
+	return nil
+}
+
+// assertNoSecretInFiles reads every file of the run folder.
+func assertNoSecretInFiles(t *testing.T, dir string, secrets []string) {
+	t.Helper()
+	files := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, s := range secrets {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("a secret is in %s", p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 10 {
+		t.Errorf("only %d files scanned in %s", files, dir)
+	}
+}
+
+// TestRogueClientWithoutACL: with --acl off the rogue forges a lock node,
+// the holder's release answers ok after another worker was granted the
+// lock, and a run gated on grant-overlap is invalid, the overlap's holder
+// being a process the rogue aimed at.
+func TestRogueClientWithoutACL(t *testing.T) {
+	needEnsemble(t)
+	results := t.TempDir()
+	r := chaosRun(t, results, rogueRun("rogue-acl-off", "22", "--acl", "off", "--gate", "grant-overlap")...)
+	t.Logf("stdout:\n%s", r.stdout)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1 (invalid)\nstderr tail: %s", r.code, tail(r.stderr, 3000))
+	}
+	starts, ends := rogueOps(t, r.dir)
+	aimed := map[int]bool{}
+	forged := 0
+	for _, op := range starts {
+		t.Logf("rogue: %s %s: %s", op.typ, op.value.Target, op.value.Detail)
+		if strings.Contains(op.value.Detail, " refused (") {
+			t.Errorf("an attempt was refused without the ACL: %s", op.value.Detail)
+		}
+		if op.value.TargetProcess != nil {
+			aimed[*op.value.TargetProcess] = true
+		}
+		if strings.Contains(op.value.Detail, "forge: create a node at the holder's path") &&
+			strings.Contains(op.value.Detail, ": done, deleted") {
+			forged++
+		}
+	}
+	if forged == 0 {
+		t.Errorf("no forged node was consumed by its holder's release in %d attacks", len(starts))
+	}
+	for _, op := range ends {
+		t.Logf("rogue-end: %s", op.value.Detail)
+	}
+	b, err := os.ReadFile(filepath.Join(r.dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Valid    any `json:"valid"`
+		Checkers map[string]struct {
+			Valid    any `json:"valid"`
+			Overlaps []struct {
+				Holder int `json:"holder"`
+			} `json:"overlaps"`
+		} `json:"checkers"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	overlap := res.Checkers["grant-overlap"]
+	if res.Valid != false || overlap.Valid != false || len(overlap.Overlaps) == 0 {
+		t.Fatalf("valid %v, grant-overlap %v with %d overlaps; want invalid", res.Valid, overlap.Valid, len(overlap.Overlaps))
+	}
+	for _, o := range overlap.Overlaps {
+		if !aimed[o.Holder] {
+			t.Errorf("overlap with holder %d, which no rogue-client aimed at (aimed: %v)", o.Holder, aimed)
+		}
+	}
+	assertNothingLeft(t, readTest(t, r.dir).RunID)
+}
+
+// TestCuratorWithACL: the Curator worker authenticates from its
+// environment (its creates under the protected keys would be refused
+// otherwise) and presents the register's secret (its writes would be
+// refused otherwise): acquisitions happen and the fenced run is valid,
+// with the rogue refused.
+func TestCuratorWithACL(t *testing.T) {
+	needEnsemble(t)
+	results := t.TempDir()
+	r := chaosRun(t, results, "--recipe", "curator", "--nemesis", "rogue-client", "--fencing", "on",
+		"--time-limit", "20s", "--nemesis-interval", "2s", "--pause", "1s", "--keys", "2", "--workers", "4",
+		"--hold", "200ms", "--seed", "23", "--name", "curator-acl")
+	t.Logf("stdout:\n%s", r.stdout)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0 (valid)\nstderr tail: %s", r.code, tail(r.stderr, 3000))
+	}
+	res := readResults(t, r.dir)
+	acq := res.Checkers["stats"].Ops["acquire"]
+	writes := res.Checkers["stats"].Ops["write"]
+	if acq.OK < 10 || writes.OK < 10 {
+		t.Errorf("%d acquisitions and %d writes ok; want dozens of each", acq.OK, writes.OK)
+	}
+	starts, _ := rogueOps(t, r.dir)
+	for _, op := range starts {
+		if op.typ == history.OK && !strings.HasPrefix(op.value.Detail, "anonymous client, 7 attempts: 7 refused,") {
+			t.Errorf("rogue not refused on a Curator lock: %s", op.value.Detail)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(r.dir, "workers", "*.log"))
+	authenticated := 0
+	for _, l := range logs {
+		if b, err := os.ReadFile(l); err == nil && bytes.Contains(b, []byte("authenticating to ZooKeeper as digest:zkchaos")) {
+			authenticated++
+		}
+	}
+	if authenticated == 0 {
+		t.Errorf("no Curator worker log says it authenticated")
+	}
+	assertNothingLeft(t, readTest(t, r.dir).RunID)
+}
