@@ -5,4 +5,3 @@ package compose
 
 // File is the compose file, relative to this directory.
 const File = "docker-compose.yml"
-

@@ -224,7 +224,10 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("zk ensemble not ready after %s: %s%s: %w", time.Since(start).Round(time.Millisecond), summary, c.notRunning(context.WithoutCancel(ctx)), ctx.Err())
+			// ctx is over, and the engine's view is worth a short look.
+			ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			return fmt.Errorf("zk ensemble not ready after %s: %s%s: %w", time.Since(start).Round(time.Millisecond), summary, c.notRunning(ictx), ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -79,6 +80,11 @@ func Build(ctx context.Context, cli *testcontainers.DockerClient, opts Options) 
 		return Result{}, err
 	}
 	res := Result{Tag: spec.Tag()}
+	unlock, err := buildLock(ctx)
+	if err != nil {
+		return res, fmt.Errorf("build %s: %w", res.Tag, err)
+	}
+	defer unlock()
 	oldID, size, found, err := Lookup(ctx, cli, res.Tag)
 	if err != nil {
 		return res, err
@@ -113,6 +119,37 @@ func Build(ctx context.Context, cli *testcontainers.DockerClient, opts Options) 
 		}
 	}
 	return res, nil
+}
+
+// lockPath is the machine-wide build lock (a variable for tests).
+var lockPath = filepath.Join(os.TempDir(), "zkchaos-image-build.lock")
+
+// buildLock serialises builds on this machine (two test packages of one
+// `go test ./...` may both want the image): the second waits, then finds
+// the tag and skips, instead of building it twice and leaving an untagged
+// copy behind. Waiting ends with ctx.
+func buildLock(ctx context.Context) (unlock func(), err error) {
+	p := lockPath
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("build lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("build lock %s: %w", p, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for another image build (%s): %w", p, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // rootfs runs mmdebstrap and returns the tarball's path. It checks that

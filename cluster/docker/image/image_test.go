@@ -1,12 +1,14 @@
 package image
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/cluster/zkjvm"
 )
@@ -138,4 +140,25 @@ func TestChanges(t *testing.T) {
 			t.Errorf("change %q would publish ports or leave volumes", c)
 		}
 	}
+}
+
+// A second build waits for the first (a real flock), and gives up when
+// its ctx ends.
+func TestBuildLockSerialises(t *testing.T) {
+	lockPath = filepath.Join(t.TempDir(), "lock")
+	unlock, err := buildLock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := buildLock(ctx); err == nil {
+		t.Fatal("second lock taken while the first is held")
+	}
+	unlock()
+	again, err := buildLock(context.Background())
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	again()
 }
