@@ -12,6 +12,13 @@ import (
 // partitions without network namespaces). Callers report it, never ignore it.
 var ErrUnsupported = errors.New("not supported by this cluster backend")
 
+// FourLetterWords are the four-letter words the harness sends: srvr (the
+// cluster's status, nemesis verification) and cons (a session still
+// listed, expire-holder). Anyone who reaches a client port can send one,
+// so the servers answer these and nothing else; a word the harness starts
+// to use is added here (the report's monitor will add mntr).
+var FourLetterWords = []string{"srvr", "cons"}
+
 // Status is a server's view of itself, from the srvr four-letter word.
 type Status struct {
 	// Mode is "leader", "follower", "standalone", or "" when the server

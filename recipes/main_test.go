@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/local"
 	"github.com/zkchaos/zkchaos/proc"
 )
@@ -41,7 +42,7 @@ func runTests(m *testing.M) int {
 	// wchp on top of the harness's words: TestQueueWatchesPredecessorOnly
 	// looks at the watches from the server's side.
 	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: dir, Env: proc.Env("test-recipes", os.Getpid()),
-		FourLetterWords: append(slices.Clone(local.FourLetterWords), "wchp")})
+		FourLetterWords: append(slices.Clone(cluster.FourLetterWords), "wchp")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -2,7 +2,8 @@
 # Installs what zkchaos needs on a Debian machine when it is missing:
 # Java 17 (headless, with javac), ZooKeeper 3.8 jars (libzookeeper-java),
 # Curator 5.4 jars for the curator subject, an SLF4J binding so the
-# servers log, iproute2 and iptables for network namespaces.
+# servers log, iproute2 and iptables for network namespaces, mmdebstrap to
+# build the docker backend's ZooKeeper image offline (chaos image build).
 # Go modules are fetched by `go mod download`. Safe to run again: it does
 # nothing when everything is there.
 set -euo pipefail
@@ -18,6 +19,7 @@ fi
 command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
+command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2

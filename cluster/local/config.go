@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/cluster/zkjvm"
 	"github.com/zkchaos/zkchaos/netns"
 )
 
@@ -41,21 +43,10 @@ type Config struct {
 	// ZOOKEEPER_HOME is set, else Debian's libzookeeper-java jars.
 	ClassPath string
 	// FourLetterWords are the only four-letter words the servers answer
-	// (4lw.commands.whitelist); default FourLetterWords.
+	// (4lw.commands.whitelist); default cluster.FourLetterWords.
 	FourLetterWords []string
 	Logger          *slog.Logger
 }
-
-// FourLetterWords are the four-letter words the harness sends: srvr (the
-// cluster's status, nemesis verification) and cons (a session still
-// listed, expire-holder). Anyone who reaches a client port can send one,
-// so the servers answer these and nothing else; a word the harness starts
-// to use is added here (the report's monitor will add mntr).
-var FourLetterWords = []string{"srvr", "cons"}
-
-// DebianClassPath works because zookeeper.jar's manifest Class-Path names
-// its dependencies; slf4j-simple gives the server a logger.
-const DebianClassPath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
 
 func (c *Config) defaults() error {
 	if c.Nodes < 1 {
@@ -84,7 +75,7 @@ func (c *Config) defaults() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if len(c.FourLetterWords) == 0 {
-		c.FourLetterWords = FourLetterWords
+		c.FourLetterWords = cluster.FourLetterWords
 	}
 	for _, w := range c.FourLetterWords {
 		if len(w) != 4 || strings.Trim(w, "abcdefghijklmnopqrstuvwxyz") != "" {
@@ -119,26 +110,26 @@ func DefaultClassPath() (string, error) {
 		}
 		return strings.Join(append(jars, filepath.Join(home, "conf")), ":"), nil
 	}
-	for _, p := range strings.Split(DebianClassPath, ":") {
+	for _, p := range strings.Split(zkjvm.DebianClassPath, ":") {
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("zookeeper jars not found (set ZOOKEEPER_HOME or install libzookeeper-java): %w", err)
 		}
 	}
-	return DebianClassPath, nil
+	return zkjvm.DebianClassPath, nil
 }
 
 // zooCfg is the server's configuration. Ports are those of the node; in
 // netns mode every server has its own IP and the default ports.
 func zooCfg(c *Config, dataDir string, self *Node, all []*Node) string {
 	tick := c.TickTime.Milliseconds()
-	maxSess := max(20*c.TickTime, c.MaxSessionTimeout).Milliseconds()
+	minSess, maxSess := zkjvm.SessionTimeouts(c.TickTime, c.MaxSessionTimeout)
 	forceSync := "no"
 	if c.ForceSync {
 		forceSync = "yes"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=10\nsyncLimit=5\n", tick)
-	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", 2*tick, maxSess)
+	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", minSess.Milliseconds(), maxSess.Milliseconds())
 	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
 	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", self.clientPort, self.ip)
 	fmt.Fprintf(&b, "4lw.commands.whitelist=%s\nadmin.enableServer=false\n", strings.Join(c.FourLetterWords, ","))

@@ -183,7 +183,7 @@ func exercise(t *testing.T, nw *netns.Network) {
 func checkFourLetterWords(ctx context.Context, t *testing.T, c *Cluster) {
 	t.Helper()
 	addr := c.nodes[0].ClientAddr()
-	for _, w := range FourLetterWords {
+	for _, w := range cluster.FourLetterWords {
 		out, err := cluster.FourLetter(ctx, addr, w)
 		if err != nil || strings.Contains(out, "not in the whitelist") || out == "" {
 			t.Errorf("%s on %s: %q, %v; want an answer", w, addr, out, err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/cluster/zkjvm"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 )
@@ -91,20 +92,7 @@ func (n *Node) Exited() (bool, error) {
 }
 
 func (n *Node) jvmArgs() []string {
-	return []string{
-		"-Xmx256m", "-XX:+UseSerialGC",
-		// C1 only: on a small machine several JVMs compiling with C2 at once
-		// slow each other's start, and throughput does not matter here.
-		"-XX:TieredStopAtLevel=1",
-		// No hsperfdata files in /tmp to clean up after a SIGKILL.
-		"-XX:-UsePerfData",
-		"-Djava.net.preferIPv4Stack=true",
-		"-Dzookeeper.admin.enableServer=false",
-		"-Dorg.slf4j.simpleLogger.showDateTime=true",
-		"-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ",
-		"-cp", n.c.cfg.ClassPath,
-		"org.apache.zookeeper.server.quorum.QuorumPeerMain", n.cfgPath,
-	}
+	return zkjvm.Args(n.c.cfg.ClassPath, n.cfgPath)
 }
 
 // Start launches the JVM (again after Stop or Kill, with its data intact).

@@ -5,6 +5,7 @@
 //	chaos check [flags] DIR    re-run the checkers on a stored run, same exit codes
 //	chaos test-all [flags]     the matrix of expected verdicts; --junit for CI
 //	chaos cleanup [--all]      remove what earlier runs left behind
+//	chaos image build          build the docker backend's ZooKeeper image offline
 //	chaos register ...         the fenced register (started by chaos run)
 //	chaos worker ...           a worker process (started by chaos run)
 //	chaos janitor ...          the dead-man switch (started by chaos run)
@@ -25,6 +26,7 @@ commands:
   check     re-check a stored run: chaos check [--gate LIST] RUN-DIR
   test-all  run the matrix of recipes x faults x fencing against expected verdicts
   cleanup   remove processes, namespaces and rules left by earlier runs
+  image     chaos image build [--force]: the docker backend's ZooKeeper image, offline
   register  the fenced register process (started by run)
   worker    a worker process speaking the worker protocol (started by run)
   janitor   the dead-man switch (started by run)
@@ -80,6 +82,8 @@ func realMain(args []string) int {
 		return cmdJanitor(ctx, rest)
 	case "test-all":
 		return cmdTestAll(ctx, rest)
+	case "image":
+		return cmdImage(ctx, rest)
 	case "help", "-h", "--help":
 		fmt.Fprint(os.Stdout, usage)
 		return 0

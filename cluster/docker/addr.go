@@ -1,0 +1,55 @@
+package docker
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// The harness's test traffic stays in 198.18.0.0/15 (RFC 2544's benchmark
+// range, which collides with nothing real). netns cuts it into 64 /21
+// slots, slot s at 198.18.0.0 + s·2048, and takes the first free one from
+// 0 up. Docker networks of the harness take their subnet from the top 8 of
+// those slots, 56..63 = Reserved, never from Docker's default 172.x pools,
+// so the two kinds of network never share addresses. (netns must stop at
+// FirstNetnsReservedSlot; until it does, it reaches slot 56 only with 56
+// runs at once.)
+const (
+	// FirstNetnsReservedSlot is the first netns slot Docker networks use.
+	FirstNetnsReservedSlot = 56
+	// Subnets is how many Docker networks can exist at once.
+	Subnets = 8
+)
+
+// Reserved is the part of 198.18.0.0/15 kept for Docker networks: the
+// netns slots FirstNetnsReservedSlot..63.
+var Reserved = netip.MustParsePrefix("198.19.192.0/18")
+
+// Subnet is the i-th /21 of Reserved (0 ≤ i < Subnets), one Docker
+// network's. In it:
+//   - .1 is the gateway, the bridge's own address, from which the
+//     controller reaches the servers (as the netns bridge's first address);
+//   - server n gets base+1+n, as netns host k gets base+1+k;
+//   - containerRange (the first /25) is where the engine may place
+//     containers; the rest (.128 to the end) is left for hosts the
+//     controller attaches to the bridge itself (workers, the register).
+func Subnet(i int) (netip.Prefix, error) {
+	if i < 0 || i >= Subnets {
+		return netip.Prefix{}, fmt.Errorf("docker subnet %d out of 0..%d", i, Subnets-1)
+	}
+	return netip.PrefixFrom(offset(Reserved.Addr(), uint32(i)*2048), 21), nil
+}
+
+// maxServers is how many servers fit in containerRange after the gateway.
+const maxServers = 125
+
+func gateway(p netip.Prefix) netip.Addr { return offset(p.Addr(), 1) }
+
+func serverAddr(p netip.Prefix, id int) netip.Addr { return offset(p.Addr(), uint32(1+id)) }
+
+func containerRange(p netip.Prefix) netip.Prefix { return netip.PrefixFrom(p.Addr(), 25) }
+
+func offset(a netip.Addr, n uint32) netip.Addr {
+	b := a.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) + n
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}

@@ -1,0 +1,187 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"strings"
+
+	tcexec "github.com/testcontainers/testcontainers-go/exec"
+
+	"github.com/zkchaos/zkchaos/cluster"
+)
+
+// chain is the container's partition chain; INPUT and OUTPUT jump to it,
+// so flushing it heals the server. The same name as in the local
+// backend's namespaces.
+const chain = "ZKCHAOS"
+
+// exec runs cmd in the container as root (the JVM may run as another
+// user; iptables needs root and the container's NET_ADMIN) and returns
+// its output, or an error with it when it exits non-zero. An exec works
+// while PID 1 is stopped by SIGSTOP (docker pause would block it).
+func (n *Node) exec(ctx context.Context, cmd ...string) (string, error) {
+	code, r, err := n.ctr.Exec(ctx, cmd, tcexec.Multiplexed(), tcexec.WithUser("0"))
+	if err != nil {
+		return "", fmt.Errorf("exec %q in zk node %d: %w", strings.Join(cmd, " "), n.id, err)
+	}
+	b, err := io.ReadAll(r)
+	out := strings.TrimSpace(string(b))
+	if err != nil {
+		return out, fmt.Errorf("exec %q in zk node %d: read output: %w", strings.Join(cmd, " "), n.id, err)
+	}
+	if code != 0 {
+		return out, fmt.Errorf("exec %q in zk node %d: exit %d: %s", strings.Join(cmd, " "), n.id, code, out)
+	}
+	return out, nil
+}
+
+// procState is the state of the container's PID 1 as ps inside it reports
+// (R, S, T for stopped, ...).
+func (n *Node) procState(ctx context.Context) (string, error) {
+	out, err := n.exec(ctx, "ps", "-o", "stat=", "-p", "1")
+	if err != nil {
+		return "", err
+	}
+	if out == "" {
+		return "", fmt.Errorf("zk node %d: ps shows no PID 1", n.id)
+	}
+	return out, nil
+}
+
+// Stopped reports whether the server's JVM is stopped by a signal, as the
+// container's own /proc shows; a container not running is not stopped.
+func (n *Node) Stopped(ctx context.Context) (bool, error) {
+	st, err := n.state(ctx)
+	if err != nil || !st.Running {
+		return false, err
+	}
+	s, err := n.procState(ctx)
+	return strings.HasPrefix(s, "T"), err
+}
+
+// Pause sends SIGSTOP to the JVM, the container's PID 1, through the
+// engine (docker kill -s STOP: not docker pause, which freezes the whole
+// container's cgroup and blocks exec), and returns once ps inside the
+// container shows it stopped, so that a pause recorded really happened.
+func (n *Node) Pause(ctx context.Context) error {
+	if err := n.sendAndWait(ctx, "STOP", true); err != nil {
+		return fmt.Errorf("pause zk node %d: %w", n.id, err)
+	}
+	return nil
+}
+
+// Resume sends SIGCONT and returns once the JVM no longer shows stopped.
+func (n *Node) Resume(ctx context.Context) error {
+	if err := n.sendAndWait(ctx, "CONT", false); err != nil {
+		return fmt.Errorf("resume zk node %d: %w", n.id, err)
+	}
+	return nil
+}
+
+func (n *Node) sendAndWait(ctx context.Context, sig string, stopped bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st, err := n.state(ctx)
+	if err != nil {
+		return err
+	}
+	if !st.Running {
+		return fmt.Errorf("not running (container %s)", st.Status)
+	}
+	if err := n.signal(ctx, sig); err != nil {
+		return err
+	}
+	return waitUntil(ctx, signalWait, func(ctx context.Context) (bool, error) {
+		s, err := n.procState(ctx)
+		return err == nil && strings.HasPrefix(s, "T") == stopped, err
+	})
+}
+
+// Isolate drops all traffic between the server and peers, both
+// directions, by rules in the container's own network namespace, and
+// checks that iptables lists them. The rules live as long as the
+// container's network namespace: a restart (Kill, Start) begins with none.
+func (n *Node) Isolate(ctx context.Context, peers []cluster.Node) error {
+	var script strings.Builder
+	// Create the chain and the jumps once; -C tells whether a jump exists.
+	fmt.Fprintf(&script, "iptables -w -S | grep -qx -- '-N %[1]s' || iptables -w -N %[1]s\n", chain)
+	for _, hook := range []string{"INPUT", "OUTPUT"} {
+		fmt.Fprintf(&script, "iptables -w -C %[1]s -j %[2]s 2>/dev/null || iptables -w -I %[1]s -j %[2]s\n", hook, chain)
+	}
+	var want []string
+	for _, p := range peers {
+		ip := cluster.Host(p)
+		if _, err := netip.ParseAddr(ip); err != nil {
+			return fmt.Errorf("isolate zk node %d: peer %s is not an IP address", n.id, ip)
+		}
+		for _, dir := range []string{"-s", "-d"} {
+			fmt.Fprintf(&script, "iptables -w -A %s %s %s -j DROP\n", chain, dir, ip)
+			want = append(want, fmt.Sprintf("-A %s %s %s/32 -j DROP", chain, dir, ip))
+		}
+	}
+	if _, err := n.exec(ctx, "sh", "-ec", script.String()); err != nil {
+		return fmt.Errorf("isolate zk node %d: %w", n.id, err)
+	}
+	rules, err := n.Rules(ctx)
+	if err != nil {
+		return fmt.Errorf("isolate zk node %d: %w", n.id, err)
+	}
+	for _, w := range want {
+		if !slices.Contains(rules, w) {
+			return fmt.Errorf("isolate zk node %d: rule %q not listed after adding it (rules: %q)", n.id, w, rules)
+		}
+	}
+	return nil
+}
+
+// Heal flushes the server's partition chain and checks that none remain.
+// A container not running has no rules (its network namespace went with
+// it).
+func (n *Node) Heal(ctx context.Context) error {
+	st, err := n.state(ctx)
+	if err != nil {
+		return fmt.Errorf("heal %w", err)
+	}
+	if !st.Running {
+		return nil
+	}
+	flush := fmt.Sprintf("if iptables -w -S | grep -qx -- '-N %[1]s'; then iptables -w -F %[1]s; fi", chain)
+	if _, err := n.exec(ctx, "sh", "-ec", flush); err != nil {
+		return fmt.Errorf("heal zk node %d: %w", n.id, err)
+	}
+	rules, err := n.Rules(ctx)
+	if err != nil {
+		return fmt.Errorf("heal zk node %d: %w", n.id, err)
+	}
+	if len(rules) > 0 {
+		return fmt.Errorf("heal zk node %d: rules left after flush: %q", n.id, rules)
+	}
+	return nil
+}
+
+// Rules lists the server's partition rules as iptables prints them (-A
+// ZKCHAOS ...), for the record. The whole table is listed because
+// iptables-nft answers -S of a missing chain with a misleading error.
+func (n *Node) Rules(ctx context.Context) ([]string, error) {
+	st, err := n.state(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rules %w", err)
+	}
+	if !st.Running {
+		return nil, nil
+	}
+	out, err := n.exec(ctx, "iptables", "-w", "-S")
+	if err != nil {
+		return nil, fmt.Errorf("rules of zk node %d: %w", n.id, err)
+	}
+	var rules []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "-A "+chain+" ") {
+			rules = append(rules, l)
+		}
+	}
+	return rules, nil
+}
