@@ -22,8 +22,15 @@ import (
 	"time"
 )
 
-// MaxSlots is the number of /21 slots in 198.18.0.0/15.
-const MaxSlots = 64
+// 198.18.0.0/15 holds 64 /21 slots (SlotPrefix). Network namespaces of
+// the local backend take slots 0..MaxSlots-1; the top DockerSlots are
+// kept for the Docker backend's networks (cluster/docker), so the two
+// kinds of network never share addresses and neither ever takes an
+// address from Docker's default pools.
+const (
+	MaxSlots    = 56
+	DockerSlots = 8
+)
 
 // StateDir holds one slot-<s>.json per slot in use, and the lock that
 // serialises edits of the shared ZKCHAOS-FWD chain.

@@ -323,19 +323,19 @@ func TestSweepSlot(t *testing.T) {
 }
 
 func TestSlotName(t *testing.T) {
-	for name, want := range map[string]int{"zkc0": 0, "zkc12-n1": 12, "zkc63": 63, "zkc64": -1, "zkc01": -1, "zkc": -1, "zkc1x": -1, "docker0": -1} {
+	for name, want := range map[string]int{"zkc0": 0, "zkc12-n1": 12, "zkc55": 55, "zkc56": -1, "zkc64": -1, "zkc01": -1, "zkc": -1, "zkc1x": -1, "docker0": -1} {
 		s, ok := slotOfName(name)
 		if (want >= 0) != ok || (ok && s != want) {
 			t.Errorf("slotOfName(%q) = %d, %v; want %d", name, s, ok, want)
 		}
 	}
-	if p := slotPrefix(63); p.String() != "198.19.248.0/21" {
+	if p := SlotPrefix(63); p.String() != "198.19.248.0/21" {
 		t.Errorf("slot 63 prefix %s", p)
 	}
-	if a, _ := hostAddr(slotPrefix(1), 1); a.String() != "198.18.8.2" {
+	if a, _ := hostAddr(SlotPrefix(1), 1); a.String() != "198.18.8.2" {
 		t.Errorf("slot 1 host 1 address %s", a)
 	}
-	if _, err := hostAddr(slotPrefix(0), 2046); err == nil {
+	if _, err := hostAddr(SlotPrefix(0), 2046); err == nil {
 		t.Error("host 2046 fits in a /21 next to the gateway and broadcast")
 	}
 }

@@ -34,8 +34,8 @@ func slotPath(s int) string { return filepath.Join(StateDir, fmt.Sprintf("slot-%
 
 func bridgeName(s int) string { return fmt.Sprintf("zkc%d", s) }
 
-// slotPrefix is the slot's /21: 198.18.0.0 + s·2048.
-func slotPrefix(s int) netip.Prefix {
+// SlotPrefix is the slot's /21: 198.18.0.0 + s·2048.
+func SlotPrefix(s int) netip.Prefix {
 	base := 198<<24 | 18<<16 | uint32(s)*2048
 	return netip.PrefixFrom(addrFrom(base), 21)
 }

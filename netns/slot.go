@@ -184,7 +184,7 @@ func claim(ctx context.Context, s int, owner SlotFile) (*Network, error) {
 		}
 		return nil, fmt.Errorf("create bridge for slot %d: %w", s, err)
 	}
-	n := &Network{Slot: s, Bridge: br, RunID: owner.RunID, Prefix: slotPrefix(s), owner: owner, hosts: map[string]*Host{}}
+	n := &Network{Slot: s, Bridge: br, RunID: owner.RunID, Prefix: SlotPrefix(s), owner: owner, hosts: map[string]*Host{}}
 	gw, _ := hostAddr(n.Prefix, 0)
 	n.Gateway = gw.String()
 	if err := n.setup(ctx); err != nil {

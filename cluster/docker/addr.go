@@ -3,26 +3,26 @@ package docker
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/zkchaos/zkchaos/netns"
 )
 
 // The harness's test traffic stays in 198.18.0.0/15 (RFC 2544's benchmark
-// range, which collides with nothing real). netns cuts it into 64 /21
-// slots, slot s at 198.18.0.0 + s·2048, and takes the first free one from
-// 0 up. Docker networks of the harness take their subnet from the top 8 of
-// those slots, 56..63 = Reserved, never from Docker's default 172.x pools,
-// so the two kinds of network never share addresses. (netns must stop at
-// FirstNetnsReservedSlot; until it does, it reaches slot 56 only with 56
-// runs at once.)
+// range, which collides with nothing real). netns owns the address plan:
+// 64 /21 slots, slot s at 198.18.0.0 + s·2048; namespaces take slots
+// 0..netns.MaxSlots-1 and Docker networks of the harness the top
+// netns.DockerSlots, never Docker's default 172.x pools, so the two kinds
+// of network never share addresses.
 const (
-	// FirstNetnsReservedSlot is the first netns slot Docker networks use.
-	FirstNetnsReservedSlot = 56
+	// FirstNetnsReservedSlot is the first slot Docker networks use.
+	FirstNetnsReservedSlot = netns.MaxSlots
 	// Subnets is how many Docker networks can exist at once.
-	Subnets = 8
+	Subnets = netns.DockerSlots
 )
 
 // Reserved is the part of 198.18.0.0/15 kept for Docker networks: the
-// netns slots FirstNetnsReservedSlot..63.
-var Reserved = netip.MustParsePrefix("198.19.192.0/18")
+// slots FirstNetnsReservedSlot..63, a /18.
+var Reserved = netip.PrefixFrom(netns.SlotPrefix(FirstNetnsReservedSlot).Addr(), 18)
 
 // Subnet is the i-th /21 of Reserved (0 ≤ i < Subnets), one Docker
 // network's. In it:
