@@ -50,6 +50,11 @@ type Config struct {
 	CheckBudget time.Duration `json:"check_budget"`
 	// LockRoot is the persistent parent of every lock.
 	LockRoot string `json:"lock_root"`
+	// WorkerLogHead and WorkerLogTail cap each worker's log: its first
+	// and last bytes are kept, and the log says what was dropped between
+	// (a flooding worker must not fill the results folder).
+	WorkerLogHead int64 `json:"worker_log_head"`
+	WorkerLogTail int64 `json:"worker_log_tail"`
 }
 
 // Defaults returns the configuration of a plain `chaos run`.
@@ -77,6 +82,8 @@ func Defaults() Config {
 		Gate:            slices.Clone(checker.DefaultGate),
 		CheckBudget:     DefaultCheckBudget,
 		LockRoot:        "/locks/inventory",
+		WorkerLogHead:   1 << 20,
+		WorkerLogTail:   1 << 20,
 	}
 }
 
@@ -165,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if !strings.HasPrefix(c.LockRoot, "/") || strings.HasSuffix(c.LockRoot, "/") || len(c.LockRoot) < 2 {
 		bad("--lock-root %q: must be an absolute znode path without a trailing slash", c.LockRoot)
+	}
+	if c.WorkerLogHead < 0 || c.WorkerLogTail < 0 {
+		bad("worker log cap %d+%d bytes: must not be negative", c.WorkerLogHead, c.WorkerLogTail)
 	}
 	return errors.Join(errs...)
 }
