@@ -345,11 +345,15 @@ func (f *fleet) shutdown(grace time.Duration) {
 	for _, l := range all {
 		_ = l.p.CloseInput()
 	}
-	deadline := time.After(grace)
+	// One deadline for all: once it passes, whoever is left is killed.
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+wait:
 	for _, l := range all {
 		select {
 		case <-l.p.Done():
-		case <-deadline:
+		case <-deadline.C:
+			break wait
 		}
 	}
 	for _, l := range all {

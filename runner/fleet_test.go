@@ -51,7 +51,16 @@ func newTestFleet(t *testing.T, s fakeworker.Script, rec history.Recorder, mod f
 			tf.fails = append(tf.fails, err)
 			tf.mu.Unlock()
 		})
-	t.Cleanup(func() { tf.shutdown(time.Second) })
+	// Not shutdown: the cleanup must work even when shutdown does not.
+	t.Cleanup(func() {
+		tf.fleet.mu.Lock()
+		all := append([]*live(nil), tf.all...)
+		tf.fleet.mu.Unlock()
+		for _, l := range all {
+			_ = l.p.Kill()
+			<-l.p.Done()
+		}
+	})
 	return tf
 }
 
@@ -248,15 +257,28 @@ func TestHolderView(t *testing.T) {
 }
 
 // TestShutdown: every worker gets its input closed; one that exits on it
-// exits cleanly, one that ignores it is killed after the grace.
+// exits cleanly, those that ignore it are all killed once the grace is
+// over (the grace is one deadline for all, not one per worker).
 func TestShutdown(t *testing.T) {
 	polite := newTestFleet(t, fakeworker.Script{}, history.NewMemory(), nil)
-	stubborn := newTestFleet(t, fakeworker.Script{IgnoreEOF: true}, history.NewMemory(), nil)
-	p, s := polite.start(t, 0).cur, stubborn.start(t, 0).cur
-	start := time.Now()
+	stubborn := newTestFleet(t, fakeworker.Script{IgnoreEOF: true}, history.NewMemory(), func(c *Config) { c.Workers = 3 })
+	p := polite.start(t, 0).cur
+	var ss []*live
+	for i := range 3 {
+		ss = append(ss, stubborn.start(t, i).cur)
+	}
 	polite.shutdown(5 * time.Second)
-	stubborn.shutdown(300 * time.Millisecond)
-	for _, l := range []*live{p, s} {
+	done := make(chan struct{})
+	go func() {
+		stubborn.shutdown(300 * time.Millisecond)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("shutdown with a 300ms grace still waiting after 10s for workers that ignore EOF")
+	}
+	for _, l := range append(ss, p) {
 		select {
 		case <-l.p.Done():
 		default:
@@ -266,10 +288,11 @@ func TestShutdown(t *testing.T) {
 	if err := p.p.Err(); err != nil {
 		t.Errorf("polite worker: %v, want a clean exit on EOF", err)
 	}
-	if err := s.p.Err(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Errorf("stubborn worker: %v, want killed", err)
+	for _, l := range ss {
+		if err := l.p.Err(); err == nil || !strings.Contains(err.Error(), "killed") {
+			t.Errorf("stubborn worker: %v, want killed", err)
+		}
 	}
-	t.Logf("shutdown of both took %s", time.Since(start).Round(time.Millisecond))
 }
 
 // TestProtocolErrorRetires: a stdout line over the limit fails the
