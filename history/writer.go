@@ -20,6 +20,7 @@ type Writer struct {
 	next   int64
 	dirty  bool
 	err    error
+	failed chan struct{} // closed when err is first set
 	closed bool
 	stop   chan struct{}
 	done   chan struct{}
@@ -34,7 +35,7 @@ func Create(path string, start time.Time) (*Writer, error) {
 		return nil, fmt.Errorf("create history %s: %w", path, err)
 	}
 	w := &Writer{f: f, buf: bufio.NewWriterSize(f, 64<<10), start: start,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		failed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.syncLoop()
 	return w, nil
 }
@@ -62,16 +63,38 @@ func (w *Writer) Append(e Event) (Event, error) {
 	}
 	b = append(b, '\n')
 	if _, err := w.buf.Write(b); err != nil {
-		w.err = fmt.Errorf("write history: %w", err)
-		return e, w.err
+		return e, w.fail(fmt.Errorf("write history: %w", err))
 	}
 	if err := w.buf.Flush(); err != nil {
-		w.err = fmt.Errorf("write history: %w", err)
-		return e, w.err
+		return e, w.fail(fmt.Errorf("write history: %w", err))
 	}
 	w.next++
 	w.dirty = true
 	return e, nil
+}
+
+// fail keeps the first error (w.mu held): every later Append returns it,
+// and Failed tells whoever watches.
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+		close(w.failed)
+	}
+	return w.err
+}
+
+// Failed is closed once a write or fsync of the history has failed. From
+// then on nothing more can be recorded, so the controller stops the run
+// at once rather than carry on for minutes recording nothing; it watches
+// this because appends come from many parts (clients, nemesis) that can
+// only log an error.
+func (w *Writer) Failed() <-chan struct{} { return w.failed }
+
+// Err is the first write or fsync error, or nil.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 func (w *Writer) syncLoop() {
@@ -86,7 +109,7 @@ func (w *Writer) syncLoop() {
 			w.mu.Lock()
 			if w.dirty && w.err == nil {
 				if err := w.f.Sync(); err != nil {
-					w.err = fmt.Errorf("fsync history: %w", err)
+					w.fail(fmt.Errorf("fsync history: %w", err))
 				}
 				w.dirty = false
 			}

@@ -34,7 +34,10 @@ type fleet struct {
 	run     *store.Run
 	hist    history.Recorder
 	log     *slog.Logger
-	hardCtx context.Context // cancelled only when the controller must stop now
+	hardCtx context.Context // cancelled when the controller must stop now
+	// fail tells the controller that the run cannot go on (the results
+	// folder cannot be written); it may be called many times.
+	fail func(error)
 
 	mu      sync.Mutex
 	slots   []*slot
@@ -42,16 +45,17 @@ type fleet struct {
 	spawned int
 }
 
-// live is one worker OS process.
+// live is one worker OS process. It is the handler of its worker handle:
+// what the worker says is recorded in the order it said it (see
+// worker.Handler).
 type live struct {
+	f       *fleet
 	process int
 	p       *worker.Proc
 	host    *netns.Host
 	logf    *os.File
 
-	mu      sync.Mutex
-	retired bool
-	pending map[int64]string // request id -> f, to name late responses
+	mu sync.Mutex
 	// session is the session id the worker last reported connected (0
 	// after its expiry), password its password when reported, states the
 	// last state reported per session id: what client-side faults aim at
@@ -78,8 +82,8 @@ type slot struct {
 	wrote    bool
 }
 
-func newFleet(cfg Config, exe string, env []string, zk, reg string, pl placement, run *store.Run, hist history.Recorder, log *slog.Logger, hardCtx context.Context) *fleet {
-	f := &fleet{cfg: cfg, exe: exe, env: env, zk: zk, reg: reg, pl: pl, run: run, hist: hist, log: log, hardCtx: hardCtx}
+func newFleet(cfg Config, exe string, env []string, zk, reg string, pl placement, run *store.Run, hist history.Recorder, log *slog.Logger, hardCtx context.Context, fail func(error)) *fleet {
+	f := &fleet{cfg: cfg, exe: exe, env: env, zk: zk, reg: reg, pl: pl, run: run, hist: hist, log: log, hardCtx: hardCtx, fail: fail}
 	for i := 0; i < cfg.Workers; i++ {
 		f.slots = append(f.slots, &slot{f: f, index: i, process: i})
 	}
@@ -116,21 +120,22 @@ func (f *fleet) spawn(ctx context.Context, process int) (*live, error) {
 		f.removeHost(host)
 		return nil, fmt.Errorf("worker log: %w", err)
 	}
+	l := &live{f: f, process: process, host: host, logf: logf, states: map[int64]string{}}
+	l.p = worker.New(cmd, worker.Options{Handler: l, Log: logf, LogHead: f.cfg.WorkerLogHead, LogTail: f.cfg.WorkerLogTail,
+		OnLogError: func(err error) { f.fail(fmt.Errorf("results folder: worker log %s: %w", logf.Name(), err)) }})
 	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	p, err := worker.Start(sctx, cmd, logf)
-	if err != nil {
+	if err := l.p.Start(sctx); err != nil {
 		logf.Close()
 		f.removeHost(host)
 		return nil, fmt.Errorf("start worker process %d: %w", process, err)
 	}
-	l := &live{process: process, p: p, host: host, logf: logf, pending: map[int64]string{}, states: map[int64]string{}}
+	p := l.p
 	l.sessionEvent(worker.StateConnected, p.Hello().Session, p.Hello().Password)
 	f.mu.Lock()
 	f.all = append(f.all, l)
 	f.spawned++
 	f.mu.Unlock()
-	go f.drain(l)
 	go func() {
 		<-p.Done()
 		logf.Close()
@@ -151,34 +156,44 @@ func (f *fleet) removeHost(h *netns.Host) {
 	}
 }
 
-// drain records what a worker says unasked: session changes, lost locks,
-// and responses that came after their operation was closed as info. A
-// retired process is told to finish once its late answer is in: it has
-// done the (possibly stale) thing it was paused in the middle of.
-func (f *fleet) drain(l *live) {
-	for m := range l.p.Events() {
-		switch {
-		case m.Event == worker.EventSession:
-			l.sessionEvent(m.State, m.Session, m.Password)
-			f.instant(l.process, history.FSession, "", &history.Value{State: m.State, Session: m.Session, PID: l.p.PID()}, "")
-		case m.Event == worker.EventLost:
-			f.instant(l.process, history.FLost, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State}, m.Error)
-			f.lost(l, m.Key)
-		case m.ID != 0:
-			l.mu.Lock()
-			of := l.pending[m.ID]
-			delete(l.pending, m.ID)
-			retired := l.retired
-			l.mu.Unlock()
-			v := valueOf(m)
-			v.Of = of
-			v.State = m.Type
-			f.instant(l.process, history.FLate, m.Key, v, m.Error)
-			if retired {
-				_ = l.p.CloseInput()
-			}
-		}
+// Event records what a worker says unasked: session changes and lost
+// locks (worker.Handler). Other events are not part of the protocol the
+// lock workload uses and are left out.
+func (l *live) Event(m worker.Message) {
+	switch m.Event {
+	case worker.EventSession:
+		l.sessionEvent(m.State, m.Session, m.Password)
+		l.f.instant(l.process, history.FSession, "", &history.Value{State: m.State, Session: m.Session, PID: l.p.PID()}, "")
+	case worker.EventLost:
+		l.f.instant(l.process, history.FLost, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State}, m.Error)
+		l.f.lost(l, m.Key)
 	}
+}
+
+// Complete records the completion of a request (worker.Handler): the
+// answer, or info when there is none.
+func (l *live) Complete(req worker.Request, m worker.Message, err error) {
+	res := resultOf(m, err)
+	l.f.record(history.Event{Process: history.Process(l.process), Type: res.Type, F: req.F, Key: req.Key, Value: res.Value, Error: res.Error})
+}
+
+// Late records a response that came after its operation was closed as
+// info (worker.Handler), naming the operation it answers. The worker
+// handle closes the retired worker's input after it: the worker has done
+// the (possibly stale) thing it was paused in the middle of.
+func (l *live) Late(req worker.Request, m worker.Message) {
+	v := valueOf(m)
+	v.Of = req.F
+	v.State = m.Type
+	l.f.instant(l.process, history.FLate, req.Key, v, m.Error)
+}
+
+// ProtocolError is told that the worker broke the protocol
+// (worker.Handler); the handle fails its requests from now on, so the
+// pending one or the next completes as info with the reason, and the
+// process is retired.
+func (l *live) ProtocolError(err error) {
+	l.f.log.Warn("worker broke the protocol; it will be retired", "process", l.process, "pid", l.p.PID(), "err", err)
 }
 
 // lost clears the holder view of a slot whose live process lost key, so
@@ -197,10 +212,29 @@ func (f *fleet) lost(l *live, key string) {
 // once, so every operation in the history is a pair.
 func (f *fleet) instant(process int, fn, key string, v *history.Value, errText string) {
 	for _, t := range []history.Type{history.Invoke, history.OK} {
-		if _, err := f.hist.Append(history.Event{Process: history.Process(process), Type: t, F: fn, Key: key, Value: v, Error: errText}); err != nil {
-			f.log.Error("record", "err", err)
-		}
+		f.record(history.Event{Process: history.Process(process), Type: t, F: fn, Key: key, Value: v, Error: errText})
 	}
+}
+
+// record appends e to the history. A failure is the results folder's:
+// the controller notices it and stops the run (see controller.abort).
+func (f *fleet) record(e history.Event) {
+	if _, err := f.hist.Append(e); err != nil {
+		f.fail(fmt.Errorf("results folder: record history: %w", err))
+	}
+}
+
+// resultOf is the completion a response (or its absence) stands for.
+func resultOf(m worker.Message, err error) workloads.Result {
+	if err != nil {
+		return workloads.Result{Type: history.Info, Error: infoReason(err)}
+	}
+	res := workloads.Result{Type: history.Type(m.Type), Error: m.Error, Value: valueOf(m)}
+	if !res.Type.Valid() || res.Type == history.Invoke {
+		res.Type = history.Info
+		res.Error = fmt.Sprintf("worker answered type %q", m.Type)
+	}
+	return res
 }
 
 func valueOf(m worker.Message) *history.Value {
@@ -253,9 +287,7 @@ func (s *slot) Do(_ context.Context, op workloads.Op) workloads.Result {
 	if op.Value != nil {
 		inv.Value = &history.Value{N: op.Value}
 	}
-	if _, err := s.f.hist.Append(inv); err != nil {
-		s.f.log.Error("record", "err", err)
-	}
+	s.f.record(inv)
 	req := worker.Request{F: op.F, Key: op.Key, Value: op.Value}
 	timeout := s.f.cfg.OpTimeout
 	if op.F == history.FAcquire {
@@ -268,28 +300,9 @@ func (s *slot) Do(_ context.Context, op workloads.Op) workloads.Result {
 	}
 	ctx, cancel := context.WithTimeout(s.f.hardCtx, timeout)
 	defer cancel()
-	m, err := l.p.Do(ctx, req)
-	res := workloads.Result{}
-	if err != nil {
-		res.Type = history.Info
-		res.Error = infoReason(err)
-		// The request's id is what a late answer will carry.
-		l.mu.Lock()
-		l.pending[m.ID] = op.F
-		l.mu.Unlock()
-	} else {
-		res.Type = history.Type(m.Type)
-		if !res.Type.Valid() || res.Type == history.Invoke {
-			res.Type = history.Info
-			res.Error = fmt.Sprintf("worker answered type %q", m.Type)
-		} else {
-			res.Error = m.Error
-		}
-		res.Value = valueOf(m)
-	}
-	if _, err := s.f.hist.Append(history.Event{Process: history.Process(s.process), Type: res.Type, F: op.F, Key: op.Key, Value: res.Value, Error: res.Error}); err != nil {
-		s.f.log.Error("record", "err", err)
-	}
+	// The completion is recorded by l.Complete, in the order of the
+	// worker's lines, before Do returns.
+	res := resultOf(l.p.Do(ctx, req))
 	if res.Type == history.Info {
 		s.retire()
 	}
@@ -319,13 +332,7 @@ func (s *slot) retire() {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	l.retired = true
-	nothingPending := len(l.pending) == 0
-	l.mu.Unlock()
-	if nothingPending {
-		_ = l.p.CloseInput()
-	}
+	l.p.Retire()
 	s.f.log.Info("process retired", "process", l.process, "pid", l.p.PID(), "next", s.process)
 }
 
@@ -338,11 +345,15 @@ func (f *fleet) shutdown(grace time.Duration) {
 	for _, l := range all {
 		_ = l.p.CloseInput()
 	}
-	deadline := time.After(grace)
+	// One deadline for all: once it passes, whoever is left is killed.
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+wait:
 	for _, l := range all {
 		select {
 		case <-l.p.Done():
-		case <-deadline:
+		case <-deadline.C:
+			break wait
 		}
 	}
 	for _, l := range all {

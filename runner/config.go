@@ -55,6 +55,11 @@ type Config struct {
 	// with a digest ACL, see acl.go) or ACLOff (world-writable, as
 	// before).
 	ACL string `json:"acl"`
+	// WorkerLogHead and WorkerLogTail cap each worker's log: its first
+	// and last bytes are kept, and the log says what was dropped between
+	// (a flooding worker must not fill the results folder).
+	WorkerLogHead int64 `json:"worker_log_head"`
+	WorkerLogTail int64 `json:"worker_log_tail"`
 }
 
 // Values of Config.ACL.
@@ -89,6 +94,8 @@ func Defaults() Config {
 		CheckBudget:     DefaultCheckBudget,
 		LockRoot:        "/locks/inventory",
 		ACL:             ACLOn,
+		WorkerLogHead:   1 << 20,
+		WorkerLogTail:   1 << 20,
 	}
 }
 
@@ -234,6 +241,9 @@ func (c Config) Validate() error {
 	}
 	if c.ACL != ACLOn && c.ACL != ACLOff {
 		bad("--acl %q: must be on or off", c.ACL)
+	}
+	if c.WorkerLogHead < 0 || c.WorkerLogTail < 0 {
+		bad("worker log cap %d+%d bytes: must not be negative", c.WorkerLogHead, c.WorkerLogTail)
 	}
 	return errors.Join(errs...)
 }

@@ -22,8 +22,12 @@ const restoreWait = 60 * time.Second
 // every stopped process of the run, every dead server (restarted with its
 // data). Then it waits for the ensemble to serve with every server. It is
 // recorded as one nemesis operation saying what it had to do, so a fault
-// the nemesis failed to undo still shows in the history.
+// the nemesis failed to undo still shows in the history. After an abort
+// (the results folder or the register failed) the servers are neither
+// restarted nor waited for: teardown stops them next, and a server that
+// died of the same full disk would hold the run for a minute.
 func (c *controller) restore() {
+	aborted := c.aborted()
 	ctx, cancel := context.WithTimeout(c.hard, restoreWait+30*time.Second)
 	defer cancel()
 	c.nemesisOp(history.Invoke, history.FRestore, &history.Value{Target: "every fault of the run"}, "")
@@ -47,7 +51,7 @@ func (c *controller) restore() {
 			did = append(did, fmt.Sprintf("%s: removed %d rules", h.Name, len(rules)))
 		}
 	}
-	if c.zk != nil {
+	if c.zk != nil && !aborted {
 		d, err := c.zk.Restore(ctx)
 		did = append(did, d...)
 		if err != nil {
@@ -74,7 +78,7 @@ func (c *controller) restore() {
 		detail = strings.Join(did, "; ")
 		c.log.Warn("final phase: faults were still in effect", "undone", detail)
 	}
-	if c.zk != nil {
+	if c.zk != nil && !aborted {
 		wctx, wcancel := context.WithTimeout(ctx, restoreWait)
 		err := c.zk.WaitReady(wctx)
 		wcancel()

@@ -92,7 +92,10 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	if err != nil {
 		return out, err
 	}
+	runCtx, abortRun := context.WithCancelCause(hard)
+	defer abortRun(nil)
 	c := &controller{cfg: cfg, exe: exe, run: run, runID: runID, log: log, jan: jan, hard: hard, t0: t0,
+		runCtx: runCtx, abortRun: abortRun, watchDone: make(chan struct{}),
 		env:    proc.Env(runID, os.Getpid()),
 		status: store.Status{TimeLimitNS: int64(cfg.TimeLimit), ControllerPID: os.Getpid()}}
 	defer c.teardown()
@@ -115,6 +118,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	if err := c.startServices(hard); err != nil {
 		return out, err
 	}
+	go c.watch()
 	out.Timings.Setup = time.Since(t0)
 	out.Timings.Ensemble = c.ensembleReady
 
@@ -130,8 +134,8 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	out.Timings.Teardown = time.Since(tdStart)
 	out.Timings.Processes = c.fleet.spawned
 
-	if c.harnessErr != nil {
-		return out, c.harnessErr
+	if err := c.harnessError(); err != nil {
+		return out, err
 	}
 	chk, err := Check(context.Background(), run.Dir, cfg.Gate, t0.UnixNano(), WithBudget(cfg.CheckBudget))
 	out.Check = chk
@@ -163,8 +167,18 @@ type controller struct {
 	fleet         *fleet
 	ensembleReady time.Duration
 
-	tornDown   sync.Once
-	harnessErr error
+	tornDown sync.Once
+
+	// runCtx ends when the run must stop at once: hard, or abort (the
+	// results folder cannot be written, the register died). It bounds
+	// every worker operation, so none outlives the decision by more than
+	// the time to record it.
+	runCtx    context.Context
+	abortRun  context.CancelCauseFunc
+	watchDone chan struct{} // closed when teardown starts: exits are expected from then on
+
+	failMu     sync.Mutex
+	harnessErr error // the first harness failure; the run exits 255 with it
 
 	// status is status.json: how far the run got (see store.Status).
 	statusMu sync.Mutex
@@ -177,15 +191,69 @@ func (c *controller) setPhase(p store.Phase) error {
 	return c.updateStatus(func(s *store.Status) { s.Phase = p })
 }
 
-// updateStatus changes status.json under its lock.
+// updateStatus changes status.json under its lock. A write that fails
+// stops the run (abort): a run whose progress cannot be recorded cannot
+// be judged.
 func (c *controller) updateStatus(change func(*store.Status)) error {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
 	change(&c.status)
 	if err := store.WriteStatus(c.run.Path(store.StatusFile), c.status); err != nil {
-		return fmt.Errorf("results folder: %w", err)
+		err = fmt.Errorf("results folder: %w", err)
+		c.abort(err)
+		return err
 	}
 	return nil
+}
+
+// abort records a harness failure and stops the run at once: the workload
+// ends, operations in flight are cut short (recorded info when they still
+// can be), and the run heals, tears down and exits 255 without the final
+// reads or a verdict. The first failure is the one reported. Safe from any
+// goroutine, any number of times.
+func (c *controller) abort(err error) {
+	c.failMu.Lock()
+	first := c.harnessErr == nil
+	if first {
+		c.harnessErr = err
+	}
+	c.failMu.Unlock()
+	if first {
+		c.log.Error("harness failure: stopping the run", "err", err)
+	}
+	c.abortRun(err)
+}
+
+// harnessError is the first harness failure, or nil.
+func (c *controller) harnessError() error {
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	return c.harnessErr
+}
+
+// aborted reports whether the run was stopped by a harness failure.
+func (c *controller) aborted() bool { return c.harnessError() != nil }
+
+// watch turns what fails outside the controller's own calls into an
+// abort: the history writer's first error (a write or an fsync, whoever
+// appended) and the register's exit, which is only expected in teardown.
+func (c *controller) watch() {
+	histFailed := c.hist.Failed()
+	regDone := c.reg.done
+	for {
+		select {
+		case <-c.watchDone:
+			return
+		case <-histFailed:
+			histFailed = nil
+			c.abort(fmt.Errorf("results folder: %w", c.hist.Err()))
+		case <-regDone:
+			regDone = nil
+			if !c.reg.stopping.Load() {
+				c.abort(c.reg.exitError())
+			}
+		}
+	}
 }
 
 func (c *controller) setupNetwork(ctx context.Context) (string, error) {
@@ -277,7 +345,7 @@ func (c *controller) startServices(ctx context.Context) error {
 			return err
 		}
 	}
-	c.fleet = newFleet(c.cfg, c.exe, sec.workerEnv(c.env), zk.ConnectString(), reg.url(), pl, c.run, c.hist, c.log, c.hard)
+	c.fleet = newFleet(c.cfg, c.exe, sec.workerEnv(c.env), zk.ConnectString(), reg.url(), pl, c.run, c.hist, c.log, c.runCtx, c.abort)
 	return nil
 }
 
@@ -289,6 +357,7 @@ func (c *controller) workload(ctx context.Context) {
 	wStart := time.Now()
 	gen, stop := context.WithTimeout(ctx, c.cfg.TimeLimit)
 	defer stop()
+	defer context.AfterFunc(c.runCtx, stop)()
 	seed := uint64(c.cfg.Seed)
 	wl := &workloads.Lock{Keys: workloads.KeyNames(c.cfg.Keys), Hold: c.cfg.Hold, Think: c.cfg.Think,
 		AcquireTimeout: c.cfg.AcquireTimeout}
@@ -300,7 +369,7 @@ func (c *controller) workload(ctx context.Context) {
 		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Logger: c.log,
 			Rand: rand.New(rand.NewPCG(seed, 0x6e656d))}})
 	if err != nil {
-		c.harnessErr = err
+		c.abort(err)
 		return
 	}
 	if nem != nil {
@@ -323,7 +392,10 @@ func (c *controller) workload(ctx context.Context) {
 	}()
 	<-gen.Done()
 	why := store.StopTimeLimit
-	if ctx.Err() != nil {
+	switch err := c.harnessError(); {
+	case err != nil:
+		why = "harness failure: " + err.Error()
+	case ctx.Err() != nil:
 		why = store.StopInterrupted
 		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
 			why += " (" + cause.Error() + ")"
@@ -334,20 +406,21 @@ func (c *controller) workload(ctx context.Context) {
 	// Heal first: paused workers resume while the clients finish.
 	<-nemDone
 	clients.Wait()
-	if err := c.updateStatus(func(s *store.Status) {
+	_ = c.updateStatus(func(s *store.Status) {
 		s.Phase, s.StoppedBecause, s.WorkloadNS = store.PhaseFinal, why, int64(reached)
-	}); err != nil {
-		c.harnessErr = err
-	}
+	})
+	// Every fault goes, whatever stopped the run.
 	c.restore()
+	if c.aborted() {
+		c.log.Warn("run aborted: no final reads, no verdict", "why", why)
+		return
+	}
 	c.log.Info("workload over; recovering", "for", c.cfg.Recovery.String())
-	sleepCtx(c.hard, c.cfg.Recovery)
+	sleepCtx(c.runCtx, c.cfg.Recovery)
 	c.finalReads()
 	c.finalState()
-	if c.hard.Err() == nil {
-		if err := c.updateStatus(func(s *store.Status) { s.FinalPhase = true }); err != nil && c.harnessErr == nil {
-			c.harnessErr = err
-		}
+	if c.runCtx.Err() == nil {
+		_ = c.updateStatus(func(s *store.Status) { s.FinalPhase = true })
 	}
 }
 
@@ -369,6 +442,7 @@ func (c *controller) finalState() {
 // janitor it is done. It runs once, on the normal path or deferred.
 func (c *controller) teardown() {
 	c.tornDown.Do(func() {
+		close(c.watchDone)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		var errs []error
@@ -376,10 +450,21 @@ func (c *controller) teardown() {
 			errs = append(errs, err)
 		}
 		if c.fleet != nil {
-			c.fleet.shutdown(5 * time.Second)
+			// Workers release on EOF; an aborted run is not judged, and its
+			// ensemble may have died of the same full disk, so a worker
+			// stuck releasing is not waited for long.
+			grace := 5 * time.Second
+			if c.aborted() {
+				grace = time.Second
+			}
+			t := time.Now()
+			c.fleet.shutdown(grace)
+			c.log.Info("workers stopped", "took", time.Since(t).Round(time.Millisecond).String())
 		}
 		if c.reg != nil {
+			t := time.Now()
 			c.reg.stop(5 * time.Second)
+			c.log.Info("register stopped", "took", time.Since(t).Round(time.Millisecond).String())
 		}
 		if c.zk != nil {
 			if err := c.zk.Close(ctx); err != nil {
@@ -404,19 +489,36 @@ func (c *controller) teardown() {
 			if s.StoppedBecause == "" {
 				// Torn down before the workload ended: a harness failure.
 				s.StoppedBecause = "harness failure during " + "setup or workload"
-				if c.harnessErr != nil {
-					s.StoppedBecause = "harness failure: " + c.harnessErr.Error()
+				if err := c.harnessError(); err != nil {
+					s.StoppedBecause = "harness failure: " + err.Error()
 				}
 			}
 		}); err != nil {
 			errs = append(errs, err)
 		}
-		if len(errs) > 0 {
-			err := errors.Join(errs...)
-			c.log.Error("teardown", "err", err)
-			if c.harnessErr == nil && !strings.Contains(err.Error(), "context canceled") {
-				c.harnessErr = err
-			}
+		if failed := c.teardownFailures(errs); failed != nil {
+			c.abort(failed)
 		}
 	})
+}
+
+// teardownFailures judges each teardown error on its own: a cancelled
+// context while the user asked for a hard stop is the stop itself, not a
+// failure (logged only); anything else, such as a namespace that could
+// not be removed, is a harness failure (exit 255), whatever else failed
+// beside it.
+func (c *controller) teardownFailures(errs []error) error {
+	var failed []error
+	for _, err := range errs {
+		if errors.Is(err, context.Canceled) && c.hard.Err() != nil {
+			c.log.Warn("teardown during a hard stop", "err", err)
+			continue
+		}
+		c.log.Error("teardown", "err", err)
+		failed = append(failed, err)
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("teardown: %w", errors.Join(failed...))
 }

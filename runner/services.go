@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/zkchaos/zkchaos/internal/logcap"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/register"
 )
@@ -49,7 +51,14 @@ type registerProc struct {
 	addr string
 	// secret is what every call must present (register.SecretEnv).
 	secret string
+	// stderr keeps the last lines of its log, so an exit during the run
+	// can say why even when its log file cannot be written (disk full).
+	stderr *logcap.Tail
 	done   chan struct{}
+	err    error // Wait's result, set before done is closed
+	// stopping is set before the controller stops it: an exit before
+	// that is a harness failure.
+	stopping atomic.Bool
 }
 
 // startRegister launches the register and waits for it to say where it
@@ -68,16 +77,17 @@ func startRegister(ctx context.Context, pl placement, exe string, env []string, 
 	if err != nil {
 		return nil, fmt.Errorf("register log: %w", err)
 	}
-	defer logf.Close()
-	cmd.Stderr = logf
+	r := &registerProc{cmd: cmd, host: host, secret: sec.register, stderr: logcap.NewTail(logf, 5), done: make(chan struct{})}
+	cmd.Stderr = r.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
+		logf.Close()
 		return nil, fmt.Errorf("start register: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
+		logf.Close()
 		return nil, fmt.Errorf("start register: %w", err)
 	}
-	r := &registerProc{cmd: cmd, host: host, secret: sec.register, done: make(chan struct{})}
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -88,7 +98,11 @@ func startRegister(ctx context.Context, pl placement, exe string, env []string, 
 		for sc.Scan() { // keep draining so the register never blocks on stdout
 		}
 	}()
-	go func() { _ = cmd.Wait(); close(r.done) }()
+	go func() {
+		r.err = cmd.Wait()
+		logf.Close()
+		close(r.done)
+	}()
 	select {
 	case line, ok := <-lines:
 		if !ok {
@@ -120,12 +134,24 @@ func (r *registerProc) client(timeout time.Duration) *register.Client {
 	return register.NewClient(r.url(), timeout, r.secret)
 }
 
+// exitError says that the register exited by itself, with its last words
+// (valid after done). The register exits during a run only when its apply
+// log cannot be written (see register.Serve), or when it crashes.
+func (r *registerProc) exitError() error {
+	why := "exit status 0"
+	if r.err != nil {
+		why = r.err.Error()
+	}
+	return fmt.Errorf("register exited during the run (%s): %s", why, r.stderr.Last())
+}
+
 // stop asks the register to shut down (SIGTERM lets it close its log
 // cleanly), then kills it if it does not.
 func (r *registerProc) stop(grace time.Duration) {
 	if r == nil || r.cmd.Process == nil {
 		return
 	}
+	r.stopping.Store(true)
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-r.done:

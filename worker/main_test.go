@@ -3,17 +3,20 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster/local"
+	"github.com/zkchaos/zkchaos/internal/fakeworker"
 	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/register"
 )
@@ -34,6 +37,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	fakeworker.MaybeRun()
 	if js := os.Getenv(envWorker); js != "" {
 		os.Exit(workerMain(js))
 	}
@@ -57,6 +61,12 @@ func workerMain(js string) int {
 }
 
 func runTests(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		// The handle's own tests (fake workers) need no ensemble.
+		fmt.Fprintln(os.Stderr, "-short: ZooKeeper tests skip")
+		return m.Run()
+	}
 	if err := local.Available(); err != nil {
 		fmt.Fprintf(os.Stderr, "no ZooKeeper (%v): ZooKeeper tests skip\n", err)
 		return m.Run()
@@ -126,4 +136,64 @@ func needZK(t *testing.T) {
 	if zkAddr == "" {
 		t.Skip("no ZooKeeper")
 	}
+}
+
+// inbox is a Handler for tests: events and late answers go to channels
+// (buffered beyond what a test produces), completions and protocol errors
+// are kept in order.
+type inbox struct {
+	events chan Message
+	late   chan lateAnswer
+
+	mu        sync.Mutex
+	log       []string // "complete <f> <type|err>", "late <f>", "event <event>", "protocol"
+	protoErrs []error
+}
+
+type lateAnswer struct {
+	req Request
+	m   Message
+}
+
+func newInbox() *inbox {
+	return &inbox{events: make(chan Message, 1024), late: make(chan lateAnswer, 64)}
+}
+
+func inboxOf(p *Proc) *inbox { return p.handler.(*inbox) }
+
+func (b *inbox) note(s string) {
+	b.mu.Lock()
+	b.log = append(b.log, s)
+	b.mu.Unlock()
+}
+
+func (b *inbox) Event(m Message) {
+	b.note("event " + m.Event + " " + m.Key)
+	b.events <- m
+}
+
+func (b *inbox) Complete(req Request, m Message, err error) {
+	if err != nil {
+		b.note("complete " + req.F + " error")
+		return
+	}
+	b.note("complete " + req.F + " " + m.Type)
+}
+
+func (b *inbox) Late(req Request, m Message) {
+	b.note("late " + req.F + " " + req.Key)
+	b.late <- lateAnswer{req, m}
+}
+
+func (b *inbox) ProtocolError(err error) {
+	b.mu.Lock()
+	b.protoErrs = append(b.protoErrs, err)
+	b.log = append(b.log, "protocol")
+	b.mu.Unlock()
+}
+
+func (b *inbox) notes() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.log...)
 }

@@ -49,8 +49,8 @@ func startWorker(t *testing.T, cfg Config) *Proc {
 	cmd.Env = append(cmd.Env, proc.Env(testRun, os.Getpid())...)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	p, err := Start(ctx, cmd, testlog.Writer(t))
-	if err != nil {
+	p := New(cmd, Options{Handler: newInbox(), Log: testlog.Writer(t), LogHead: 1 << 20, LogTail: 1 << 20})
+	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -238,8 +238,8 @@ func TestMalformedLines(t *testing.T) {
 }
 
 // TestLateResponse: a Do that gives up gets ctx.Err(); the answer that
-// comes later is on Events with its ID and no Event. A Do pending when the
-// process dies returns ErrExited promptly.
+// comes later goes to the handler's Late with the request it answers. A
+// Do pending when the process dies returns ErrExited promptly.
 func TestLateResponse(t *testing.T) {
 	needZK(t)
 	p := startWorker(t, testConfig(t, 0, testRoot(t)))
@@ -256,12 +256,12 @@ func TestLateResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case m := <-p.Events():
-		if m.Event != "" || m.ID == 0 || m.Type != Fail {
-			t.Fatalf("late response: %+v", m)
+	case l := <-inboxOf(p).late:
+		if l.m.Event != "" || l.m.ID == 0 || l.m.ID != l.req.ID || l.m.Type != Fail || l.req.F != "read" || l.req.Key != "k" {
+			t.Fatalf("late response: %+v to %+v", l.m, l.req)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("late response not delivered on Events")
+		t.Fatal("late response not handed to Late")
 	}
 
 	if err := proc.Pause(p.PID(), time.Second); err != nil {
@@ -352,7 +352,7 @@ func TestStaleHolderAfterPause(t *testing.T) {
 	timeout := time.After(10 * time.Second)
 	for !sawExpired || !sawLost {
 		select {
-		case m := <-a.Events():
+		case m := <-inboxOf(a).events:
 			t.Logf("a event %+v at +%s", m, time.Since(resumed).Round(time.Millisecond))
 			switch {
 			case m.Event == EventSession && m.State == StateExpired:
