@@ -156,16 +156,22 @@ func (f *fleet) removeHost(h *netns.Host) {
 	}
 }
 
-// Event records what a worker says unasked: session changes and lost
-// locks (worker.Handler). Other events are not part of the protocol the
+// Event records what a worker says unasked: its hello's session, session
+// changes and lost locks (worker.Handler). Other events are not part of the protocol the
 // lock workload uses and are left out.
 func (l *live) Event(m worker.Message) {
 	switch m.Event {
+	case worker.EventHello:
+		// The hello's session goes into the history as a connected
+		// session: it is the session of the process's first grants, which
+		// the checkers need to tell which session a loss or a server-side
+		// expiry ended.
+		l.f.instant(l.process, history.FSession, "", &history.Value{State: worker.StateConnected, Session: m.Session, PID: l.p.PID()}, "")
 	case worker.EventSession:
 		l.sessionEvent(m.State, m.Session, m.Password)
 		l.f.instant(l.process, history.FSession, "", &history.Value{State: m.State, Session: m.Session, PID: l.p.PID()}, "")
 	case worker.EventLost:
-		l.f.instant(l.process, history.FLost, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State}, m.Error)
+		l.f.instant(l.process, history.FLost, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State, Session: m.Session}, m.Error)
 		l.f.lost(l, m.Key)
 	}
 }

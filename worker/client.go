@@ -38,7 +38,10 @@ const MaxLine = 64 << 10
 // worker's stdout is the order of what the handler records: a lost event
 // written before a release answer is handled before that answer.
 type Handler interface {
-	// Event is an unsolicited event (Event is set, hello excepted).
+	// Event is an unsolicited event (Event is set). The hello is handed to
+	// it too, first, once Start has accepted the worker, so that what it
+	// says (the session) is recorded before anything the worker wrote
+	// after it.
 	Event(m Message)
 	// Complete ends a request: m is its response, or err says why there
 	// is none (ctx ended, the worker exited or broke the protocol), and m
@@ -200,6 +203,9 @@ func (p *Proc) readLoop(stdout io.Reader, hello chan<- error) {
 			phase = failed
 			if herr == nil && <-p.accepted {
 				phase = running
+				p.hmu.Lock()
+				p.handler.Event(p.hello)
+				p.hmu.Unlock()
 			}
 		case over > 0:
 			p.protocolError(fmt.Errorf("%w: a stdout line of %d bytes, over the %d-byte limit, was dropped", ErrProtocol, over, MaxLine))

@@ -117,7 +117,7 @@ func TestLateAnswerWhileGivingUp(t *testing.T) {
 	if l.req.F != "acquire" || l.req.Key != "SKU-2" || l.req.ID != m.ID || l.m.Type != OK {
 		t.Fatalf("late answer %+v to request %+v, want the acquire of SKU-2 id %d", l.m, l.req, m.ID)
 	}
-	want := []string{"complete acquire error", "late acquire SKU-2"}
+	want := []string{"event hello ", "complete acquire error", "late acquire SKU-2"}
 	if got := in.notes(); !slices.Equal(got, want) {
 		t.Fatalf("handled %q, want %q", got, want)
 	}
@@ -193,7 +193,7 @@ func TestOverlongLineIsProtocolError(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d protocol errors reported, want 1", n)
 	}
-	want := []string{"protocol", "complete acquire error", "complete release error"}
+	want := []string{"event hello ", "protocol", "complete acquire error", "complete release error"}
 	// The acquire's own answer follows the long line; it is then no
 	// longer awaited and is a late answer.
 	got := slices.DeleteFunc(in.notes(), func(s string) bool { return strings.HasPrefix(s, "late ") })
