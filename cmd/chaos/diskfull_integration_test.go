@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/register"
 )
 
 // smallTmpfs mounts a tmpfs of size (mount's syntax, "64k") on a fresh
@@ -59,7 +61,9 @@ func fill(t *testing.T, dir string) {
 // exits non-zero saying why.
 func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 	dir := smallTmpfs(t, "64k")
+	const secret = "diskfull-secret"
 	cmd := exec.Command(binary(t), "register", "--log", filepath.Join(dir, "apply.log"), "--listen", "127.0.0.1:0", "--fencing", "on")
+	cmd.Env = append(os.Environ(), register.SecretEnv+"="+secret)
 	var se bytes.Buffer
 	cmd.Stderr = &se
 	out, err := cmd.StdoutPipe()
@@ -69,24 +73,32 @@ func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
 	var hello struct {
 		Listen string `json:"listen"`
 	}
 	sc := bufio.NewScanner(out)
-	if !sc.Scan() || json.Unmarshal(sc.Bytes(), &hello) != nil {
-		t.Fatalf("register said %q", sc.Text())
-	}
+	said := sc.Scan()
+	// Wait only once stdout has been read from (os/exec closes the pipe
+	// in Wait); from here on the cleanup can always reap the register.
+	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	if !said || json.Unmarshal(sc.Bytes(), &hello) != nil {
+		t.Fatalf("register said %q; stderr: %s", sc.Text(), tail(se.String(), 2000))
+	}
 	fill(t, dir)
 	refused := 0
 	for i := 1; i <= 200 && refused < 3; i++ {
 		body := fmt.Sprintf(`{"key":"k","value":%d,"token":%d,"process":1}`, i, i)
-		resp, err := http.Post("http://"+hello.Listen+"/write", "application/json", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, "http://"+hello.Listen+"/write", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			refused++ // it has stopped listening
 			continue
