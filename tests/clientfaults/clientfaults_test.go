@@ -1,4 +1,4 @@
-package main
+package clientfaults
 
 // Integration tests of the client-side faults (pause-worker,
 // expire-holder, isolate-holder) on the real ensemble: each fault visibly
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/chaostest"
 )
 
 // shortRun is the common part of the client-fault runs.
@@ -26,75 +27,26 @@ func shortRun(nemesis, fencing, seed string, extra ...string) []string {
 		"--nemesis-interval", "2s", "--seed", seed, "--name", nemesis + "-" + fencing}, extra...)
 }
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces")
-	}
-}
-
-// faultOp is one nemesis operation: its invocation and completion.
-type faultOp struct {
-	f        string
-	typ      history.Type
-	took     time.Duration
-	verified bool
-	value    history.Value
-	err      string
-}
-
-// faultOps pairs the nemesis's invocations with their completions.
-func faultOps(t *testing.T, dir string) []faultOp {
-	t.Helper()
-	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ops []faultOp
-	var inv *history.Event
-	for i := range h.Events {
-		e := &h.Events[i]
-		if e.Process != history.Nemesis {
-			continue
-		}
-		if e.Type == history.Invoke {
-			inv = e
-			continue
-		}
-		if inv == nil || inv.F != e.F {
-			continue
-		}
-		op := faultOp{f: e.F, typ: e.Type, took: time.Duration(e.Time - inv.Time), err: e.Error}
-		if e.Value != nil {
-			op.value = *e.Value
-			op.verified = e.Value.Verified != nil && *e.Value.Verified
-		}
-		ops = append(ops, op)
-		inv = nil
-	}
-	return ops
-}
-
 // assertFaults checks that at least one start operation f was verified,
 // that no completion of f or stop was left unverified, and logs every
 // operation with its detail (the measured figures are in it).
-func assertFaults(t *testing.T, dir, start, stop string, want ...string) []faultOp {
+func assertFaults(t *testing.T, dir, start, stop string, want ...string) []chaostest.FaultOp {
 	t.Helper()
-	var verified []faultOp
-	for _, op := range faultOps(t, dir) {
-		if op.f != start && op.f != stop {
+	var verified []chaostest.FaultOp
+	for _, op := range chaostest.FaultOps(t, dir) {
+		if op.F != start && op.F != stop {
 			continue
 		}
-		t.Logf("nemesis %s %s in %s verified=%v: %s | %s %s", op.f, op.typ, op.took.Round(time.Millisecond),
-			op.verified, op.value.Target, op.value.Detail, op.err)
-		if op.typ == history.Info {
-			t.Errorf("nemesis %s not verified: %s", op.f, op.err)
+		t.Logf("nemesis %s %s in %s verified=%v: %s | %s %s", op.F, op.Type, op.Took.Round(time.Millisecond),
+			op.Verified, op.Value.Target, op.Value.Detail, op.Err)
+		if op.Type == history.Info {
+			t.Errorf("nemesis %s not verified: %s", op.F, op.Err)
 		}
-		if op.f == start && op.typ == history.OK && op.verified {
+		if op.F == start && op.Type == history.OK && op.Verified {
 			verified = append(verified, op)
 			for _, w := range want {
-				if !strings.Contains(op.value.Detail, w) {
-					t.Errorf("nemesis %s detail lacks %q: %s", op.f, w, op.value.Detail)
+				if !strings.Contains(op.Value.Detail, w) {
+					t.Errorf("nemesis %s detail lacks %q: %s", op.F, w, op.Value.Detail)
 				}
 			}
 		}
@@ -108,7 +60,7 @@ func assertFaults(t *testing.T, dir, start, stop string, want ...string) []fault
 // doubleWrites returns the double-writer verdict and violation count.
 func doubleWrites(t *testing.T, dir string) (any, int) {
 	t.Helper()
-	dw := readResults(t, dir).Checkers["double-writer"]
+	dw := chaostest.ReadResults(t, dir).Checkers["double-writer"]
 	return dw.Valid, len(dw.Violations)
 }
 
@@ -117,24 +69,24 @@ func doubleWrites(t *testing.T, dir string) (any, int) {
 func runAndJudge(t *testing.T, wantCode int, args ...string) string {
 	t.Helper()
 	start := time.Now()
-	r := chaosRun(t, t.TempDir(), args...)
-	t.Logf("%v: exit %d in %s\n%s", args, r.code, time.Since(start).Round(time.Second), r.stdout)
-	if r.code != wantCode {
-		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr tail: %s", r.code, wantCode, r.stdout, tail(r.stderr, 4000))
+	r := chaostest.Run(t, t.TempDir(), args...)
+	t.Logf("%v: exit %d in %s\n%s", args, r.Code, time.Since(start).Round(time.Second), r.Stdout)
+	if r.Code != wantCode {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr tail: %s", r.Code, wantCode, r.Stdout, chaostest.Tail(r.Stderr, 4000))
 	}
-	assertNothingLeft(t, readTest(t, r.dir).RunID)
-	valid, n := doubleWrites(t, r.dir)
+	chaostest.AssertNothingLeft(t, r.Dir)
+	valid, n := doubleWrites(t, r.Dir)
 	t.Logf("double-writer valid=%v with %d violations (%.1f per minute of the 20 s workload)", valid, n, float64(n)*3)
-	return r.dir
+	return r.Dir
 }
 
 func TestPauseWorker(t *testing.T) {
-	needEnsemble(t)
+	chaostest.NeedEnsemble(t)
 	dir := runAndJudge(t, 0, shortRun("pause-worker", "on", "11")...)
 	ops := assertFaults(t, dir, history.FPause, history.FResume, "/status shows stopped", "command line names process")
 	holding := 0
 	for _, op := range ops {
-		if !strings.Contains(op.value.Target, "holding nothing") {
+		if !strings.Contains(op.Value.Target, "holding nothing") {
 			holding++
 		}
 	}
@@ -142,7 +94,7 @@ func TestPauseWorker(t *testing.T) {
 }
 
 func TestExpireHolder(t *testing.T) {
-	needEnsemble(t)
+	chaostest.NeedEnsemble(t)
 	t.Run("fenced", func(t *testing.T) {
 		dir := runAndJudge(t, 0, shortRun("expire-holder", "on", "12")...)
 		assertFaults(t, dir, "expire", "expire-end", "closeSession committed", "none lists the session", "worker reported expired")
@@ -157,14 +109,14 @@ func TestExpireHolder(t *testing.T) {
 }
 
 func TestIsolateHolder(t *testing.T) {
-	needEnsemble(t)
-	needRoot(t)
+	chaostest.NeedEnsemble(t)
+	chaostest.NeedRoot(t)
 	t.Run("fenced", func(t *testing.T) {
 		dir := runAndJudge(t, 0, shortRun("isolate-holder", "on", "14")...)
 		assertFaults(t, dir, "isolate", history.FHeal, "DROP both directions", "worker reported disconnected")
 		healed := 0
-		for _, op := range faultOps(t, dir) {
-			if op.f == history.FHeal && op.verified && strings.Contains(op.value.Detail, "no rule left") {
+		for _, op := range chaostest.FaultOps(t, dir) {
+			if op.F == history.FHeal && op.Verified && strings.Contains(op.Value.Detail, "no rule left") {
 				healed++
 			}
 		}
@@ -190,9 +142,9 @@ func TestIsolateHolder(t *testing.T) {
 
 func TestIsolateRefusedInLoopback(t *testing.T) {
 	results := t.TempDir()
-	r := chaosRun(t, results, "--net", "loopback", "--nemesis", "isolate-holder", "--time-limit", "5s")
-	if r.code != 255 || !strings.Contains(r.stderr, "isolate-holder") || !strings.Contains(r.stderr, "namespaces") {
-		t.Fatalf("exit %d, want 255 naming isolate-holder and namespaces; stderr: %s", r.code, tail(r.stderr, 2000))
+	r := chaostest.Run(t, results, "--net", "loopback", "--nemesis", "isolate-holder", "--time-limit", "5s")
+	if r.Code != 255 || !strings.Contains(r.Stderr, "isolate-holder") || !strings.Contains(r.Stderr, "namespaces") {
+		t.Fatalf("exit %d, want 255 naming isolate-holder and namespaces; stderr: %s", r.Code, chaostest.Tail(r.Stderr, 2000))
 	}
 	if entries, _ := os.ReadDir(results); len(entries) != 0 {
 		t.Errorf("refused run still created %d entries in the results folder", len(entries))
@@ -226,30 +178,25 @@ func isolatedNS(dir string) string {
 // holder is cut off: 2 s later no rule, namespace or process of the run
 // may remain (the janitor sweeps the namespaces, and the rules with them).
 func TestKilledControllerDuringIsolation(t *testing.T) {
-	needEnsemble(t)
-	needRoot(t)
+	chaostest.NeedEnsemble(t)
+	chaostest.NeedRoot(t)
 	results := t.TempDir()
-	cmd, se := startChaos(t, "run", "--results", results, "--name", "killed-isolate", "--fencing", "on",
+	cmd, _, se := chaostest.Start(t, "run", "--results", results, "--name", "killed-isolate", "--fencing", "on",
 		"--nemesis", "isolate-holder", "--time-limit", "5m", "--nemesis-interval", "1s", "--pause", "30s", "--seed", "16")
-	var dir, ns string
-	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline) && ns == ""; time.Sleep(100 * time.Millisecond) {
-		if d, err := filepath.EvalSymlinks(filepath.Join(results, "latest")); err == nil {
-			dir, ns = d, isolatedNS(d)
-		}
-	}
-	if ns == "" {
-		t.Fatalf("no verified isolation within 90s\nstderr: %s", tail(se.String(), 3000))
-	}
+	var ns string
+	dir := chaostest.WaitForRun(t, results, se, "verified isolation", func(d string) bool {
+		ns = isolatedNS(d)
+		return ns != ""
+	})
 	out, err := exec.Command("ip", "netns", "exec", ns, "iptables", "-w", "-S", "ZKCHAOS").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "DROP") {
 		t.Fatalf("history says %s is isolated but its chain shows no DROP (%v): %s", ns, err, out)
 	}
-	runID := readTest(t, dir).RunID
 	t.Logf("killing controller pid %d while %s is isolated: %s", cmd.Process.Pid, ns, strings.TrimSpace(string(out)))
-	crash(t, cmd)
+	chaostest.Crash(t, cmd)
 	time.Sleep(2 * time.Second)
 	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
 		t.Errorf("namespace %s (with its rules) still exists 2 s after the controller died", ns)
 	}
-	assertNothingLeft(t, runID)
+	chaostest.AssertNothingLeft(t, dir)
 }

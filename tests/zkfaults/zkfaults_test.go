@@ -1,4 +1,4 @@
-package main
+package zkfaults
 
 // Integration tests of the ZooKeeper faults: each fault on the real
 // ensemble, short runs with fencing on. A fault must visibly take effect
@@ -18,13 +18,14 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/chaostest"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 )
 
 func zkNeedNetns(t *testing.T) {
 	t.Helper()
-	needEnsemble(t)
+	chaostest.NeedEnsemble(t)
 	if err := netns.Available(); err != nil {
 		t.Skipf("partitions need network namespaces: %v", err)
 	}
@@ -33,12 +34,12 @@ func zkNeedNetns(t *testing.T) {
 func TestPartitionRefusedInLoopback(t *testing.T) {
 	results := t.TempDir()
 	for _, list := range []string{"partition-zk-halves", "pause-zk,partition-zk-ring"} {
-		r := chaosRun(t, results, "--net", "loopback", "--nemesis", list)
-		if r.code != 255 {
-			t.Errorf("--net loopback --nemesis %s: exit %d, want 255\nstderr: %s", list, r.code, r.stderr)
+		r := chaostest.Run(t, results, "--net", "loopback", "--nemesis", list)
+		if r.Code != 255 {
+			t.Errorf("--net loopback --nemesis %s: exit %d, want 255\nstderr: %s", list, r.Code, r.Stderr)
 		}
-		if !strings.Contains(r.stderr, "need network namespaces") {
-			t.Errorf("--nemesis %s in loopback: no clear error: %q", list, r.stderr)
+		if !strings.Contains(r.Stderr, "need network namespaces") {
+			t.Errorf("--nemesis %s in loopback: no clear error: %q", list, r.Stderr)
 		}
 	}
 	if entries, _ := os.ReadDir(results); len(entries) != 0 {
@@ -96,15 +97,15 @@ func zkVerified(e *history.Event) bool {
 
 // checkZKFaultRun asserts what every ZooKeeper fault run must show and logs
 // the figures; it returns the operations whose start verified.
-func checkZKFaultRun(t *testing.T, name string, r runResult, wantF string) []*zkFaultOp {
+func checkZKFaultRun(t *testing.T, name string, r chaostest.RunResult, wantF string) []*zkFaultOp {
 	t.Helper()
-	if r.code != 0 {
-		t.Fatalf("%s: exit %d, want 0 (valid)\nstdout: %s\nstderr tail: %s", name, r.code, r.stdout, tail(r.stderr, 4000))
+	if r.Code != 0 {
+		t.Fatalf("%s: exit %d, want 0 (valid)\nstdout: %s\nstderr tail: %s", name, r.Code, r.Stdout, chaostest.Tail(r.Stderr, 4000))
 	}
-	if res := readResults(t, r.dir); res.Valid != true || res.Checkers["double-writer"].Valid != true {
+	if res := chaostest.ReadResults(t, r.Dir); res.Valid != true || res.Checkers["double-writer"].Valid != true {
 		t.Errorf("%s: valid %v, double-writer %v; want both true", name, res.Valid, res.Checkers["double-writer"].Valid)
 	}
-	h, err := history.ReadFile(filepath.Join(r.dir, "history.jsonl"))
+	h, err := history.ReadFile(filepath.Join(r.Dir, "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func checkZKFaultRun(t *testing.T, name string, r runResult, wantF string) []*zk
 			t.Errorf("%s: %d final reads of %s, want one per worker (6)", name, n, k)
 		}
 	}
-	assertNothingLeft(t, readTest(t, r.dir).RunID)
+	chaostest.AssertNothingLeft(t, r.Dir)
 	return good
 }
 
@@ -196,10 +197,10 @@ func TestZKFaults(t *testing.T) {
 			if tc.netns {
 				zkNeedNetns(t)
 			} else {
-				needEnsemble(t)
+				chaostest.NeedEnsemble(t)
 			}
 			start := time.Now()
-			r := chaosRun(t, t.TempDir(), "--fencing", "on", "--nemesis", tc.nemesis, "--nemesis-interval", "1s",
+			r := chaostest.Run(t, t.TempDir(), "--fencing", "on", "--nemesis", tc.nemesis, "--nemesis-interval", "1s",
 				"--pause", "3s", "--time-limit", "12s", "--recovery", "1s", "--seed", tc.seed, "--name", tc.nemesis)
 			t.Logf("run took %s", time.Since(start).Round(time.Millisecond))
 			good := checkZKFaultRun(t, tc.nemesis, r, tc.wantF)
@@ -222,16 +223,9 @@ func TestZKFaults(t *testing.T) {
 func startZKRun(t *testing.T, f string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
 	t.Helper()
 	results := t.TempDir()
-	cmd, se := startChaos(t, append([]string{"run", "--results", results}, args...)...)
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if d, err := filepath.EvalSymlinks(filepath.Join(results, "latest")); err == nil && zkLastNemesisIs(d, f) {
-			return cmd, d, se
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("no verified %s within 90s\nstderr: %s", f, tail(se.String(), 3000))
-	return nil, "", nil
+	cmd, _, se := chaostest.Start(t, append([]string{"run", "--results", results}, args...)...)
+	dir := chaostest.WaitForRun(t, results, se, "verified "+f, func(d string) bool { return zkLastNemesisIs(d, f) })
+	return cmd, dir, se
 }
 
 func zkLastNemesisIs(dir, f string) bool {
@@ -281,7 +275,7 @@ func TestKilledControllerMidZKFault(t *testing.T) {
 			zkNeedNetns(t)
 			cmd, dir, _ := startZKRun(t, tc.f, "--name", "killed", "--nemesis", tc.nemesis, "--nemesis-interval", "1s",
 				"--pause", "60s", "--time-limit", "5m", "--seed", "9")
-			runID := readTest(t, dir).RunID
+			runID := chaostest.ReadTest(t, dir).RunID
 			tagged, _ := proc.FindTagged(runID)
 			stopped, rules := 0, 0
 			for _, p := range tagged {
@@ -299,9 +293,9 @@ func TestKilledControllerMidZKFault(t *testing.T) {
 			if tc.f == history.FPartition && rules == 0 {
 				t.Fatalf("history says a partition is in effect but no namespace of the run has rules")
 			}
-			crash(t, cmd)
+			chaostest.Crash(t, cmd)
 			time.Sleep(2 * time.Second)
-			assertNothingLeft(t, runID)
+			chaostest.AssertNothingLeft(t, dir)
 			if nss := zkSlotNamespaces(t, runID); len(nss) > 0 {
 				t.Errorf("namespaces left: %v", nss)
 			}
@@ -316,8 +310,8 @@ func TestCleanupAfterControllerAndJanitorDie(t *testing.T) {
 	zkNeedNetns(t)
 	cmd, dir, _ := startZKRun(t, history.FPause, "--name", "orphan", "--nemesis", "pause-zk", "--nemesis-interval", "1s",
 		"--pause", "60s", "--time-limit", "5m", "--seed", "10")
-	runID := readTest(t, dir).RunID
-	jan := zkJanitorPID(runID)
+	runID := chaostest.ReadTest(t, dir).RunID
+	jan := chaostest.JanitorPID(runID)
 	if jan == 0 {
 		t.Fatal("janitor of the run not found")
 	}
@@ -330,7 +324,7 @@ func TestCleanupAfterControllerAndJanitorDie(t *testing.T) {
 		t.Fatalf("nothing left to clean up (%d processes): the janitor was not really dead?", len(tagged))
 	}
 	for i, want := range []bool{true, false} {
-		out, err := exec.Command(binary(t), "cleanup").CombinedOutput()
+		out, err := exec.Command(chaostest.Binary(t), "cleanup").CombinedOutput()
 		if err != nil {
 			t.Fatalf("chaos cleanup #%d: %v\n%s", i+1, err, out)
 		}
@@ -338,28 +332,6 @@ func TestCleanupAfterControllerAndJanitorDie(t *testing.T) {
 		if got := strings.Contains(string(out), runID); got != want {
 			t.Errorf("chaos cleanup #%d mentions run %s: %v, want %v", i+1, runID, got, want)
 		}
-		assertNothingLeft(t, runID)
+		chaostest.AssertNothingLeft(t, dir)
 	}
-}
-
-// zkJanitorPID finds `chaos janitor --run RUN` by its command line.
-func zkJanitorPID(runID string) int {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		for i := 0; i+2 < len(args); i++ {
-			if args[i] == "janitor" && args[i+1] == "--run" && args[i+2] == runID {
-				var pid int
-				for _, c := range e.Name() {
-					pid = pid*10 + int(c-'0')
-				}
-				return pid
-			}
-		}
-	}
-	return 0
 }
