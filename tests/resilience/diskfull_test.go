@@ -11,10 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/register"
 )
 
 // smallTmpfs mounts a tmpfs of size (mount's syntax, "64k") on a fresh
@@ -62,6 +64,8 @@ func fill(t *testing.T, dir string) {
 func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 	dir := smallTmpfs(t, "64k")
 	cmd := exec.Command(chaostest.Binary(t), "register", "--log", filepath.Join(dir, "apply.log"), "--listen", "127.0.0.1:0", "--fencing", "on")
+	const secret = "diskfull-test-secret" // the register starts only with one
+	cmd.Env = append(os.Environ(), register.SecretEnv+"="+secret)
 	var se bytes.Buffer
 	cmd.Stderr = &se
 	out, err := cmd.StdoutPipe()
@@ -71,9 +75,14 @@ func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Reaped by one Wait, started after the hello is read (Wait closes
+	// the pipe) or by the cleanup if the test fails before that.
 	exited := make(chan error, 1)
+	var reap sync.Once
+	wait := func() { reap.Do(func() { go func() { exited <- cmd.Wait() }() }) }
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
+		wait()
 		<-exited
 	})
 	var hello struct {
@@ -83,12 +92,18 @@ func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 	if !sc.Scan() || json.Unmarshal(sc.Bytes(), &hello) != nil {
 		t.Fatalf("register said %q", sc.Text())
 	}
-	go func() { exited <- cmd.Wait() }()
+	wait()
 	fill(t, dir)
 	refused := 0
 	for i := 1; i <= 200 && refused < 3; i++ {
 		body := fmt.Sprintf(`{"key":"k","value":%d,"token":%d,"process":1}`, i, i)
-		resp, err := http.Post("http://"+hello.Listen+"/write", "application/json", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, "http://"+hello.Listen+"/write", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			refused++ // it has stopped listening
 			continue
