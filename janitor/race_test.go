@@ -8,7 +8,6 @@ package janitor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/internal/chaostest"
 	"github.com/zkchaos/zkchaos/internal/racerepeat"
 	"github.com/zkchaos/zkchaos/netns"
 )
@@ -106,23 +106,11 @@ func useSlot(ctx context.Context, n *netns.Network, run string) error {
 	if _, err := os.Stat("/run/netns/" + h.NS); err != nil {
 		return fmt.Errorf("slot %d swept under its owner: namespace %s gone", n.Slot, h.NS)
 	}
-	owner, err := slotOwner(n.Slot)
+	owner, err := chaostest.SlotOwner(n.Slot)
 	if err != nil || owner != run {
 		return fmt.Errorf("slot %d swept under its owner: slot file names %q (%v)", n.Slot, owner, err)
 	}
 	return nil
-}
-
-func slotOwner(s int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("%s/slot-%d.json", netns.StateDir, s))
-	if err != nil {
-		return "", err
-	}
-	var f struct {
-		RunID string `json:"run_id"`
-	}
-	err = json.Unmarshal(b, &f)
-	return f.RunID, err
 }
 
 // TestSlotRaceClaimReleaseSweep: 4 claimer processes, each with its own

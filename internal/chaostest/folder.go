@@ -3,6 +3,7 @@ package chaostest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/store"
 )
 
@@ -82,22 +84,35 @@ func ReadTest(t *testing.T, dir string) TestFile {
 	return ReadJSON[TestFile](t, dir, store.TestFile)
 }
 
+// LastNemesis is the last nemesis event in the run folder's history, nil
+// while there is none (or no readable history yet): what fault is in
+// effect right now, for tests that act on a run in the middle of one.
+func LastNemesis(dir string) *history.Event {
+	h, err := history.ReadFile(filepath.Join(dir, store.HistoryFile))
+	if err != nil {
+		return nil
+	}
+	for i := len(h.Events) - 1; i >= 0; i-- {
+		if h.Events[i].Process == history.Nemesis {
+			return &h.Events[i]
+		}
+	}
+	return nil
+}
+
 // PausedNow reports whether the history's last nemesis event is a pause
 // that completed (a holder is stopped right now): the moment tests pick
 // to kill, interrupt or starve a run, when undoing a fault matters most.
 func PausedNow(dir string) bool {
-	h, err := history.ReadFile(filepath.Join(dir, store.HistoryFile))
-	if err != nil {
-		return false
-	}
-	for i := len(h.Events) - 1; i >= 0; i-- {
-		e := h.Events[i]
-		if e.Process != history.Nemesis {
-			continue
-		}
-		return e.F == history.FPause && e.Type == history.OK
-	}
-	return false
+	e := LastNemesis(dir)
+	return e != nil && e.F == history.FPause && e.Type == history.OK
+}
+
+// Verified reports whether event e says the harness checked its effect
+// (value.verified true): a fault recorded without that took effect only
+// as far as anyone knows.
+func Verified(e *history.Event) bool {
+	return e != nil && e.Value != nil && e.Value.Verified != nil && *e.Value.Verified
 }
 
 // FaultOp is one nemesis operation as the history records it: its
@@ -137,8 +152,8 @@ func FaultOps(t *testing.T, dir string) []FaultOp {
 		op := FaultOp{F: e.F, Type: e.Type, Took: time.Duration(e.Time - inv.Time), Err: e.Error}
 		if e.Value != nil {
 			op.Value = *e.Value
-			op.Verified = e.Value.Verified != nil && *e.Value.Verified
 		}
+		op.Verified = Verified(e)
 		ops = append(ops, op)
 		inv = nil
 	}
@@ -167,4 +182,18 @@ func RunSlot(dir string) int {
 		}
 	}
 	return -1
+}
+
+// SlotOwner is the run id network slot s's slot file names ("" and an
+// error without a file). It reads the one file, cheaply enough to poll
+// every few milliseconds, which race tests do to catch a claim or a
+// release as it happens.
+func SlotOwner(s int) (string, error) {
+	b, err := os.ReadFile(filepath.Join(netns.StateDir, fmt.Sprintf("slot-%d.json", s)))
+	if err != nil {
+		return "", err
+	}
+	var f netns.SlotFile
+	err = json.Unmarshal(b, &f)
+	return f.RunID, err
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/zkchaos/zkchaos/netns"
 )
 
 // NeedEnsemble skips a test that starts a real ZooKeeper ensemble when it
@@ -40,6 +42,17 @@ func skipWithoutEnsemble(t *testing.T) {
 		if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
 			t.Skip("no ZooKeeper jars: run scripts/install-deps.sh (make test does)")
 		}
+	}
+}
+
+// NeedNetns is NeedEnsemble for a test that needs network namespaces
+// (partitions, a run's slot): it skips where they are not available (not
+// root, no ip or iptables), as such a run would be refused.
+func NeedNetns(t *testing.T) {
+	t.Helper()
+	NeedEnsemble(t)
+	if err := netns.Available(); err != nil {
+		t.Skipf("needs network namespaces: %v", err)
 	}
 }
 

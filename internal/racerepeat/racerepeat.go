@@ -2,7 +2,7 @@
 // race: ZKCHAOS_RACE_REPEAT when set, else the test's own small default,
 // so that CI stays short while a developer can hunt rare interleavings
 // with ZKCHAOS_RACE_REPEAT=200. One owner for the variable, whichever
-// package's race it repeats (store, janitor, the real-run tests).
+// package's race it repeats (store, janitor, the real-run slot race).
 package racerepeat
 
 import (

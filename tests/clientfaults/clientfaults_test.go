@@ -10,9 +10,6 @@ package clientfaults
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -149,54 +146,4 @@ func TestIsolateRefusedInLoopback(t *testing.T) {
 	if entries, _ := os.ReadDir(results); len(entries) != 0 {
 		t.Errorf("refused run still created %d entries in the results folder", len(entries))
 	}
-}
-
-// isolatedNS is the namespace of the isolation in effect right now, from
-// the history ("" when the last nemesis event is not a verified isolate).
-func isolatedNS(dir string) string {
-	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
-	if err != nil {
-		return ""
-	}
-	for i := len(h.Events) - 1; i >= 0; i-- {
-		e := h.Events[i]
-		if e.Process != history.Nemesis {
-			continue
-		}
-		if e.F != "isolate" || e.Type != history.OK || e.Value == nil {
-			return ""
-		}
-		if m := regexp.MustCompile(`namespace (zkc\S+)`).FindStringSubmatch(e.Value.Target); m != nil {
-			return m[1]
-		}
-		return ""
-	}
-	return ""
-}
-
-// TestKilledControllerDuringIsolation SIGKILLs the controller while a
-// holder is cut off: 2 s later no rule, namespace or process of the run
-// may remain (the janitor sweeps the namespaces, and the rules with them).
-func TestKilledControllerDuringIsolation(t *testing.T) {
-	chaostest.NeedEnsemble(t)
-	chaostest.NeedRoot(t)
-	results := t.TempDir()
-	cmd, _, se := chaostest.Start(t, "run", "--results", results, "--name", "killed-isolate", "--fencing", "on",
-		"--nemesis", "isolate-holder", "--time-limit", "5m", "--nemesis-interval", "1s", "--pause", "30s", "--seed", "16")
-	var ns string
-	dir := chaostest.WaitForRun(t, results, se, "verified isolation", func(d string) bool {
-		ns = isolatedNS(d)
-		return ns != ""
-	})
-	out, err := exec.Command("ip", "netns", "exec", ns, "iptables", "-w", "-S", "ZKCHAOS").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "DROP") {
-		t.Fatalf("history says %s is isolated but its chain shows no DROP (%v): %s", ns, err, out)
-	}
-	t.Logf("killing controller pid %d while %s is isolated: %s", cmd.Process.Pid, ns, strings.TrimSpace(string(out)))
-	chaostest.Crash(t, cmd)
-	time.Sleep(2 * time.Second)
-	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
-		t.Errorf("namespace %s (with its rules) still exists 2 s after the controller died", ns)
-	}
-	chaostest.AssertNothingLeft(t, dir)
 }

@@ -3,33 +3,20 @@ package zkfaults
 // Integration tests of the ZooKeeper faults: each fault on the real
 // ensemble, short runs with fencing on. A fault must visibly take effect
 // (verified in the history), be undone with the ensemble whole again, and
-// leave the fenced run valid; the final phase must heal and read; and a
-// controller SIGKILLed in the middle of a server fault must leave nothing.
-// Each test logs, per fault, how long it took to take effect and to heal.
+// leave the fenced run valid; and the final phase must heal and read. (A
+// controller SIGKILLed in the middle of a server fault: tests/core.) Each
+// test logs, per fault, how long it took to take effect and to heal.
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/netns"
-	"github.com/zkchaos/zkchaos/proc"
 )
-
-func zkNeedNetns(t *testing.T) {
-	t.Helper()
-	chaostest.NeedEnsemble(t)
-	if err := netns.Available(); err != nil {
-		t.Skipf("partitions need network namespaces: %v", err)
-	}
-}
 
 func TestPartitionRefusedInLoopback(t *testing.T) {
 	results := t.TempDir()
@@ -91,10 +78,6 @@ func zkIsStart(f string) bool {
 	return true
 }
 
-func zkVerified(e *history.Event) bool {
-	return e != nil && e.Value != nil && e.Value.Verified != nil && *e.Value.Verified
-}
-
 // checkZKFaultRun asserts what every ZooKeeper fault run must show and logs
 // the figures; it returns the operations whose start verified.
 func checkZKFaultRun(t *testing.T, name string, r chaostest.RunResult, wantF string) []*zkFaultOp {
@@ -124,15 +107,15 @@ func checkZKFaultRun(t *testing.T, name string, r chaostest.RunResult, wantF str
 			t.Errorf("%s: %s on %s never undone", name, op.f, op.startEnd.Value.Target)
 			continue
 		}
-		if !zkVerified(op.stopEnd) {
+		if !chaostest.Verified(op.stopEnd) {
 			t.Errorf("%s: %s undo not verified: %s %s", name, op.stopF, op.stopEnd.Error, op.stopEnd.Value.Detail)
 		}
 		effect := time.Duration(op.startEnd.Time - op.startInv.Time)
 		heal := time.Duration(op.stopEnd.Time - op.stopInv.Time)
 		t.Logf("FIGURES %s: %s %s: verified=%v, took effect in %s (%s); %s healed in %s (%s)", name, op.f,
-			op.startEnd.Value.Target, zkVerified(op.startEnd), effect.Round(time.Millisecond), op.startEnd.Value.Detail,
+			op.startEnd.Value.Target, chaostest.Verified(op.startEnd), effect.Round(time.Millisecond), op.startEnd.Value.Detail,
 			op.stopF, heal.Round(time.Millisecond), op.stopEnd.Value.Detail)
-		if !zkVerified(op.startEnd) {
+		if !chaostest.Verified(op.startEnd) {
 			// Recorded as unverified, with why: allowed, never silent.
 			if op.startEnd.Type != history.Info || op.startEnd.Error == "" {
 				t.Errorf("%s: unverified %s recorded as %s without a reason", name, op.f, op.startEnd.Type)
@@ -146,7 +129,7 @@ func checkZKFaultRun(t *testing.T, name string, r chaostest.RunResult, wantF str
 	if len(good) == 0 {
 		t.Errorf("%s: no verified %s in the history (%d nemesis operations)", name, wantF, len(ops))
 	}
-	if !zkVerified(restore) {
+	if !chaostest.Verified(restore) {
 		t.Errorf("%s: final restore missing or not verified: %+v", name, restore)
 	} else {
 		t.Logf("%s: final restore: %s", name, restore.Value.Detail)
@@ -195,7 +178,7 @@ func TestZKFaults(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.nemesis, func(t *testing.T) {
 			if tc.netns {
-				zkNeedNetns(t)
+				chaostest.NeedNetns(t)
 			} else {
 				chaostest.NeedEnsemble(t)
 			}
@@ -214,124 +197,5 @@ func TestZKFaults(t *testing.T) {
 			}
 			t.Errorf("%s: no verified fault shows %q", tc.nemesis, tc.detail)
 		})
-	}
-}
-
-// startZKRun starts `chaos run` in the background and waits until the
-// history's last nemesis event is a verified start of f (the fault is in
-// effect now). It returns the command and the run folder.
-func startZKRun(t *testing.T, f string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
-	t.Helper()
-	results := t.TempDir()
-	cmd, _, se := chaostest.Start(t, append([]string{"run", "--results", results}, args...)...)
-	dir := chaostest.WaitForRun(t, results, se, "verified "+f, func(d string) bool { return zkLastNemesisIs(d, f) })
-	return cmd, dir, se
-}
-
-func zkLastNemesisIs(dir, f string) bool {
-	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
-	if err != nil {
-		return false
-	}
-	for i := len(h.Events) - 1; i >= 0; i-- {
-		e := h.Events[i]
-		if e.Process == history.Nemesis {
-			return e.F == f && e.Type == history.OK && zkVerified(&e)
-		}
-	}
-	return false
-}
-
-// zkSlotNamespaces lists the namespaces of the run's slot.
-func zkSlotNamespaces(t *testing.T, runID string) []string {
-	t.Helper()
-	slots, err := netns.Slots()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range slots {
-		if s.RunID == runID {
-			return s.Namespaces
-		}
-	}
-	return nil
-}
-
-// zkRulesIn counts the DROP rules in a namespace's partition chain.
-func zkRulesIn(ns string) int {
-	out, _ := exec.Command("ip", "netns", "exec", ns, "iptables", "-w", "-S", "ZKCHAOS").Output()
-	return strings.Count(string(out), "-j DROP")
-}
-
-// TestKilledControllerMidZKFault SIGKILLs the controller while a partition
-// is in effect, and while a server is paused: 2 seconds later nothing of
-// the run may remain (no process, none stopped, no namespace, so no rule).
-func TestKilledControllerMidZKFault(t *testing.T) {
-	for _, tc := range []struct{ nemesis, f string }{
-		{"partition-zk-leader", history.FPartition},
-		{"pause-zk", history.FPause},
-	} {
-		t.Run(tc.nemesis, func(t *testing.T) {
-			zkNeedNetns(t)
-			cmd, dir, _ := startZKRun(t, tc.f, "--name", "killed", "--nemesis", tc.nemesis, "--nemesis-interval", "1s",
-				"--pause", "60s", "--time-limit", "5m", "--seed", "9")
-			runID := chaostest.ReadTest(t, dir).RunID
-			tagged, _ := proc.FindTagged(runID)
-			stopped, rules := 0, 0
-			for _, p := range tagged {
-				if proc.Stopped(p.PID) {
-					stopped++
-				}
-			}
-			for _, ns := range zkSlotNamespaces(t, runID) {
-				rules += zkRulesIn(ns)
-			}
-			t.Logf("killing controller with %d processes, %d stopped, %d DROP rules", len(tagged), stopped, rules)
-			if tc.f == history.FPause && stopped == 0 {
-				t.Fatalf("history says a server is paused but no process of the run is stopped")
-			}
-			if tc.f == history.FPartition && rules == 0 {
-				t.Fatalf("history says a partition is in effect but no namespace of the run has rules")
-			}
-			chaostest.Crash(t, cmd)
-			time.Sleep(2 * time.Second)
-			chaostest.AssertNothingLeft(t, dir)
-			if nss := zkSlotNamespaces(t, runID); len(nss) > 0 {
-				t.Errorf("namespaces left: %v", nss)
-			}
-		})
-	}
-}
-
-// TestCleanupAfterControllerAndJanitorDie kills both the controller and
-// its janitor mid-fault (a paused server), so only chaos cleanup can
-// remove what is left; a second cleanup must find nothing of the run.
-func TestCleanupAfterControllerAndJanitorDie(t *testing.T) {
-	zkNeedNetns(t)
-	cmd, dir, _ := startZKRun(t, history.FPause, "--name", "orphan", "--nemesis", "pause-zk", "--nemesis-interval", "1s",
-		"--pause", "60s", "--time-limit", "5m", "--seed", "10")
-	runID := chaostest.ReadTest(t, dir).RunID
-	jan := chaostest.JanitorPID(runID)
-	if jan == 0 {
-		t.Fatal("janitor of the run not found")
-	}
-	_ = syscall.Kill(jan, syscall.SIGKILL)
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
-	time.Sleep(500 * time.Millisecond)
-	tagged, _ := proc.FindTagged(runID)
-	if len(tagged) == 0 || len(zkSlotNamespaces(t, runID)) == 0 {
-		t.Fatalf("nothing left to clean up (%d processes): the janitor was not really dead?", len(tagged))
-	}
-	for i, want := range []bool{true, false} {
-		out, err := exec.Command(chaostest.Binary(t), "cleanup").CombinedOutput()
-		if err != nil {
-			t.Fatalf("chaos cleanup #%d: %v\n%s", i+1, err, out)
-		}
-		t.Logf("chaos cleanup #%d:\n%s", i+1, out)
-		if got := strings.Contains(string(out), runID); got != want {
-			t.Errorf("chaos cleanup #%d mentions run %s: %v, want %v", i+1, runID, got, want)
-		}
-		chaostest.AssertNothingLeft(t, dir)
 	}
 }

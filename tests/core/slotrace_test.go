@@ -1,8 +1,7 @@
-package resilience
+package core
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,7 +69,7 @@ func teardownRace(t *testing.T, tag string) bool {
 
 	// A's own release: its slot file goes once its Close is done.
 	waitFor(t, 90*time.Second, "A to release its slot", seA, func() bool {
-		owner, _ := slotFileRun(slot)
+		owner, _ := chaostest.SlotOwner(slot)
 		return owner != runA
 	})
 	b, _, seB := chaostest.Start(t, append([]string{"run", "--results", resB, "--name", "b" + tag}, raceRunArgs...)...)
@@ -115,7 +114,7 @@ func waitSlotClaim(t *testing.T, results string, se *bytes.Buffer) (string, int)
 			}
 		}
 		for s := 0; s < netns.MaxSlots; s++ {
-			if owner, _ := slotFileRun(s); owner == run {
+			if owner, _ := chaostest.SlotOwner(s); owner == run {
 				slot = s
 				return true
 			}
@@ -123,19 +122,6 @@ func waitSlotClaim(t *testing.T, results string, se *bytes.Buffer) (string, int)
 		return false
 	})
 	return run, slot
-}
-
-// slotFileRun is the run id slot s's file names, "" without a file.
-func slotFileRun(s int) (string, error) {
-	b, err := os.ReadFile(filepath.Join(netns.StateDir, fmt.Sprintf("slot-%d.json", s)))
-	if err != nil {
-		return "", err
-	}
-	var f struct {
-		RunID string `json:"run_id"`
-	}
-	err = json.Unmarshal(b, &f)
-	return f.RunID, err
 }
 
 // janitorOf waits for the janitor process of run.
