@@ -8,7 +8,6 @@ package janitor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/racerepeat"
 	"github.com/zkchaos/zkchaos/netns"
 )
 
@@ -37,20 +38,6 @@ func TestMain(m *testing.M) {
 		os.Exit(claimer())
 	}
 	os.Exit(m.Run())
-}
-
-// raceRepeat is ZKCHAOS_RACE_REPEAT, or def: small in CI, large locally.
-func raceRepeat(t *testing.T, def int) int {
-	t.Helper()
-	v := os.Getenv("ZKCHAOS_RACE_REPEAT")
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("ZKCHAOS_RACE_REPEAT=%q: want a positive integer", v)
-	}
-	return n
 }
 
 func needNetns(t *testing.T) {
@@ -119,23 +106,11 @@ func useSlot(ctx context.Context, n *netns.Network, run string) error {
 	if _, err := os.Stat("/run/netns/" + h.NS); err != nil {
 		return fmt.Errorf("slot %d swept under its owner: namespace %s gone", n.Slot, h.NS)
 	}
-	owner, err := slotOwner(n.Slot)
+	owner, err := chaostest.SlotOwner(n.Slot)
 	if err != nil || owner != run {
 		return fmt.Errorf("slot %d swept under its owner: slot file names %q (%v)", n.Slot, owner, err)
 	}
 	return nil
-}
-
-func slotOwner(s int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("%s/slot-%d.json", netns.StateDir, s))
-	if err != nil {
-		return "", err
-	}
-	var f struct {
-		RunID string `json:"run_id"`
-	}
-	err = json.Unmarshal(b, &f)
-	return f.RunID, err
 }
 
 // TestSlotRaceClaimReleaseSweep: 4 claimer processes, each with its own
@@ -150,7 +125,7 @@ func TestSlotRaceClaimReleaseSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	const claimers = 4
-	reps := raceRepeat(t, 6)
+	reps := racerepeat.Count(t, 6)
 	start := time.Now()
 
 	stop := make(chan struct{})
@@ -215,7 +190,7 @@ func TestFinishedJanitorSparesTheNextRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for round := range raceRepeat(t, 3) {
+	for round := range racerepeat.Count(t, 3) {
 		runA, runB := fmt.Sprintf("spare-a-%d", round), fmt.Sprintf("spare-b-%d", round)
 		janA, err := Start(exe, runA, "")
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"time"
 )
 
 // hostChain is the chain in every host namespace that partition faults
@@ -22,6 +24,8 @@ type Host struct {
 	IP   string
 
 	vethRoot, vethNS string
+	// removing is true while RemoveHost runs (see goneAfterRemoval).
+	removing atomic.Bool
 }
 
 // Command runs name inside the host's namespace. ip netns exec execs the
@@ -70,6 +74,22 @@ func (h *Host) Gone() bool {
 	return errors.Is(err, os.ErrNotExist)
 }
 
+// goneAfterRemoval is Gone for a look at the rules that failed: RemoveHost
+// kills everything in the namespace before it deletes it, that look too,
+// which then fails while the namespace still exists. So a removal in
+// progress is waited for (it is bounded by its own context, and this wait
+// by ctx) before the namespace is looked at. Only Rules waits: it is the
+// look that says whether anything is left (a run's final restore, a
+// heal's check). A failed Heal is its caller's to retry (the nemesis's
+// heal does, then finds the host gone), and the restore heals only a host
+// whose rules it has seen.
+func (h *Host) goneAfterRemoval(ctx context.Context) bool {
+	for h.removing.Load() && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return h.Gone()
+}
+
 func (h *Host) iptables(ctx context.Context, args ...string) (string, error) {
 	pre := append([]string{"netns", "exec", h.NS, "iptables"}, lockWait(ctx)...)
 	return run(ctx, "ip", append(pre, args...)...)
@@ -80,7 +100,7 @@ func (h *Host) iptables(ctx context.Context, args ...string) (string, error) {
 func (h *Host) Rules(ctx context.Context) ([]string, error) {
 	out, err := h.iptables(ctx, "-S", hostChain)
 	if err != nil {
-		if h.Gone() {
+		if h.goneAfterRemoval(ctx) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("rules of host %s: %w", h.Name, err)

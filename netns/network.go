@@ -179,6 +179,8 @@ func (n *Network) Hosts() []*Host {
 // RemoveHost kills what still runs in the host's namespace and deletes it
 // and its veth.
 func (n *Network) RemoveHost(ctx context.Context, h *Host) error {
+	h.removing.Store(true)
+	defer h.removing.Store(false)
 	if err := removeHost(ctx, h.NS, h.vethRoot); err != nil {
 		return fmt.Errorf("remove host %q from slot %d: %w", h.Name, n.Slot, err)
 	}

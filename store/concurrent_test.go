@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/internal/racerepeat"
 )
 
 // helperEnv makes the test binary a child that creates run folders, so the
@@ -47,22 +49,6 @@ func createHelper(spec string) int {
 	return 0
 }
 
-// raceRepeat is how many times the concurrency tests repeat their race:
-// ZKCHAOS_RACE_REPEAT, small by default so that CI stays fast; set it high
-// locally to hunt for rare interleavings.
-func raceRepeat(t *testing.T, def int) int {
-	t.Helper()
-	v := os.Getenv("ZKCHAOS_RACE_REPEAT")
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("ZKCHAOS_RACE_REPEAT=%q: want a positive integer", v)
-	}
-	return n
-}
-
 // TestConcurrentCreateSameMillisecond: goroutines and processes create run
 // folders with the same start time, all at once. Every run must get its own
 // folder, and both latest links must resolve to a run folder whenever a
@@ -88,7 +74,7 @@ func raceCreate(t *testing.T, offset func(creator, j int) time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for round := range raceRepeat(t, 3) {
+	for round := range racerepeat.Count(t, 3) {
 		base := t.TempDir()
 		t0 := time.Date(2026, 11, 29, 7, 0, 0, int(time.Duration(round)*time.Millisecond), time.UTC)
 

@@ -1,4 +1,4 @@
-package main
+package zoo
 
 // The known-bug zoo (docs/zoo.md): each zoo recipe, run under the fault
 // that exposes it, must be caught by the checker named for its bug, and
@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/zkchaos/zkchaos/internal/chaostest"
 )
 
 type zooCase struct {
@@ -34,7 +36,7 @@ var zooCases = []zooCase{
 // cells of `chaos test-all` (matrix.Default), whose smoke subset CI runs
 // on every change and whose --repeat measures detection rates.
 func TestZooIsCaught(t *testing.T) {
-	needEnsemble(t)
+	chaostest.NeedEnsemble(t)
 	only := os.Getenv("ZKCHAOS_ZOO") // e.g. ZKCHAOS_ZOO=herd,clock-token
 	if only == "" {
 		t.Skip("the zoo table takes ~10 min: set ZKCHAOS_ZOO=all (or rows) to run it; CI runs its cells through chaos test-all --smoke")
@@ -50,19 +52,19 @@ func TestZooIsCaught(t *testing.T) {
 			for _, recipe := range []string{c.recipe, "seed"} {
 				args := append([]string{"--recipe", recipe, "--time-limit", "30s", "--seed", "7", "--name", recipe,
 					"--gate", c.checker}, c.args...)
-				r := chaosRun(t, t.TempDir(), args...)
-				if r.dir == "" {
-					t.Fatalf("%s: no run folder\nstderr: %s", recipe, tail(r.stderr, 3000))
+				r := chaostest.Run(t, t.TempDir(), args...)
+				if r.Dir == "" {
+					t.Fatalf("%s: no run folder\nstderr: %s", recipe, chaostest.Tail(r.Stderr, 3000))
 				}
-				res := readResults(t, r.dir)
+				res := chaostest.ReadResults(t, r.Dir)
 				got := res.Checkers[c.checker].Valid
 				switch {
-				case recipe == c.recipe && (got != false || r.code != 1):
-					t.Errorf("%s: %s = %v (exit %d), want false (exit 1)", recipe, c.checker, got, r.code)
+				case recipe == c.recipe && (got != false || r.Code != 1):
+					t.Errorf("%s: %s = %v (exit %d), want false (exit 1)", recipe, c.checker, got, r.Code)
 				case recipe == "seed" && got == false:
 					t.Errorf("seed under the settings of %s: %s = false, want it not flagged", c.recipe, c.checker)
 				}
-				assertNothingLeft(t, readTest(t, r.dir).RunID)
+				chaostest.AssertNothingLeft(t, r.Dir)
 			}
 		})
 	}

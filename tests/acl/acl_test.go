@@ -1,4 +1,4 @@
-package main
+package acl
 
 // Integration tests of the protected lock roots (--acl), the rogue-client
 // fault and the run's secrets, on the real ensemble: with the ACL an
@@ -10,8 +10,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -22,6 +20,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/chaostest"
 	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/register"
@@ -36,10 +35,10 @@ func rogueRun(name, seed string, extra ...string) []string {
 }
 
 // rogueOps are the rogue-client operations of a run, completions only.
-func rogueOps(t *testing.T, dir string) (starts, ends []faultOp) {
+func rogueOps(t *testing.T, dir string) (starts, ends []chaostest.FaultOp) {
 	t.Helper()
-	for _, op := range faultOps(t, dir) {
-		switch op.f {
+	for _, op := range chaostest.FaultOps(t, dir) {
+		switch op.F {
 		case history.FRogue:
 			starts = append(starts, op)
 		case history.FRogueEnd:
@@ -53,54 +52,45 @@ func rogueOps(t *testing.T, dir string) (starts, ends []faultOp) {
 // every rogue-client is refused, the fenced seed run is valid, and the
 // secrets the workers receive are nowhere in the run folder or in ps.
 func TestRogueClientWithACL(t *testing.T) {
-	needEnsemble(t)
+	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
-	cmd := exec.Command(binary(t), append([]string{"run", "--results", results}, rogueRun("rogue-acl-on", "21")...)...)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, so, se := chaostest.Start(t, append([]string{"run", "--results", results}, rogueRun("rogue-acl-on", "21")...)...)
 	secrets, psOut := watchSecrets(t, cmd.Process.Pid)
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
+	code := chaostest.ExitOf(cmd.Wait())
 	t.Logf("stdout:\n%s", so.String())
-	if code := cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("exit %d, want 0 (valid)\nstderr tail: %s", code, tail(se.String(), 3000))
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (valid)\nstderr tail: %s", code, chaostest.Tail(se.String(), 3000))
 	}
-	dir, err := filepath.EvalSymlinks(filepath.Join(results, "latest"))
-	if err != nil {
-		t.Fatal(err)
+	dir := chaostest.LatestRun(results)
+	if dir == "" {
+		t.Fatal("the run made no run folder")
 	}
 	starts, ends := rogueOps(t, dir)
 	attacks := 0
 	for _, op := range starts {
-		t.Logf("rogue: %s %s: %s %s", op.typ, op.value.Target, op.value.Detail, op.err)
-		if op.typ == history.Fail {
+		t.Logf("rogue: %s %s: %s %s", op.Type, op.Value.Target, op.Value.Detail, op.Err)
+		if op.Type == history.Fail {
 			continue // no holder with a waiter at that moment: nothing attempted
 		}
 		attacks++
-		if op.typ != history.OK || !op.verified || op.value.TargetProcess == nil ||
-			!strings.HasPrefix(op.value.Detail, "anonymous client, 7 attempts: 7 refused, 0 done,") {
-			t.Errorf("an attack was not recorded as 7 refused attempts on a holder: %s %+v", op.typ, op.value)
+		if op.Type != history.OK || !op.Verified || op.Value.TargetProcess == nil ||
+			!strings.HasPrefix(op.Value.Detail, "anonymous client, 7 attempts: 7 refused, 0 done,") {
+			t.Errorf("an attack was not recorded as 7 refused attempts on a holder: %s %+v", op.Type, op.Value)
 		}
 	}
 	if attacks < 2 {
 		t.Fatalf("%d rogue-client attacks in 20s, want several", attacks)
 	}
 	for _, op := range ends {
-		if !strings.Contains(op.value.Detail, "no forged node") || !strings.Contains(op.value.Detail, "intact") {
-			t.Errorf("rogue-end: %s; want nothing forged, key node intact", op.value.Detail)
+		if !strings.Contains(op.Value.Detail, "no forged node") || !strings.Contains(op.Value.Detail, "intact") {
+			t.Errorf("rogue-end: %s; want nothing forged, key node intact", op.Value.Detail)
 		}
 	}
-	res := readResults(t, dir)
+	res := chaostest.ReadResults(t, dir)
 	if res.Valid != true || res.Checkers["stats"].Ops["acquire"].OK < 10 {
 		t.Errorf("valid %v with %d acquisitions; want valid with dozens", res.Valid, res.Checkers["stats"].Ops["acquire"].OK)
 	}
-	if tj := readJSON[map[string]any](t, dir, "test.json"); tj["acl"] != "on" {
+	if tj := chaostest.ReadJSON[map[string]any](t, dir, "test.json"); tj["acl"] != "on" {
 		t.Errorf("test.json acl = %v, want on", tj["acl"])
 	}
 
@@ -115,7 +105,7 @@ func TestRogueClientWithACL(t *testing.T) {
 		}
 	}
 	assertNoSecretInFiles(t, dir, secrets)
-	assertNothingLeft(t, readTest(t, dir).RunID)
+	chaostest.AssertNothingLeft(t, dir)
 }
 
 // watchSecrets finds the run's workers by their controller tag, reads the
@@ -210,26 +200,26 @@ func assertNoSecretInFiles(t *testing.T, dir string, secrets []string) {
 // lock, and a run gated on grant-overlap is invalid, the overlap's holder
 // being a process the rogue aimed at.
 func TestRogueClientWithoutACL(t *testing.T) {
-	needEnsemble(t)
+	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
-	r := chaosRun(t, results, rogueRun("rogue-acl-off", "22", "--acl", "off", "--gate", "grant-overlap")...)
-	t.Logf("stdout:\n%s", r.stdout)
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1 (invalid)\nstderr tail: %s", r.code, tail(r.stderr, 3000))
+	r := chaostest.Run(t, results, rogueRun("rogue-acl-off", "22", "--acl", "off", "--gate", "grant-overlap")...)
+	t.Logf("stdout:\n%s", r.Stdout)
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1 (invalid)\nstderr tail: %s", r.Code, chaostest.Tail(r.Stderr, 3000))
 	}
-	starts, ends := rogueOps(t, r.dir)
+	starts, ends := rogueOps(t, r.Dir)
 	aimed := map[int]bool{}
 	forged := 0
 	for _, op := range starts {
-		t.Logf("rogue: %s %s: %s", op.typ, op.value.Target, op.value.Detail)
-		if strings.Contains(op.value.Detail, " refused (") {
-			t.Errorf("an attempt was refused without the ACL: %s", op.value.Detail)
+		t.Logf("rogue: %s %s: %s", op.Type, op.Value.Target, op.Value.Detail)
+		if strings.Contains(op.Value.Detail, " refused (") {
+			t.Errorf("an attempt was refused without the ACL: %s", op.Value.Detail)
 		}
-		if op.value.TargetProcess != nil {
-			aimed[*op.value.TargetProcess] = true
+		if op.Value.TargetProcess != nil {
+			aimed[*op.Value.TargetProcess] = true
 		}
-		if strings.Contains(op.value.Detail, "forge: create a node at the holder's path") &&
-			strings.Contains(op.value.Detail, ": done, deleted") {
+		if strings.Contains(op.Value.Detail, "forge: create a node at the holder's path") &&
+			strings.Contains(op.Value.Detail, ": done, deleted") {
 			forged++
 		}
 	}
@@ -237,24 +227,9 @@ func TestRogueClientWithoutACL(t *testing.T) {
 		t.Errorf("no forged node was consumed by its holder's release in %d attacks", len(starts))
 	}
 	for _, op := range ends {
-		t.Logf("rogue-end: %s", op.value.Detail)
+		t.Logf("rogue-end: %s", op.Value.Detail)
 	}
-	b, err := os.ReadFile(filepath.Join(r.dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res struct {
-		Valid    any `json:"valid"`
-		Checkers map[string]struct {
-			Valid    any `json:"valid"`
-			Overlaps []struct {
-				Holder int `json:"holder"`
-			} `json:"overlaps"`
-		} `json:"checkers"`
-	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := chaostest.ReadJSON[overlapResults](t, r.Dir, "results.json")
 	overlap := res.Checkers["grant-overlap"]
 	if res.Valid != false || overlap.Valid != false || len(overlap.Overlaps) == 0 {
 		t.Fatalf("valid %v, grant-overlap %v with %d overlaps; want invalid", res.Valid, overlap.Valid, len(overlap.Overlaps))
@@ -264,7 +239,19 @@ func TestRogueClientWithoutACL(t *testing.T) {
 			t.Errorf("overlap with holder %d, which no rogue-client aimed at (aimed: %v)", o.Holder, aimed)
 		}
 	}
-	assertNothingLeft(t, readTest(t, r.dir).RunID)
+	chaostest.AssertNothingLeft(t, r.Dir)
+}
+
+// overlapResults is the part of results.json that names grant-overlap's
+// overlaps.
+type overlapResults struct {
+	Valid    any `json:"valid"`
+	Checkers map[string]struct {
+		Valid    any `json:"valid"`
+		Overlaps []struct {
+			Holder int `json:"holder"`
+		} `json:"overlaps"`
+	} `json:"checkers"`
 }
 
 // TestCuratorWithACL: the Curator worker authenticates from its
@@ -273,28 +260,28 @@ func TestRogueClientWithoutACL(t *testing.T) {
 // refused otherwise): acquisitions happen and the fenced run is valid,
 // with the rogue refused.
 func TestCuratorWithACL(t *testing.T) {
-	needEnsemble(t)
+	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
-	r := chaosRun(t, results, "--recipe", "curator", "--nemesis", "rogue-client", "--fencing", "on",
+	r := chaostest.Run(t, results, "--recipe", "curator", "--nemesis", "rogue-client", "--fencing", "on",
 		"--time-limit", "20s", "--nemesis-interval", "2s", "--pause", "1s", "--keys", "2", "--workers", "4",
 		"--hold", "200ms", "--seed", "23", "--name", "curator-acl")
-	t.Logf("stdout:\n%s", r.stdout)
-	if r.code != 0 {
-		t.Fatalf("exit %d, want 0 (valid)\nstderr tail: %s", r.code, tail(r.stderr, 3000))
+	t.Logf("stdout:\n%s", r.Stdout)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0 (valid)\nstderr tail: %s", r.Code, chaostest.Tail(r.Stderr, 3000))
 	}
-	res := readResults(t, r.dir)
+	res := chaostest.ReadResults(t, r.Dir)
 	acq := res.Checkers["stats"].Ops["acquire"]
 	writes := res.Checkers["stats"].Ops["write"]
 	if acq.OK < 10 || writes.OK < 10 {
 		t.Errorf("%d acquisitions and %d writes ok; want dozens of each", acq.OK, writes.OK)
 	}
-	starts, _ := rogueOps(t, r.dir)
+	starts, _ := rogueOps(t, r.Dir)
 	for _, op := range starts {
-		if op.typ == history.OK && !strings.HasPrefix(op.value.Detail, "anonymous client, 7 attempts: 7 refused,") {
-			t.Errorf("rogue not refused on a Curator lock: %s", op.value.Detail)
+		if op.Type == history.OK && !strings.HasPrefix(op.Value.Detail, "anonymous client, 7 attempts: 7 refused,") {
+			t.Errorf("rogue not refused on a Curator lock: %s", op.Value.Detail)
 		}
 	}
-	logs, _ := filepath.Glob(filepath.Join(r.dir, "workers", "*.log"))
+	logs, _ := filepath.Glob(filepath.Join(r.Dir, "workers", "*.log"))
 	authenticated := 0
 	for _, l := range logs {
 		if b, err := os.ReadFile(l); err == nil && bytes.Contains(b, []byte("authenticating to ZooKeeper as digest:zkchaos")) {
@@ -304,5 +291,5 @@ func TestCuratorWithACL(t *testing.T) {
 	if authenticated == 0 {
 		t.Errorf("no Curator worker log says it authenticated")
 	}
-	assertNothingLeft(t, readTest(t, r.dir).RunID)
+	chaostest.AssertNothingLeft(t, r.Dir)
 }

@@ -1,37 +1,19 @@
-package main
+package core
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/racerepeat"
 	"github.com/zkchaos/zkchaos/netns"
 )
-
-// raceRepeat is ZKCHAOS_RACE_REPEAT, or def: the concurrency tests repeat
-// their race that many times; small by default so CI stays short, large
-// locally to hunt rare interleavings.
-func raceRepeat(t *testing.T, def int) int {
-	t.Helper()
-	v := os.Getenv("ZKCHAOS_RACE_REPEAT")
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("ZKCHAOS_RACE_REPEAT=%q: want a positive integer", v)
-	}
-	return n
-}
 
 // TestRunDuringTeardownOfAnother is the race of issue 8 with real runs:
 // run A finishes and releases its network slot; run B starts and takes
@@ -42,13 +24,13 @@ func raceRepeat(t *testing.T, def int) int {
 // (SIGSTOP) from its start until B has claimed the slot: a slow janitor,
 // not a different one.
 func TestRunDuringTeardownOfAnother(t *testing.T) {
-	needEnsemble(t)
-	needRoot(t)
+	chaostest.NeedMachineAlone(t) // B must get A's slot: no other run may take or free one
+	chaostest.NeedRoot(t)
 	if err := netns.Available(); err != nil {
 		t.Skipf("needs network namespaces: %v", err)
 	}
 	raced := 0
-	for round := range raceRepeat(t, 1) {
+	for round := range racerepeat.Count(t, 1) {
 		// The slot is the lowest free one; another run may take it in
 		// between, which is no race: try again (bounded).
 		for try := 0; try < 3; try++ {
@@ -70,7 +52,7 @@ var raceRunArgs = []string{"--net", "netns", "--nemesis", "none", "--time-limit"
 func teardownRace(t *testing.T, tag string) bool {
 	t.Helper()
 	resA, resB := t.TempDir(), t.TempDir()
-	a, seA := startChaos(t, append([]string{"run", "--results", resA, "--name", "a" + tag}, raceRunArgs...)...)
+	a, _, seA := chaostest.Start(t, append([]string{"run", "--results", resA, "--name", "a" + tag}, raceRunArgs...)...)
 	runA, slot := waitSlotClaim(t, resA, seA)
 	jan := janitorOf(t, runA)
 	if err := syscall.Kill(jan, syscall.SIGSTOP); err != nil {
@@ -87,28 +69,28 @@ func teardownRace(t *testing.T, tag string) bool {
 
 	// A's own release: its slot file goes once its Close is done.
 	waitFor(t, 90*time.Second, "A to release its slot", seA, func() bool {
-		owner, _ := slotFileRun(slot)
+		owner, _ := chaostest.SlotOwner(slot)
 		return owner != runA
 	})
-	b, seB := startChaos(t, append([]string{"run", "--results", resB, "--name", "b" + tag}, raceRunArgs...)...)
+	b, _, seB := chaostest.Start(t, append([]string{"run", "--results", resB, "--name", "b" + tag}, raceRunArgs...)...)
 	runB, slotB := waitSlotClaim(t, resB, seB)
 	resume() // A's janitor sweeps now, with B on the slot A had
-	codeA := wait(a)
-	codeB := wait(b)
+	codeA := chaostest.ExitOf(a.Wait())
+	codeB := chaostest.ExitOf(b.Wait())
 	if slotB != slot {
 		t.Logf("round %s: B took slot %d, A had %d: no race", tag, slotB, slot)
-		assertNothingLeft(t, runA)
-		assertNothingLeft(t, runB)
+		chaostest.AssertRunLeftNothing(t, runA, slot)
+		chaostest.AssertRunLeftNothing(t, runB, slotB)
 		return false
 	}
 	if codeA != 0 {
-		t.Errorf("run A: exit %d\n%s", codeA, tail(seA.String(), 3000))
+		t.Errorf("run A: exit %d\n%s", codeA, chaostest.Tail(seA.String(), 3000))
 	}
 	if codeB != 0 || strings.Contains(seB.String(), "harness failure") {
-		t.Errorf("run B on slot %d, swept by A's janitor: exit %d\n%s", slot, codeB, tail(seB.String(), 3000))
+		t.Errorf("run B on slot %d, swept by A's janitor: exit %d\n%s", slot, codeB, chaostest.Tail(seB.String(), 3000))
 	}
-	assertNothingLeft(t, runA)
-	assertNothingLeft(t, runB)
+	chaostest.AssertRunLeftNothing(t, runA, slot)
+	chaostest.AssertRunLeftNothing(t, runB, slotB)
 	return true
 }
 
@@ -132,7 +114,7 @@ func waitSlotClaim(t *testing.T, results string, se *bytes.Buffer) (string, int)
 			}
 		}
 		for s := 0; s < netns.MaxSlots; s++ {
-			if owner, _ := slotFileRun(s); owner == run {
+			if owner, _ := chaostest.SlotOwner(s); owner == run {
 				slot = s
 				return true
 			}
@@ -142,38 +124,13 @@ func waitSlotClaim(t *testing.T, results string, se *bytes.Buffer) (string, int)
 	return run, slot
 }
 
-// slotFileRun is the run id slot s's file names, "" without a file.
-func slotFileRun(s int) (string, error) {
-	b, err := os.ReadFile(filepath.Join(netns.StateDir, fmt.Sprintf("slot-%d.json", s)))
-	if err != nil {
-		return "", err
-	}
-	var f struct {
-		RunID string `json:"run_id"`
-	}
-	err = json.Unmarshal(b, &f)
-	return f.RunID, err
-}
-
-// janitorOf finds the janitor process of run by its command line.
+// janitorOf waits for the janitor process of run.
 func janitorOf(t *testing.T, run string) int {
 	t.Helper()
-	want := "janitor\x00--run\x00" + run + "\x00"
 	pid := 0
 	waitFor(t, 10*time.Second, "the janitor of run "+run, nil, func() bool {
-		dirs, _ := os.ReadDir("/proc")
-		for _, d := range dirs {
-			p, err := strconv.Atoi(d.Name())
-			if err != nil {
-				continue
-			}
-			b, _ := os.ReadFile("/proc/" + d.Name() + "/cmdline")
-			if bytes.Contains(b, []byte(want)) {
-				pid = p
-				return true
-			}
-		}
-		return false
+		pid = chaostest.JanitorPID(run)
+		return pid != 0
 	})
 	return pid
 }
@@ -185,23 +142,10 @@ func waitFor(t *testing.T, limit time.Duration, what string, se *bytes.Buffer, c
 		if time.Now().After(deadline) {
 			msg := ""
 			if se != nil {
-				msg = tail(se.String(), 3000)
+				msg = chaostest.Tail(se.String(), 3000)
 			}
 			t.Fatalf("no %s within %s\n%s", what, limit, msg)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// wait reaps a process started by startChaos and returns its exit code.
-func wait(cmd *exec.Cmd) int {
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
 }

@@ -1,4 +1,4 @@
-package main
+package core
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/internal/chaostest"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 )
@@ -60,7 +61,7 @@ func TestBadInputStartsNothing(t *testing.T) {
 				t.Errorf("first line of stderr %q does not name the problem (%q)", lines[0], tc.first)
 			}
 			if len(lines) > 2 {
-				t.Errorf("%d lines on stderr, want the error and at most a pointer to -h:\n%s", len(lines), tail(stderr, 2000))
+				t.Errorf("%d lines on stderr, want the error and at most a pointer to -h:\n%s", len(lines), chaostest.Tail(stderr, 2000))
 			}
 			if _, err := os.Lstat(results); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("results folder %s exists after bad input (%v)", results, err)
@@ -80,11 +81,11 @@ func TestFlagMistakesPointAtHelp(t *testing.T) {
 		want := []string{"chaos " + cmd + ": flag provided but not defined: -no-such-flag",
 			"chaos " + cmd + ": see 'chaos " + cmd + " -h' for the flags"}
 		if code != 255 || len(lines) != 2 || lines[0] != want[0] || lines[1] != want[1] {
-			t.Errorf("chaos %s --no-such-flag: exit %d, stderr:\n%s\nwant exit 255 and:\n%s", cmd, code, tail(stderr, 1000), strings.Join(want, "\n"))
+			t.Errorf("chaos %s --no-such-flag: exit %d, stderr:\n%s\nwant exit 255 and:\n%s", cmd, code, chaostest.Tail(stderr, 1000), strings.Join(want, "\n"))
 		}
 		code, stderr, _ = runBinary(t, cmd, "-h")
 		if code != 0 || strings.Count(stderr, "\n") < 2 || !strings.Contains(stderr, "  -") {
-			t.Errorf("chaos %s -h: exit %d, want 0 and the flags:\n%s", cmd, code, tail(stderr, 1000))
+			t.Errorf("chaos %s -h: exit %d, want 0 and the flags:\n%s", cmd, code, chaostest.Tail(stderr, 1000))
 		}
 	}
 }
@@ -96,19 +97,16 @@ func runBinary(t *testing.T, args ...string) (int, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd := exec.CommandContext(ctx, chaostest.Binary(t), args...)
 	cmd.Dir = t.TempDir()
 	var se bytes.Buffer
 	cmd.Stderr = &se
 	err := cmd.Run()
 	var ee *exec.ExitError
-	code := 0
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
+	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("chaos %v: %v", args, err)
 	}
-	return code, se.String(), cmd.Process.Pid
+	return chaostest.ExitOf(err), se.String(), cmd.Process.Pid
 }
 
 // assertNothingStarted checks that the controller pid left nothing: no
@@ -125,7 +123,7 @@ func assertNothingStarted(t *testing.T, pid int) {
 			t.Errorf("process %d of the refused run (controller %d) exists", p.PID, pid)
 		}
 	}
-	exe, err := filepath.EvalSymlinks(binary(t))
+	exe, err := filepath.EvalSymlinks(chaostest.Binary(t))
 	if err != nil {
 		t.Fatal(err)
 	}

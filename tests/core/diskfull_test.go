@@ -1,4 +1,4 @@
-package main
+package core
 
 import (
 	"bufio"
@@ -11,9 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/internal/chaostest"
 	"github.com/zkchaos/zkchaos/register"
 )
 
@@ -61,8 +63,8 @@ func fill(t *testing.T, dir string) {
 // exits non-zero saying why.
 func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 	dir := smallTmpfs(t, "64k")
-	const secret = "diskfull-secret"
-	cmd := exec.Command(binary(t), "register", "--log", filepath.Join(dir, "apply.log"), "--listen", "127.0.0.1:0", "--fencing", "on")
+	cmd := exec.Command(chaostest.Binary(t), "register", "--log", filepath.Join(dir, "apply.log"), "--listen", "127.0.0.1:0", "--fencing", "on")
+	const secret = "diskfull-test-secret" // the register starts only with one
 	cmd.Env = append(os.Environ(), register.SecretEnv+"="+secret)
 	var se bytes.Buffer
 	cmd.Stderr = &se
@@ -73,22 +75,24 @@ func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Reaped by one Wait, started after the hello is read (Wait closes
+	// the pipe) or by the cleanup if the test fails before that.
+	exited := make(chan error, 1)
+	var reap sync.Once
+	wait := func() { reap.Do(func() { go func() { exited <- cmd.Wait() }() }) }
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		wait()
+		<-exited
+	})
 	var hello struct {
 		Listen string `json:"listen"`
 	}
 	sc := bufio.NewScanner(out)
-	said := sc.Scan()
-	// Wait only once stdout has been read from (os/exec closes the pipe
-	// in Wait); from here on the cleanup can always reap the register.
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	if !said || json.Unmarshal(sc.Bytes(), &hello) != nil {
-		t.Fatalf("register said %q; stderr: %s", sc.Text(), tail(se.String(), 2000))
+	if !sc.Scan() || json.Unmarshal(sc.Bytes(), &hello) != nil {
+		t.Fatalf("register said %q", sc.Text())
 	}
+	wait()
 	fill(t, dir)
 	refused := 0
 	for i := 1; i <= 200 && refused < 3; i++ {
@@ -97,6 +101,7 @@ func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+secret)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -129,7 +134,7 @@ func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 		t.Fatal("register still running 15s after its apply log failed")
 	}
 	if !strings.Contains(se.String(), "no space left on device") {
-		t.Fatalf("register did not say why it stopped:\n%s", tail(se.String(), 2000))
+		t.Fatalf("register did not say why it stopped:\n%s", chaostest.Tail(se.String(), 2000))
 	}
 }
 
@@ -139,37 +144,26 @@ func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 // leave nothing behind; before, it carried on to its time limit recording
 // nothing.
 func TestRunStopsWhenResultsFolderFills(t *testing.T) {
-	needEnsemble(t)
+	chaostest.NeedEnsemble(t)
 	results := smallTmpfs(t, "256m")
-	cmd, se := startChaos(t, "run", "--results", results, "--name", "diskfull", "--time-limit", "3m",
+	cmd, _, se := chaostest.Start(t, "run", "--results", results, "--name", "diskfull", "--time-limit", "3m",
 		"--nemesis-interval", "1s", "--pause", "30s", "--seed", "5")
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	var dir string
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) && (dir == "" || !pausedNow(dir)) {
-		if d, err := filepath.EvalSymlinks(filepath.Join(results, "latest")); err == nil {
-			dir = d
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if dir == "" || !pausedNow(dir) {
-		t.Fatalf("no pause within 90s\nstderr: %s", tail(se.String(), 3000))
-	}
-	runID := readTest(t, dir).RunID
+	dir := chaostest.WaitForRun(t, results, se, "pause", chaostest.PausedNow)
 	fill(t, results)
 	filled := time.Now()
 	var err error
 	select {
 	case err = <-exited:
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("run still going 2 minutes after its results folder filled\nstderr: %s", tail(se.String(), 3000))
+		t.Fatalf("run still going 2 minutes after its results folder filled\nstderr: %s", chaostest.Tail(se.String(), 3000))
 	}
 	took := time.Since(filled)
 	t.Logf("MEASURE run exited %s after the results folder filled", took.Round(time.Millisecond))
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 255 {
-		t.Fatalf("exit %v, want 255\nstderr: %s", err, tail(se.String(), 3000))
+		t.Fatalf("exit %v, want 255\nstderr: %s", err, chaostest.Tail(se.String(), 3000))
 	}
 	var failure string
 	for _, line := range strings.Split(se.String(), "\n") {
@@ -185,7 +179,7 @@ func TestRunStopsWhenResultsFolderFills(t *testing.T) {
 		t.Errorf("run took %s to stop after the results folder filled", took)
 	}
 	if !strings.Contains(se.String(), "final phase: everything healed") {
-		t.Errorf("no complete restore before teardown\nstderr: %s", tail(se.String(), 3000))
+		t.Errorf("no complete restore before teardown\nstderr: %s", chaostest.Tail(se.String(), 3000))
 	}
-	assertNothingLeft(t, runID)
+	chaostest.AssertNothingLeft(t, dir)
 }

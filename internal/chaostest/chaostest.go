@@ -1,0 +1,94 @@
+// Package chaostest is what the integration tests of zkchaos share: the
+// real chaos binary built once per test process, the skips of tests that
+// need an ensemble, root or the machine alone, running `chaos run` and
+// `chaos check`, reading a run folder, and the check that a run left
+// nothing behind.
+//
+// The integration tests live in packages under tests/, one job each, so
+// that `go test ./...` runs two of them at once (-p is GOMAXPROCS) and no
+// single package's timeout binds. They all use this package, so each
+// helper has one owner. It is not a _test package because a _test package
+// cannot be imported. Because packages run in parallel, every helper that
+// judges the machine judges only the test's own run: another package's run
+// may be starting, failing or being swept at the same moment.
+package chaostest
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+var (
+	buildOnce sync.Once
+	chaosBin  string
+	buildErr  error
+)
+
+// Main runs the tests of a package and then removes the binary Binary
+// built, so that test runs leave no build behind in the temp folder. A
+// test package's TestMain calls it: func TestMain(m *testing.M) {
+// chaostest.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	if chaosBin != "" {
+		os.RemoveAll(filepath.Dir(chaosBin))
+	}
+	os.Exit(code)
+}
+
+// Binary builds the chaos command once per test process (the first test
+// that needs it pays the build) and returns its path. It builds by import
+// path, so it works from any package's folder. The tests run the real
+// binary, as a user does, rather than calling into cmd/chaos.
+func Binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "zkchaos-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		chaosBin = filepath.Join(dir, "chaos")
+		out, err := exec.Command("go", "build", "-o", chaosBin, "github.com/zkchaos/zkchaos/cmd/chaos").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build chaos: %v", buildErr)
+	}
+	return chaosBin
+}
+
+// ExitOf is the exit code of a finished command (0 for a nil error, -1
+// when it did not exit by itself), so tests compare codes, not errors.
+func ExitOf(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// exited reports whether err is what a command that ran and ended returns
+// (nil, or an exit status), as opposed to one that could not run at all.
+func exited(err error) bool {
+	var ee *exec.ExitError
+	return err == nil || errors.As(err, &ee)
+}
+
+// Tail is the last n bytes of s: a failure message quotes the end of a
+// run's stderr, where the cause is, without pages of log before it.
+func Tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

@@ -1,0 +1,115 @@
+package chaostest
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// RunResult is what a finished `chaos run` left: its exit code (the
+// verdict), its output, and its run folder.
+type RunResult struct {
+	Code   int
+	Stdout string
+	Stderr string
+	Dir    string // the run folder; "" when the run made none
+}
+
+// Run runs `chaos run --results results args...` to its end and returns
+// its exit code, output and run folder. A run that cannot be started at
+// all fails the test; any exit code is the caller's to judge.
+func Run(t *testing.T, results string, args ...string) RunResult {
+	t.Helper()
+	cmd := exec.Command(Binary(t), append([]string{"run", "--results", results}, args...)...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	if !exited(err) {
+		t.Fatalf("chaos run: %v", err)
+	}
+	return RunResult{Code: ExitOf(err), Stdout: so.String(), Stderr: se.String(), Dir: LatestRun(results)}
+}
+
+// LatestRun is the run folder results/latest points at, "" while there is
+// none: a run makes its folder (and the link) early, so a test can watch a
+// run in progress through it.
+func LatestRun(results string) string {
+	dir, err := filepath.EvalSymlinks(filepath.Join(results, "latest"))
+	if err != nil {
+		return ""
+	}
+	return dir
+}
+
+// Check runs `chaos check dir args...` (bounded at 2 minutes, a hung check
+// being a failure) and returns its exit code and combined output.
+func Check(t *testing.T, dir string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, Binary(t), append([]string{"check", dir}, args...)...).CombinedOutput()
+	if !exited(err) {
+		t.Fatalf("chaos check: %v\n%s", err, out)
+	}
+	return ExitOf(err), string(out)
+}
+
+// Start starts the chaos binary with args in the background, its stdout
+// and stderr kept for assertions and failure messages. However the test
+// ends, the process is killed and reaped, so a failed test leaves no
+// controller running (its janitor then cleans up after it).
+func Start(t *testing.T, args ...string) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	cmd = exec.Command(Binary(t), args...)
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, stdout, stderr
+}
+
+// Crash SIGKILLs a controller started by Start, as a crash would, and
+// reaps it: what it leaves behind is the janitor's to clean.
+func Crash(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+}
+
+// WaitForRun waits up to 90 s (an ensemble's start plus a few fault
+// cycles) until the latest run folder under results satisfies ready, and
+// returns it; otherwise it fails the test saying that no what happened,
+// with the tail of the run's stderr. Tests that act on a run in a given
+// state (kill it, interrupt it, fill its disk) start from here.
+func WaitForRun(t *testing.T, results string, stderr *bytes.Buffer, what string, ready func(dir string) bool) string {
+	t.Helper()
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if dir := LatestRun(results); dir != "" && ready(dir) {
+			return dir
+		}
+	}
+	t.Fatalf("no %s within 90s\nstderr: %s", what, Tail(stderr.String(), 3000))
+	return ""
+}
+
+// StartUntilPaused starts `chaos run --results results --name name
+// args...` and waits until a holder is paused (PausedNow); it returns the
+// command, its stdout and stderr, and the run folder. The process is
+// killed when the test ends, whatever happens.
+func StartUntilPaused(t *testing.T, results, name string, args ...string) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer, dir string) {
+	t.Helper()
+	cmd, stdout, stderr = Start(t, append([]string{"run", "--results", results, "--name", name}, args...)...)
+	dir = WaitForRun(t, results, stderr, "pause", PausedNow)
+	return cmd, stdout, stderr, dir
+}
