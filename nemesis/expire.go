@@ -73,12 +73,19 @@ func (expireHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	// The close was sent (or may have been): watch the session go, from
 	// when it was sent, when the server had just attached us to it.
 	env.watchSession(watchSpec{Process: w.Process, PID: w.PID, Session: w.Session, Alive: res.Sent})
-	if err != nil {
+	switch {
+	case errors.Is(err, errReplyLost):
+		// Sent, and the reply overtaken by the close itself: judge the
+		// close by its effects below, as every close is judged anyway.
+		v.Detail = fmt.Sprintf("attached to session %s on %s with its password and sent closeSession; %v (%s)",
+			sessionHex(w.Session), addr, errReplyLost, took.Round(time.Microsecond))
+	case err != nil:
 		// The close may or may not have been committed.
 		return &Effect{Value: v, Undo: undo}, err
+	default:
+		v.Detail = fmt.Sprintf("attached to session %s on %s with its password and closed it (closeSession committed at zxid 0x%x, %s)",
+			sessionHex(w.Session), addr, res.Zxid, took.Round(time.Microsecond))
 	}
-	v.Detail = fmt.Sprintf("attached to session %s on %s with its password and closed it (closeSession committed at zxid 0x%x, %s)",
-		sessionHex(w.Session), addr, res.Zxid, took.Round(time.Microsecond))
 	eff := &Effect{Value: v, Undo: undo}
 	st, after, seen := waitState(ctx, ws, w.PID, w.Session, expireVerifyTimeout, "expired")
 	listing, silent := serversListing(ctx, addrs, w.Session)

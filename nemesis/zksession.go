@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
@@ -27,6 +28,13 @@ const opCloseSession = -11
 // errSessionRefused: the server answered the connect with session id 0,
 // i.e. the session is already gone or the password is wrong.
 var errSessionRefused = errors.New("server refused the session (already expired, or wrong password)")
+
+// errReplyLost means the closeSession went out but the server closed the
+// connection before its reply arrived. That is a race inside ZooKeeper,
+// not a failure: committing the close makes the server drop every
+// connection of the session, ours included, and the drop can overtake the
+// reply. Whether the close happened is then judged by its effects.
+var errReplyLost = errors.New("the server closed the connection before the closeSession reply (the close drops the session's connections, ours too)")
 
 // closeResult is what the server said while closing a session.
 type closeResult struct {
@@ -85,6 +93,9 @@ func closeSession(ctx context.Context, addr string, session int64, passwd []byte
 	}
 	for {
 		rep, err := readFrame(c)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			return res, fmt.Errorf("closeSession %s on %s: %w: %w", sessionHex(session), addr, errReplyLost, err)
+		}
 		if err != nil {
 			return res, fmt.Errorf("closeSession %s on %s: reply: %w", sessionHex(session), addr, err)
 		}

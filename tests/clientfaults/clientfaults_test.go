@@ -94,10 +94,15 @@ func TestExpireHolder(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	t.Run("fenced", func(t *testing.T) {
 		dir := runAndJudge(t, 0, shortRun("expire-holder", "on", "12")...)
-		assertFaults(t, dir, "expire", "expire-end", "closeSession committed", "none lists the session", "worker reported expired")
+		// "closeSession": committed with its reply, or sent and its reply
+		// overtaken by the close itself; either way judged by its effects.
+		assertFaults(t, dir, "expire", "expire-end", "closeSession", "none lists the session", "worker reported expired")
 	})
 	t.Run("unfenced", func(t *testing.T) {
-		dir := runAndJudge(t, 1, shortRun("expire-holder", "off", "13")...)
+		// A 500 ms hold puts the new holder's read well before the expired
+		// holder's write, so nearly every expiry that lands in the window
+		// loses an update; with 100 ms a 20 s run found none once.
+		dir := runAndJudge(t, 1, shortRun("expire-holder", "off", "13", "--hold", "500ms")...)
 		assertFaults(t, dir, "expire", "expire-end")
 		if valid, n := doubleWrites(t, dir); valid != false || n == 0 {
 			t.Errorf("double-writer valid=%v with %d violations; want false", valid, n)
