@@ -114,7 +114,11 @@ func TestIsolateHolder(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	chaostest.NeedRoot(t)
 	t.Run("fenced", func(t *testing.T) {
-		dir := runAndJudge(t, 0, shortRun("isolate-holder", "on", "14")...)
+		// The heal must be seen flushing rules in a namespace whose worker
+		// still lives: with --op-timeout longer than the hold, the cut-off
+		// holder's release is still waiting when the heal comes, instead
+		// of being retired and taking its namespace (and rules) with it.
+		dir := runAndJudge(t, 0, shortRun("isolate-holder", "on", "14", "--op-timeout", "10s")...)
 		assertFaults(t, dir, "isolate", history.FHeal, "DROP both directions", "worker reported disconnected")
 		healed := 0
 		for _, op := range chaostest.FaultOps(t, dir) {
