@@ -26,7 +26,7 @@ var zooCases = []zooCase{
 	{"get-not-exists", "liveness", []string{"--nemesis", "none", "--hold", "0", "--fencing", "on"}},
 	{"no-delete-on-timeout", "liveness", []string{"--nemesis", "none", "--keys", "1", "--acquire-timeout", "300ms", "--fencing", "on"}},
 	{"ignore-session", "grant-overlap", []string{"--nemesis", "pause-holder", "--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s", "--fencing", "on"}},
-	{"release-smallest", "grant-overlap", []string{"--nemesis", "pause-holder", "--fencing", "on"}},
+	{"release-smallest", "grant-overlap", []string{"--nemesis", "pause-holder", "--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s", "--fencing", "on"}},
 	{"random-token", "token-order", []string{"--nemesis", "none", "--fencing", "on"}},
 	{"clock-token", "token-order", []string{"--nemesis", "none", "--fencing", "on"}},
 }
