@@ -88,15 +88,15 @@ func (expireHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	}
 	eff := &Effect{Value: v, Undo: undo}
 	st, after, seen := waitState(ctx, ws, w.PID, w.Session, expireVerifyTimeout, "expired")
-	listing, silent := serversListing(ctx, addrs, w.Session)
-	eff.Value.Detail += fmt.Sprintf("; cons on %d servers: %s", len(addrs), listingText(listing, silent))
+	listing, silent, waited := waitUnlisted(ctx, addrs, w.Session, unlistedTimeout)
+	eff.Value.Detail += fmt.Sprintf("; cons on %d servers after %s: %s", len(addrs), waited.Round(time.Millisecond), listingText(listing, silent))
 	if !seen {
 		eff.Value.Detail += fmt.Sprintf("; worker's last state for the session %q after %s", st, after.Round(time.Millisecond))
 		return eff, fmt.Errorf("worker pid %d did not report session %s expired within %s (last %q)", w.PID, sessionHex(w.Session), expireVerifyTimeout, st)
 	}
 	eff.Value.Detail += fmt.Sprintf("; worker reported expired %s after the close", (took + after).Round(time.Millisecond))
 	if len(listing) > 0 {
-		return eff, fmt.Errorf("session %s still listed by %s", sessionHex(w.Session), strings.Join(listing, ", "))
+		return eff, fmt.Errorf("session %s still listed by %s %s after the worker saw it expire", sessionHex(w.Session), strings.Join(listing, ", "), waited.Round(time.Millisecond))
 	}
 	return eff, nil
 }

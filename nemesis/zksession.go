@@ -174,6 +174,25 @@ func serversListing(ctx context.Context, addrs []string, session int64) (listing
 	return listing, silent
 }
 
+// unlistedTimeout bounds how long a closed session may stay in cons: the
+// server drops the connections of a closed session asynchronously (their
+// close is queued to the selector thread), so one may still be listed for
+// a moment after the client has already been told its session expired.
+const unlistedTimeout = 2 * time.Second
+
+// waitUnlisted polls cons on addrs until no server lists session or
+// timeout passes, and returns the last listing and how long it waited.
+func waitUnlisted(ctx context.Context, addrs []string, session int64, timeout time.Duration) (listing, silent []string, waited time.Duration) {
+	start := time.Now()
+	for {
+		listing, silent = serversListing(ctx, addrs, session)
+		waited = time.Since(start)
+		if len(listing) == 0 || waited >= timeout || !sleep(ctx, watchEvery) {
+			return listing, silent, waited
+		}
+	}
+}
+
 // consList reports whether out is a list of connections: it always has
 // at least one, the connection that asked, and every entry carries its
 // queue counters.

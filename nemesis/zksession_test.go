@@ -63,8 +63,10 @@ func TestCloseSessionExpiresTheClient(t *testing.T) {
 	}
 	waitEvent(t, lock, recipes.StateExpired)
 	t.Logf("closeSession committed at zxid 0x%x; client saw expired after %s", res.Zxid, time.Since(start))
-	if listing, _ := serversListing(ctx, []string{addr}, session); len(listing) != 0 {
-		t.Errorf("cons still lists session %s after its close", sessionHex(session))
+	if listing, _, waited := waitUnlisted(ctx, []string{addr}, session, unlistedTimeout); len(listing) != 0 {
+		t.Errorf("cons still lists session %s %s after its close", sessionHex(session), waited)
+	} else {
+		t.Logf("cons stopped listing the session %s after the client saw expired", waited)
 	}
 	if _, err := closeSession(ctx, addr, session, pw, 0); !errors.Is(err, errSessionRefused) {
 		t.Errorf("second close of the same session: %v, want refused", err)
