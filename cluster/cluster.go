@@ -6,6 +6,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // ErrUnsupported is returned by a verb the backend cannot perform (e.g.
@@ -29,27 +30,92 @@ type Status struct {
 	Serving bool
 }
 
-// Node is one ZooKeeper server.
+// Capability is a server verb that not every backend can perform.
+type Capability string
+
+// The verbs a server fault needs. Status, Start and Stop every backend
+// has: without them there is no ensemble to test.
+const (
+	// CanPause is Pause and Resume: the server's process stopped by a
+	// signal, as a GC pause or a hung VM stops it.
+	CanPause Capability = "pause a server"
+	// CanKill is Kill and a later Start on the same data.
+	CanKill Capability = "kill and restart a server"
+	// CanPartition is Isolate and Heal: cutting traffic between servers.
+	CanPartition Capability = "cut traffic between servers"
+)
+
+// Capabilities is what a backend can do to its servers, so a fault it
+// cannot perform is refused before the run instead of failing (or, worse,
+// being recorded) at every injection.
+type Capabilities struct {
+	// Backend names the backend for messages ("local", "docker").
+	Backend string
+	// Lacks maps each verb the backend cannot perform to why.
+	Lacks map[Capability]string
+}
+
+// Need returns nil when the backend can perform c, else an error that
+// says which backend cannot and why.
+func (cs Capabilities) Need(c Capability) error {
+	if why, ok := cs.Lacks[c]; ok {
+		return fmt.Errorf("the %s backend cannot %s: %s", cs.Backend, c, why)
+	}
+	return nil
+}
+
+// Process is a backend's own view of a server's process: whether it runs,
+// whether a signal stopped it, and which incarnation it is. The backend
+// reads it wherever it lives (the host's /proc, the engine and the
+// container's own ps), so its callers never do.
+type Process struct {
+	// Running: started and not exited (a stopped process runs).
+	Running bool
+	// Stopped: stopped by SIGSTOP and not continued.
+	Stopped bool
+	// Instance names this incarnation for the history ("pid 4242",
+	// "container zkchaos-…-n1 pid 4242"); it changes when the server is
+	// restarted, and is "" when it does not run.
+	Instance string
+	// PID is the host PID of the server's process when the backend has
+	// one (0 otherwise): an identifier for the history, nothing to act on.
+	PID int
+}
+
+// Node is one ZooKeeper server. Every fault verb verifies its own effect
+// the backend's way and returns what it verified, in words for the
+// history; a verb the backend lacks (see Capabilities) returns
+// ErrUnsupported.
 type Node interface {
 	ID() int
 	// ClientAddr is host:port for clients.
 	ClientAddr() string
-	// PID is the OS process id of the server (0 when not running).
-	PID() int
-	Start(ctx context.Context) error
+	// LogPath is the server's output in the run folder (complete after
+	// the cluster's Close).
+	LogPath() string
+	// Process is the backend's view of the server's process now.
+	Process(ctx context.Context) (Process, error)
+	// Start starts a server that does not run (again after Kill or Stop,
+	// with its data intact); it returns when the process exists, not when
+	// it serves.
+	Start(ctx context.Context) (verified string, err error)
 	// Stop ends the server gracefully (SIGTERM, then SIGKILL).
 	Stop(ctx context.Context) error
-	Kill(ctx context.Context) error
-	Pause(ctx context.Context) error
-	Resume(ctx context.Context) error
+	// Kill ends the server at once and returns when it is gone.
+	Kill(ctx context.Context) (verified string, err error)
+	// Pause stops the server's process; Resume continues it.
+	Pause(ctx context.Context) (verified string, err error)
+	Resume(ctx context.Context) (verified string, err error)
+	// Status asks the server itself (srvr).
 	Status(ctx context.Context) (Status, error)
-	LogPath() string
-	// Isolate drops all traffic between this server and peers, both ways,
-	// until Heal; calls add up. A backend without its own network per
-	// server returns ErrUnsupported.
-	Isolate(ctx context.Context, peers []Node) error
-	// Heal removes every Isolate of this server; a no-op when there is none.
-	Heal(ctx context.Context) error
+	// Isolate drops all traffic between this server and peers, both
+	// ways, until Heal; calls add up.
+	Isolate(ctx context.Context, peers []Node) (verified string, err error)
+	// Heal removes every Isolate of this server and verifies none is
+	// left; a no-op when there is none.
+	Heal(ctx context.Context) (verified string, err error)
+	// Rules lists the server's partition rules in effect, one per line.
+	Rules(ctx context.Context) ([]string, error)
 }
 
 // Cluster is an ensemble.
@@ -57,9 +123,16 @@ type Cluster interface {
 	Nodes() []Node
 	// ConnectString is the comma-separated client addresses.
 	ConnectString() string
+	// Capabilities says which server verbs the backend can perform.
+	Capabilities() Capabilities
+	// Start starts every server.
+	Start(ctx context.Context) error
 	// WaitReady returns when one leader and all other servers as followers
 	// are serving, or ctx ends.
 	WaitReady(ctx context.Context) error
+	// Restore undoes whatever faults are left on the servers, whoever made
+	// them, and returns one line per thing it had to do.
+	Restore(ctx context.Context) ([]string, error)
 	// Close stops every server and removes what the backend made (but not
 	// the logs and data in the run folder).
 	Close(ctx context.Context) error

@@ -109,3 +109,15 @@ func WaitServing(ctx context.Context, n Node) (Status, error) {
 		}
 	}
 }
+
+// Refuses checks, after a server was killed, that its address no longer
+// answers srvr (within a short bound: a killed server refuses at once),
+// and says what answered otherwise.
+func Refuses(ctx context.Context, n Node) error {
+	pctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	defer cancel()
+	if st, err := n.Status(pctx); err == nil {
+		return fmt.Errorf("%s still answers srvr (mode %q)", n.ClientAddr(), st.Mode)
+	}
+	return nil
+}

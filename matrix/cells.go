@@ -115,5 +115,20 @@ func Default(exe string) []Cell {
 				Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
 		)
 	}
-	return cells
+	return append(cells, dockerCells()...)
+}
+
+// dockerCells run the seed's fault rows on the docker backend: the same
+// faults, the same verdicts as local (fenced valid under each, unfenced
+// caught), which is what makes the backend a backend and not a demo.
+func dockerCells() []Cell {
+	var cells []Cell
+	for _, f := range faults {
+		cells = append(cells, Cell{Recipe: "seed", Nemesis: []string{f}, Fencing: "on", Args: short, Cluster: "docker",
+			Expect: valid(resource...), Smoke: f == "pause-holder",
+			Why: "the docker backend: fencing keeps the data safe under " + f})
+	}
+	return append(cells, Cell{Recipe: "seed", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: short, Cluster: "docker",
+		Smoke: true, Expect: invalid(fence.NameDoubleWriter),
+		Why: "the docker backend: without fencing the paused holder's stale write lands"})
 }

@@ -20,6 +20,7 @@ type junitSuite struct {
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     float64     `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -30,6 +31,7 @@ type junitCase struct {
 	Time      float64       `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
 
@@ -60,6 +62,9 @@ func WriteJUnit(path string, rs []CellResult) error {
 		case Error:
 			s.Errors++
 			tc.Error = &junitMessage{Message: msg, Type: "harness", Body: body}
+		case Skipped:
+			s.Skipped++
+			tc.Skipped = &junitMessage{Message: r.SkippedBecause}
 		default:
 			tc.SystemOut = body
 		}

@@ -34,6 +34,8 @@ type Cell struct {
 	Why string
 	// Smoke marks the cells CI runs on every change.
 	Smoke bool
+	// Cluster is the cell's --cluster backend; "" is local.
+	Cluster string
 }
 
 // Name is recipe/nemesis/fencing, the handle --cells matches.
@@ -46,6 +48,9 @@ func (c Cell) Name() string {
 	if c.Variant != "" {
 		n += "/" + c.Variant
 	}
+	if c.Cluster != "" {
+		n += "/" + c.Cluster
+	}
 	return n
 }
 
@@ -53,6 +58,9 @@ func (c Cell) Name() string {
 func (c Cell) RunArgs(seed int64) []string {
 	args := []string{"--recipe", c.Recipe, "--nemesis", strings.Join(c.Nemesis, ","),
 		"--fencing", c.Fencing, "--seed", fmt.Sprint(seed)}
+	if c.Cluster != "" {
+		args = append(args, "--cluster", c.Cluster)
+	}
 	return append(args, c.Args...)
 }
 

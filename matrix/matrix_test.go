@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"context"
 	"encoding/xml"
 	"os"
 	"path/filepath"
@@ -167,5 +168,41 @@ func TestTrusted(t *testing.T) {
 		if got, why := trusted(c.res); got != c.want || (got != Pass && why == "") {
 			t.Errorf("%s: trusted = %s %q, want %s with a reason", c.name, got, why, c.want)
 		}
+	}
+}
+
+// TestSkippedCellIsReportedNotPassed: a cell whose backend is missing is
+// not run, is named as skipped with why in the table, the summary and the
+// JUnit file, and neither passes nor fails the matrix.
+func TestSkippedCellIsReportedNotPassed(t *testing.T) {
+	cell := Cell{Recipe: "seed", Nemesis: []string{"pause-holder"}, Fencing: "on", Cluster: "docker",
+		Expect: valid(resource...)}
+	if got := cell.Name(); got != "seed/pause-holder/fencing-on/docker" {
+		t.Errorf("name %q", got)
+	}
+	if args := strings.Join(cell.RunArgs(1), " "); !strings.Contains(args, "--cluster docker") {
+		t.Errorf("run args %q lack --cluster docker", args)
+	}
+	var table strings.Builder
+	rs, err := Run(context.Background(), []Cell{cell}, Options{Exe: "/nonexistent", Results: t.TempDir(), Out: &table,
+		Skip: func(c Cell) string { return "no Docker engine on this machine" }})
+	if err != nil || len(rs) != 1 || rs[0].Outcome != Skipped || len(rs[0].Attempts) != 0 {
+		t.Fatalf("results %+v, %v; want one skipped cell with no attempts", rs, err)
+	}
+	var sum strings.Builder
+	if code := Summary(&sum, rs); code != 0 || !strings.Contains(sum.String(), "1 skipped") ||
+		!strings.Contains(sum.String(), "skipped: no Docker engine") {
+		t.Errorf("summary exit %d:\n%s", code, sum.String())
+	}
+	if !strings.Contains(table.String(), "skipped: no Docker engine") {
+		t.Errorf("table:\n%s", table.String())
+	}
+	path := filepath.Join(t.TempDir(), "junit.xml")
+	if err := WriteJUnit(path, rs); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), `skipped="1"`) || !strings.Contains(string(b), `<skipped message="no Docker engine on this machine"`) {
+		t.Errorf("junit:\n%s", b)
 	}
 }

@@ -34,6 +34,10 @@ type Options struct {
 	Seed int64
 	// Out receives the table as it goes.
 	Out io.Writer
+	// Skip says why a cell cannot run on this machine (its backend is
+	// missing), or "" to run it; nil runs every cell. A skipped cell is
+	// reported as such, never as passed.
+	Skip func(Cell) string
 }
 
 // Outcome of one attempt or cell.
@@ -45,11 +49,14 @@ const (
 	Unknown Outcome = "unknown"
 	Wrong   Outcome = "wrong"
 	Error   Outcome = "error"
+	// Skipped: the cell needs what this machine lacks (a Docker engine);
+	// it neither passes nor fails the matrix, and every report says so.
+	Skipped Outcome = "skipped"
 )
 
 func (o Outcome) rank() int {
 	switch o {
-	case Pass:
+	case Pass, Skipped:
 		return 0
 	case Unknown:
 		return 1
@@ -81,6 +88,8 @@ type CellResult struct {
 	// violation found one (only for cells that expect one).
 	Detected    int            `json:"detected"`
 	MedianFirst *time.Duration `json:"median_first_violation_ns,omitempty"`
+	// SkippedBecause is why a skipped cell did not run.
+	SkippedBecause string `json:"skipped_because,omitempty"`
 }
 
 // ExpectsViolation reports whether the cell expects any checker invalid.
@@ -110,6 +119,12 @@ func Run(ctx context.Context, cells []Cell, o Options) ([]CellResult, error) {
 	var out []CellResult
 	for _, c := range cells {
 		cr := CellResult{Cell: c, Name: c.Name()}
+		if why := o.skip(c); why != "" {
+			cr.Outcome, cr.SkippedBecause = Skipped, why
+			fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s skipped: %s\n", trunc(c.Name(), 48), trunc(c.ExpectString(), 34), "-", "-", "-", why)
+			out = append(out, cr)
+			continue
+		}
 		for i := 0; i < o.Repeat; i++ {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
@@ -130,6 +145,13 @@ func Run(ctx context.Context, cells []Cell, o Options) ([]CellResult, error) {
 		out = append(out, cr)
 	}
 	return out, nil
+}
+
+func (o Options) skip(c Cell) string {
+	if o.Skip == nil {
+		return ""
+	}
+	return o.Skip(c)
 }
 
 func passes(cr CellResult) int {
@@ -347,10 +369,14 @@ func Summary(w io.Writer, rs []CellResult) int {
 			worst = r.Outcome
 		}
 	}
-	fmt.Fprintf(w, "\n%d cells: %d as expected, %d judged wrong, %d unknown, %d harness errors\n",
-		len(rs), counts[Pass], counts[Wrong], counts[Unknown], counts[Error])
+	fmt.Fprintf(w, "\n%d cells: %d as expected, %d judged wrong, %d unknown, %d harness errors, %d skipped\n",
+		len(rs), counts[Pass], counts[Wrong], counts[Unknown], counts[Error], counts[Skipped])
 	for _, r := range rs {
-		if r.Outcome != Pass {
+		switch r.Outcome {
+		case Pass:
+		case Skipped:
+			fmt.Fprintf(w, "  %s: skipped: %s\n", r.Name, r.SkippedBecause)
+		default:
 			fmt.Fprintf(w, "  %s: %s (expected %s)\n", r.Name, r.Outcome, r.Cell.ExpectString())
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
@@ -67,27 +66,9 @@ type Workers interface {
 	SessionState(pid int, session int64) string
 }
 
-var (
-	netnsMu   sync.Mutex
-	netnsOnly = map[string]bool{}
-)
-
 // requireNetns marks a fault as needing every worker in its own network
 // namespace; a fault's init calls it next to register.
-func requireNetns(name string) {
-	netnsMu.Lock()
-	defer netnsMu.Unlock()
-	netnsOnly[name] = true
-}
-
-// NeedsNetns reports whether the named fault needs network namespaces
-// (root, --net netns), so a run can refuse it at validation in loopback
-// mode instead of failing every injection.
-func NeedsNetns(name string) bool {
-	netnsMu.Lock()
-	defer netnsMu.Unlock()
-	return netnsOnly[name]
-}
+func requireNetns(name string) { requires(name, needWorkerNet) }
 
 // workersOf returns the client-side view of env's targets.
 func workersOf(env *Env) (Workers, error) {

@@ -153,4 +153,9 @@ type connectOnly string
 func (connectOnly) Nodes() []cluster.Node           { return nil }
 func (c connectOnly) ConnectString() string         { return string(c) }
 func (connectOnly) WaitReady(context.Context) error { return nil }
-func (connectOnly) Close(context.Context) error     { return nil }
+func (connectOnly) Start(context.Context) error     { return nil }
+func (connectOnly) Capabilities() cluster.Capabilities {
+	return cluster.Capabilities{Backend: "connect-only"}
+}
+func (connectOnly) Restore(context.Context) ([]string, error) { return nil, nil }
+func (connectOnly) Close(context.Context) error               { return nil }

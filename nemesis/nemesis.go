@@ -147,41 +147,17 @@ func ValidateList(list []string) error {
 	return nil
 }
 
-// ValidateFor checks a --nemesis list for a run with or without network
-// namespaces: a fault that cuts traffic is refused without them, before
-// anything starts, rather than failing at every injection. "all" is not
-// refused: it means every fault the run can use.
-func ValidateFor(list []string, netns bool) error {
-	if err := ValidateList(list); err != nil {
-		return err
-	}
-	if netns {
-		return nil
-	}
-	var refused []string
-	for _, n := range list {
-		if n != All && NeedsNetns(n) {
-			refused = append(refused, n)
-		}
-	}
-	if len(refused) > 0 {
-		return fmt.Errorf("%s need network namespaces (root and --net netns or auto); this run is --net loopback, where every process shares 127.0.0.1 and there is no traffic to cut",
-			strings.Join(refused, ", "))
-	}
-	return nil
-}
-
 // Expand turns a validated --nemesis list into fault names: "all" becomes
-// every registered fault the run can use (sorted, so a seed picks the same
-// fault from the same list), duplicates go, "none" gives nothing.
-func Expand(list []string, netns bool) []string {
+// every registered fault a run with caps can use (sorted, so a seed picks
+// the same fault from the same list), duplicates go, "none" gives nothing.
+func Expand(list []string, caps Caps) []string {
 	var out []string
 	for _, n := range list {
 		switch n {
 		case "none":
 		case All:
 			for _, f := range Names()[2:] {
-				if netns || !NeedsNetns(f) {
+				if Usable(f, caps) == nil {
 					out = append(out, f)
 				}
 			}
@@ -223,9 +199,9 @@ type Config struct {
 	Schedule Schedule
 	Env      Env
 	History  history.Recorder
-	// Netns says the run has network namespaces; without them "all" leaves
-	// out the faults that cut traffic.
-	Netns bool
+	// Caps is what the run can do: a fault it cannot perform is refused,
+	// and "all" leaves it out.
+	Caps Caps
 }
 
 // Scheduler runs the faults of a --nemesis list on a schedule.
@@ -256,10 +232,10 @@ type active struct {
 
 // New builds the scheduler for a --nemesis list; "none" gives nil.
 func New(cfg Config) (*Scheduler, error) {
-	if err := ValidateFor(cfg.Names, cfg.Netns); err != nil {
+	if err := ValidateFor(cfg.Names, cfg.Caps); err != nil {
 		return nil, err
 	}
-	names := Expand(cfg.Names, cfg.Netns)
+	names := Expand(cfg.Names, cfg.Caps)
 	if len(names) == 0 {
 		return nil, nil
 	}

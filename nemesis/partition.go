@@ -21,7 +21,7 @@ func init() {
 		"partition-zk-bridge": func(ids []int, _ int, r *rand.Rand) grudge { return bridge(ids, r) },
 	} {
 		register(name, func() Fault { return partition{shape: shape} })
-		requireNetns(name)
+		requires(name, needServer(cluster.CanPartition))
 	}
 }
 
@@ -39,11 +39,6 @@ type partition struct {
 }
 
 func (partition) Verbs() (string, string) { return history.FPartition, history.FHeal }
-
-// ruleLister is what a backend offers to show the rules it made.
-type ruleLister interface {
-	Rules(ctx context.Context) ([]string, error)
-}
 
 func (p partition) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	c, leader, err := baseline(ctx, env)
@@ -82,19 +77,22 @@ func (p partition) Inject(ctx context.Context, env *Env) (*Effect, error) {
 		}
 	})
 	eff := &Effect{Value: history.Value{Target: target}, Undo: healUndo(c, byID, involved, target)}
+	var verified []string
 	for _, id := range involved {
 		var peers []cluster.Node
 		for _, b := range g[id] {
 			peers = append(peers, byID[b])
 		}
-		if err := byID[id].Isolate(ctx, peers); err != nil {
+		v, err := byID[id].Isolate(ctx, peers)
+		if err != nil {
 			if errors.Is(err, cluster.ErrUnsupported) && id == involved[0] {
 				return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
 			}
 			return eff, fmt.Errorf("rules on n%d: %w", id, err)
 		}
+		verified = append(verified, fmt.Sprintf("n%d: %s", id, v))
 	}
-	details := []string{rulesOf(ctx, byID, involved)}
+	details := []string{strings.Join(verified, "; ")}
 	if draws > 1 {
 		details = append(details, fmt.Sprintf("drawn %d times (earlier draws did not cut the leader n%d)", draws, leader.ID()))
 	}
@@ -114,46 +112,25 @@ func (p partition) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	return eff, nil
 }
 
-// rulesOf lists the rules in each involved namespace, for the record.
-func rulesOf(ctx context.Context, byID map[int]cluster.Node, ids []int) string {
-	var parts []string
-	for _, id := range ids {
-		rl, ok := byID[id].(ruleLister)
-		if !ok {
-			continue
-		}
-		rules, err := rl.Rules(ctx)
-		if err != nil {
-			parts = append(parts, fmt.Sprintf("n%d: rules unreadable: %v", id, err))
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("n%d: %s", id, strings.Join(rules, " | ")))
-	}
-	return "rules " + strings.Join(parts, "; ")
-}
-
 // healUndo removes the rules on every involved server, verifies none
 // remain, and waits for the whole ensemble to serve again.
 func healUndo(c cluster.Cluster, byID map[int]cluster.Node, ids []int, target string) func(context.Context) (history.Value, error) {
 	return func(ctx context.Context) (history.Value, error) {
 		v := history.Value{Target: target}
 		var errs []error
+		var verified []string
 		for _, id := range ids {
-			if err := byID[id].Heal(ctx); err != nil {
+			did, err := byID[id].Heal(ctx)
+			if err != nil {
 				errs = append(errs, err)
+				continue
 			}
-			if rl, ok := byID[id].(ruleLister); ok {
-				if rules, err := rl.Rules(ctx); err != nil {
-					errs = append(errs, err)
-				} else if len(rules) > 0 {
-					errs = append(errs, fmt.Errorf("n%d still has rules: %s", id, strings.Join(rules, " | ")))
-				}
-			}
+			verified = append(verified, fmt.Sprintf("n%d: %s", id, did))
 		}
 		if err := errors.Join(errs...); err != nil {
 			return v, err
 		}
-		v.Detail = "no rules left"
+		v.Detail = "no rules left (" + strings.Join(verified, "; ") + ")"
 		return healed(ctx, c, v)
 	}
 }

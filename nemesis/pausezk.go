@@ -11,6 +11,8 @@ import (
 func init() {
 	register("pause-zk-leader", func() Fault { return pauseZK{leader: true} })
 	register("pause-zk", func() Fault { return pauseZK{} })
+	requires("pause-zk-leader", needServer(cluster.CanPause))
+	requires("pause-zk", needServer(cluster.CanPause))
 }
 
 // pauseZK stops a server with SIGSTOP: a server-side GC pause or a hung
@@ -28,16 +30,20 @@ func (p pauseZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	}
 	n := leader
 	if !p.leader {
-		if n, err = pickNode(env, c); err != nil {
+		if n, err = pickNode(ctx, env, c); err != nil {
 			return nil, err
 		}
 	}
-	pid, target := n.PID(), targetOf(n, leader)
-	eff := &Effect{Value: history.Value{PID: pid, Target: target}, Undo: resumeZK(c, n, pid, target)}
-	if err := n.Pause(ctx); err != nil {
+	before, target, err := targetOf(ctx, n, leader)
+	if err != nil {
+		return nil, err
+	}
+	eff := &Effect{Value: history.Value{PID: before.PID, Target: target}, Undo: resumeZK(c, n, before, target)}
+	verified, err := n.Pause(ctx)
+	if err != nil {
 		return eff, err
 	}
-	eff.Value.Detail = "process state T in /proc"
+	eff.Value.Detail = verified
 	if n.ID() == leader.ID() {
 		// The verified effect is the stop; whether the others elect a new
 		// leader is what the pause shows, and is recorded either way.
@@ -46,17 +52,22 @@ func (p pauseZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	return eff, nil
 }
 
-// resumeZK SIGCONTs the server, verifies it runs, and waits for the whole
-// ensemble to serve again.
-func resumeZK(c cluster.Cluster, n cluster.Node, pid int, target string) func(context.Context) (history.Value, error) {
+// resumeZK continues the server, verifies it runs, and waits for the
+// whole ensemble to serve again. A server restarted meanwhile (another
+// incarnation) is not paused any more, which is said instead.
+func resumeZK(c cluster.Cluster, n cluster.Node, before cluster.Process, target string) func(context.Context) (history.Value, error) {
 	return func(ctx context.Context) (history.Value, error) {
-		v := history.Value{PID: pid, Target: target}
-		if n.PID() != pid {
-			v.Detail = fmt.Sprintf("pid %d gone (server now pid %d)", pid, n.PID())
-		} else if err := n.Resume(ctx); err != nil {
+		v := history.Value{PID: before.PID, Target: target}
+		now, err := n.Process(ctx)
+		switch {
+		case err != nil:
 			return v, err
-		} else {
-			v.Detail = "process no longer stopped"
+		case now.Instance != before.Instance:
+			v.Detail = fmt.Sprintf("%s gone (server now %q)", before.Instance, now.Instance)
+		default:
+			if v.Detail, err = n.Resume(ctx); err != nil {
+				return v, err
+			}
 		}
 		return healed(ctx, c, v)
 	}

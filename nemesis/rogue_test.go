@@ -236,8 +236,11 @@ func TestRogueClientRegistered(t *testing.T) {
 	if err := ValidateList([]string{"rogue-client"}); err != nil {
 		t.Fatal(err)
 	}
-	if NeedsNetns("rogue-client") {
-		t.Error("rogue-client needs no namespaces: it is a client of the servers' own addresses")
+	if err := Usable("rogue-client", noServerFaults); err != nil {
+		t.Errorf("rogue-client needs nothing of the backend: it is a client of the servers' own addresses (%v)", err)
+	}
+	if err := Usable("rogue-client", loopbackRun); err != nil {
+		t.Errorf("rogue-client needs no namespaces (%v)", err)
 	}
 	if start, stop := (rogueClient{}).Verbs(); start != history.FRogue || stop != history.FRogueEnd {
 		t.Errorf("verbs %s/%s, want %s/%s", start, stop, history.FRogue, history.FRogueEnd)

@@ -89,7 +89,7 @@ func TestSessionWatchOnRealServers(t *testing.T) {
 	unseen := openSession(t, follower.ClientAddr(), timeout, false)
 	env.watchSession(watchSpec{Process: 3, PID: 33, Session: unseen})
 	time.Sleep(200 * time.Millisecond) // seen alive first
-	if err := paused.Pause(ctx); err != nil {
+	if _, err := paused.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(timeout + 2*time.Second)
@@ -97,7 +97,7 @@ func TestSessionWatchOnRealServers(t *testing.T) {
 		t.Errorf("session-gone recorded while n%d did not answer: %+v", paused.ID(), *got.Value)
 	}
 	resumed := h.Since()
-	if err := paused.Resume(ctx); err != nil {
+	if _, err := paused.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if g := waitGone(t, h, 3, 30*time.Second); g.Time < resumed {

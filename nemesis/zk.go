@@ -45,17 +45,12 @@ func baseline(ctx context.Context, env *Env) (cluster.Cluster, cluster.Node, err
 	return c, l, nil
 }
 
-// describe names a server for the history: id, PID and address.
-func describe(n cluster.Node) string {
-	return fmt.Sprintf("n%d (pid %d, %s)", n.ID(), n.PID(), n.ClientAddr())
-}
-
 // pickNode chooses a running server with the run's seeded source, in id
 // order so a seed repeats its choice.
-func pickNode(env *Env, c cluster.Cluster) (cluster.Node, error) {
+func pickNode(ctx context.Context, env *Env, c cluster.Cluster) (cluster.Node, error) {
 	var up []cluster.Node
 	for _, n := range c.Nodes() {
-		if n.PID() != 0 {
+		if p, err := n.Process(ctx); err == nil && p.Running {
 			up = append(up, n)
 		}
 	}
@@ -66,14 +61,23 @@ func pickNode(env *Env, c cluster.Cluster) (cluster.Node, error) {
 	return up[env.Rand.IntN(len(up))], nil
 }
 
-// targetOf names the server a single-server fault hits, marking the
-// leader, whose loss is what makes the fault interesting.
-func targetOf(n, leader cluster.Node) string {
-	t := describe(n)
+// targetOf names the server a single-server fault hits for the history
+// (id, the backend's name of its process, address), marking the leader,
+// whose loss is what makes the fault interesting; it returns the process
+// it named, so the undo can tell whether it is still the same one.
+func targetOf(ctx context.Context, n, leader cluster.Node) (cluster.Process, string, error) {
+	p, err := n.Process(ctx)
+	if err != nil {
+		return p, "", fmt.Errorf("%w: n%d: %w", ErrNoTarget, n.ID(), err)
+	}
+	if !p.Running {
+		return p, "", fmt.Errorf("%w: n%d is not running", ErrNoTarget, n.ID())
+	}
+	t := fmt.Sprintf("n%d (%s, %s)", n.ID(), p.Instance, n.ClientAddr())
 	if n.ID() == leader.ID() {
 		t += ", the leader"
 	}
-	return t
+	return p, t, nil
 }
 
 // electionDetail watches for a new leader after a fault on the old one and

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker/suite"
+	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/register"
@@ -44,6 +45,10 @@ type Config struct {
 	OpTimeout      time.Duration `json:"op_timeout"`
 	TickTime       time.Duration `json:"tick_time"`
 	Recovery       time.Duration `json:"recovery"`
+	// Cluster is the ensemble's backend: local or docker (cluster/backend).
+	Cluster string `json:"cluster"`
+	// NoBuild refuses to build a missing docker image (an error instead).
+	NoBuild bool `json:"no_build,omitempty"`
 	// Net is auto (namespaces when root), netns or loopback.
 	Net  string   `json:"net"`
 	Gate []string `json:"gate"`
@@ -89,6 +94,7 @@ func Defaults() Config {
 		OpTimeout:       2 * time.Second,
 		TickTime:        200 * time.Millisecond,
 		Recovery:        2 * time.Second,
+		Cluster:         backend.Local,
 		Net:             "auto",
 		Gate:            slices.Clone(suite.DefaultGate),
 		CheckBudget:     DefaultCheckBudget,
@@ -145,6 +151,13 @@ func (c Config) NetMode() string {
 	return "netns"
 }
 
+// Caps is what the run will be able to do, by its backend and network
+// mode, for validating its faults before anything starts.
+func (c Config) Caps() nemesis.Caps {
+	netns := c.NetMode() == "netns"
+	return nemesis.Caps{Cluster: backend.Capabilities(c.Cluster, netns), WorkerNet: netns}
+}
+
 // MinTimeLimit is the shortest workload of a run without faults: less
 // leaves the workers of a fresh ensemble no time for a critical section,
 // and the run would only prove that the harness starts.
@@ -192,8 +205,15 @@ func (c Config) Validate() error {
 	if !slices.Contains([]string{register.ModeOn, register.ModeOff, register.ModeStrict}, c.Fencing) {
 		bad("--fencing %q: must be on, off or strict", c.Fencing)
 	}
-	if err := nemesis.ValidateFor(c.Nemesis, c.NetMode() == "netns"); err != nil {
-		errs = append(errs, fmt.Errorf("--nemesis: %w", err))
+	netOK := slices.Contains([]string{"auto", "netns", "loopback"}, c.Net)
+	clusterErr := backend.Validate(c.Cluster, c.NetMode())
+	if netOK && clusterErr != nil {
+		errs = append(errs, fmt.Errorf("--cluster: %w", clusterErr))
+	}
+	if netOK && clusterErr == nil {
+		if err := nemesis.ValidateFor(c.Nemesis, c.Caps()); err != nil {
+			errs = append(errs, fmt.Errorf("--nemesis: %w", err))
+		}
 	}
 	if c.NemesisInterval <= 0 {
 		bad("--nemesis-interval %s: must be positive", c.NemesisInterval)
@@ -233,8 +253,12 @@ func (c Config) Validate() error {
 	if c.AcquireTimeout <= 0 || c.OpTimeout <= 0 {
 		bad("--acquire-timeout and --op-timeout must be positive")
 	}
-	if !slices.Contains([]string{"auto", "netns", "loopback"}, c.Net) {
+	if !netOK {
 		bad("--net %q: must be auto, netns or loopback", c.Net)
+	} else if c.Net == "netns" {
+		if err := netns.Available(); err != nil {
+			bad("--net netns: %v", err)
+		}
 	}
 	if !strings.HasPrefix(c.LockRoot, "/") || strings.HasSuffix(c.LockRoot, "/") || len(c.LockRoot) < 2 {
 		bad("--lock-root %q: must be an absolute znode path without a trailing slash", c.LockRoot)

@@ -17,7 +17,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/zkchaos/zkchaos/cluster/local"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/janitor"
 	"github.com/zkchaos/zkchaos/nemesis"
@@ -70,6 +71,11 @@ type testFile struct {
 // still carry a run folder.
 func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stderr io.Writer) (*Outcome, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	// What the backend needs of this machine, before anything is made:
+	// a failure here leaves nothing behind.
+	if err := backend.Preflight(hard, cfg.Cluster, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
@@ -160,10 +166,11 @@ type controller struct {
 	t0    time.Time
 	env   []string
 
-	net           *netns.Network
+	ens           *backend.Ensemble
+	net           *netns.Network  // ens.Net: the network the run's own processes join
+	zk            cluster.Cluster // ens.Cluster
 	hist          *history.Writer
 	reg           *registerProc
-	zk            *local.Cluster
 	fleet         *fleet
 	ensembleReady time.Duration
 
@@ -256,29 +263,27 @@ func (c *controller) watch() {
 	}
 }
 
+// setupNetwork makes the run's ensemble (not started) and the network its
+// own processes join, through the backend the run names, and tells the
+// janitor the network's slot.
 func (c *controller) setupNetwork(ctx context.Context) (string, error) {
-	mode := c.cfg.Net
-	if mode == "auto" {
-		if err := netns.Available(); err != nil {
-			c.log.Warn("no network namespaces: every process on 127.0.0.1, partition faults unavailable", "why", err)
-			mode = "loopback"
-		} else {
-			mode = "netns"
-		}
+	mode := c.cfg.NetMode()
+	if c.cfg.Net == "auto" && mode == "loopback" {
+		c.log.Warn("no network namespaces: every process on 127.0.0.1, partition faults unavailable", "why", netns.Available())
 	}
-	if mode == "loopback" {
-		return mode, nil
-	}
-	if err := netns.Available(); err != nil {
-		return mode, fmt.Errorf("--net netns: %w", err)
-	}
-	n, err := netns.Create(ctx, c.runID, os.Getpid(), c.log)
+	ens, err := backend.Open(ctx, c.cfg.Cluster, backend.Options{
+		Nodes: c.cfg.Nodes, Dir: c.run.Path(store.ZKDir), TickTime: c.cfg.TickTime,
+		MaxSessionTimeout: 2 * c.cfg.SessionTimeout, NetMode: mode, RunID: c.runID,
+		ControllerPID: os.Getpid(), Env: c.env, Logger: c.log,
+	})
+	c.ens, c.net, c.zk = ens, ens.Net, ens.Cluster
 	if err != nil {
-		return mode, fmt.Errorf("create run network: %w", err)
-	}
-	c.net = n
-	if err := c.jan.Tell(janitor.Message{Slot: &n.Slot}); err != nil {
 		return mode, err
+	}
+	if c.net != nil {
+		if err := c.jan.Tell(janitor.Message{Slot: &c.net.Slot}); err != nil {
+			return mode, err
+		}
 	}
 	return mode, nil
 }
@@ -321,14 +326,7 @@ func (c *controller) startServices(ctx context.Context) error {
 	c.log.Info("register listening", "addr", reg.addr, "fencing", c.cfg.Fencing)
 
 	zkStart := time.Now()
-	zk, err := local.New(ctx, local.Config{
-		Nodes: c.cfg.Nodes, Dir: c.run.Path(store.ZKDir), TickTime: c.cfg.TickTime,
-		MaxSessionTimeout: 2 * c.cfg.SessionTimeout, Network: c.net, Env: c.env, Logger: c.log,
-	})
-	if err != nil {
-		return fmt.Errorf("prepare ensemble: %w", err)
-	}
-	c.zk = zk
+	zk := c.zk
 	if err := zk.Start(ctx); err != nil {
 		return fmt.Errorf("start ensemble: %w", err)
 	}
@@ -338,7 +336,7 @@ func (c *controller) startServices(ctx context.Context) error {
 		return fmt.Errorf("ensemble not ready: %w", err)
 	}
 	c.ensembleReady = time.Since(zkStart)
-	c.log.Info("ensemble ready", "nodes", c.cfg.Nodes, "connect", zk.ConnectString(),
+	c.log.Info("ensemble ready", "backend", c.cfg.Cluster, "nodes", c.cfg.Nodes, "connect", zk.ConnectString(),
 		"took", c.ensembleReady.Round(time.Millisecond).String())
 	if sec.zk.Enabled() {
 		if err := protectLockTree(ctx, zk.ConnectString(), c.cfg.LockRoot, workloads.KeyNames(c.cfg.Keys), sec.zk, c.log); err != nil {
@@ -365,7 +363,7 @@ func (c *controller) workload(ctx context.Context) {
 	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
 		Schedule: nemesis.Schedule{Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
 		History:  c.hist,
-		Netns:    c.net != nil,
+		Caps:     nemesis.Caps{Cluster: c.zk.Capabilities(), WorkerNet: c.net != nil},
 		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Logger: c.log,
 			Rand: rand.New(rand.NewPCG(seed, 0x6e656d))}})
 	if err != nil {
@@ -466,14 +464,9 @@ func (c *controller) teardown() {
 			c.reg.stop(5 * time.Second)
 			c.log.Info("register stopped", "took", time.Since(t).Round(time.Millisecond).String())
 		}
-		if c.zk != nil {
-			if err := c.zk.Close(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("stop ensemble: %w", err))
-			}
-		}
-		if c.net != nil {
-			if err := c.net.Close(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("remove run network: %w", err))
+		if c.ens != nil {
+			if err := c.ens.Close(ctx); err != nil {
+				errs = append(errs, err)
 			}
 		}
 		if c.hist != nil {

@@ -39,6 +39,11 @@ func Subnet(i int) (netip.Prefix, error) {
 	return netip.PrefixFrom(offset(Reserved.Addr(), uint32(i)*2048), 21), nil
 }
 
+// FirstHost is the first host number k (address base+1+k, as netns
+// numbers hosts) outside containerRange: where the run's own namespaces
+// attached to the bridge start, at .128.
+const FirstHost = 127
+
 // maxServers is how many servers fit in containerRange after the gateway.
 const maxServers = 125
 

@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -187,79 +186,30 @@ func (c *Cluster) Node(id int) *Node {
 func (c *Cluster) Network() Network { return *c.net }
 
 // ConnectString is the comma-separated client addresses.
-func (c *Cluster) ConnectString() string {
-	addrs := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		addrs[i] = n.ClientAddr()
-	}
-	return strings.Join(addrs, ",")
-}
+func (c *Cluster) ConnectString() string { return cluster.JoinAddrs(c.Nodes()) }
+
+// Capabilities: every server verb. Pauses are signals through the engine,
+// kills leave the data mounted for the restart, and partitions are
+// iptables rules inside each container (NET_ADMIN).
+func (c *Cluster) Capabilities() cluster.Capabilities { return Capabilities() }
+
+// Capabilities is what a docker ensemble can do, known before one is made.
+func Capabilities() cluster.Capabilities { return cluster.Capabilities{Backend: "docker"} }
 
 // Start starts every server's container.
-func (c *Cluster) Start(ctx context.Context) error {
-	for _, n := range c.nodes {
-		if err := n.Start(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (c *Cluster) Start(ctx context.Context) error { return cluster.StartAll(ctx, c.Nodes()) }
 
 // WaitReady polls srvr on every server until one leader and N−1
-// followers serve (one server: standalone). On ctx's end the error gives
-// each server's last state, and says which containers are not running.
+// followers serve (one server: standalone).
 func (c *Cluster) WaitReady(ctx context.Context) error {
-	start := time.Now()
-	last := ""
-	for {
-		sts := cluster.Statuses(ctx, c, time.Second)
-		summary := cluster.Summary(sts)
-		if ready(sts) {
-			c.cfg.Logger.Info("zk ensemble ready", "elapsed", time.Since(start).Round(time.Millisecond), "status", summary)
-			return nil
-		}
-		if summary != last {
-			c.cfg.Logger.Info("waiting for zk ensemble", "elapsed", time.Since(start).Round(time.Millisecond), "status", summary)
-			last = summary
-		}
-		select {
-		case <-ctx.Done():
-			// ctx is over, and the engine's view is worth a short look.
-			ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer cancel()
-			return fmt.Errorf("zk ensemble not ready after %s: %s%s: %w", time.Since(start).Round(time.Millisecond), summary, c.notRunning(ictx), ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return cluster.WaitReady(ctx, c, c.cfg.Logger)
 }
 
-func ready(sts []cluster.NodeStatus) bool {
-	leaders, followers := 0, 0
-	for _, s := range sts {
-		if s.Err != nil || !s.Status.Serving {
-			continue
-		}
-		switch s.Status.Mode {
-		case "leader", "standalone":
-			leaders++
-		case "follower":
-			followers++
-		}
-	}
-	return leaders == 1 && followers == len(sts)-1
-}
-
-func (c *Cluster) notRunning(ctx context.Context) string {
-	var out []string
-	for _, n := range c.nodes {
-		if st, err := n.state(ctx); err == nil && !st.Running {
-			out = append(out, fmt.Sprintf("n%d container %s (exit %d)", n.id, st.Status, st.ExitCode))
-		}
-	}
-	if len(out) == 0 {
-		return ""
-	}
-	return "; " + strings.Join(out, ", ")
+// Restore undoes whatever faults are left on the ensemble (see
+// cluster.RestoreAll): rules inside the containers, stopped JVMs, exited
+// containers (started again with their data).
+func (c *Cluster) Restore(ctx context.Context) ([]string, error) {
+	return cluster.RestoreAll(ctx, c.Nodes())
 }
 
 // Close resumes paused servers, stops them, copies each container's log
@@ -309,46 +259,3 @@ func (c *Cluster) remove(ctx context.Context) error {
 
 // Dir is the absolute directory holding the servers' files.
 func (c *Cluster) Dir() string { return c.cfg.Dir }
-
-// Restore undoes whatever faults are left on the ensemble: it heals every
-// server's partitions, resumes stopped servers and starts dead ones with
-// their data. It does not wait for the ensemble to serve (WaitReady does),
-// and returns one line per thing it had to do.
-func (c *Cluster) Restore(ctx context.Context) ([]string, error) {
-	var did []string
-	var errs []error
-	for _, n := range c.nodes {
-		st, err := n.state(ctx)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !st.Running {
-			if err := n.Start(ctx); err != nil {
-				errs = append(errs, err)
-			} else {
-				did = append(did, fmt.Sprintf("n%d: restarted (container was %s)", n.id, st.Status))
-			}
-			continue
-		}
-		if rules, err := n.Rules(ctx); err != nil {
-			errs = append(errs, err)
-		} else if len(rules) > 0 {
-			if err := n.Heal(ctx); err != nil {
-				errs = append(errs, err)
-			} else {
-				did = append(did, fmt.Sprintf("n%d: removed %d rules (%s)", n.id, len(rules), strings.Join(rules, "; ")))
-			}
-		}
-		if stopped, err := n.Stopped(ctx); err != nil {
-			errs = append(errs, err)
-		} else if stopped {
-			if err := n.Resume(ctx); err != nil {
-				errs = append(errs, err)
-			} else {
-				did = append(did, fmt.Sprintf("n%d: resumed", n.id))
-			}
-		}
-	}
-	return did, errors.Join(errs...)
-}

@@ -223,18 +223,18 @@ func TestEnsembleFaults(t *testing.T) {
 	t.Run("pause and resume a follower", func(t *testing.T) {
 		_, fs := roles(t, ctx, c)
 		f := fs[0]
-		took := timed(t, "pause", func() error { return f.Pause(ctx) })
-		if s, err := proc.State(f.PID()); err != nil || s != 'T' {
-			t.Errorf("paused node %d: host pid %d state %c, %v; want T", f.ID(), f.PID(), s, err)
+		took := timed(t, "pause", func() error { _, err := f.Pause(ctx); return err })
+		if s, err := proc.State(hostPID(t, ctx, f)); err != nil || s != 'T' {
+			t.Errorf("paused node %d: host pid %d state %c, %v; want T", f.ID(), hostPID(t, ctx, f), s, err)
 		}
-		if stopped, err := f.Stopped(ctx); err != nil || !stopped {
-			t.Errorf("Stopped = %v, %v after Pause", stopped, err)
+		if p, err := f.Process(ctx); err != nil || !p.Stopped {
+			t.Errorf("Process = %+v, %v after Pause, want stopped", p, err)
 		}
 		if !notServing(ctx, f)() {
 			t.Errorf("paused node %d still answers srvr", f.ID())
 		}
-		heal := timed(t, "resume", func() error { return f.Resume(ctx) })
-		if s, _ := proc.State(f.PID()); s == 'T' {
+		heal := timed(t, "resume", func() error { _, err := f.Resume(ctx); return err })
+		if s, _ := proc.State(hostPID(t, ctx, f)); s == 'T' {
 			t.Errorf("resumed node %d still stopped", f.ID())
 		}
 		back := until(t, ctx, "follower serving again", 20*time.Second, func() bool { return !notServing(ctx, f)() })
@@ -243,9 +243,9 @@ func TestEnsembleFaults(t *testing.T) {
 
 	t.Run("pause the leader", func(t *testing.T) {
 		l, _ := roles(t, ctx, c)
-		took := timed(t, "pause", func() error { return l.Pause(ctx) })
+		took := timed(t, "pause", func() error { _, err := l.Pause(ctx); return err })
 		elect := until(t, ctx, "new leader", 30*time.Second, newLeaderOther(ctx, c, l))
-		heal := timed(t, "resume", func() error { return l.Resume(ctx) })
+		heal := timed(t, "resume", func() error { _, err := l.Resume(ctx); return err })
 		start := time.Now()
 		if err := c.WaitReady(ctx); err != nil {
 			t.Fatal(err)
@@ -260,22 +260,22 @@ func TestEnsembleFaults(t *testing.T) {
 
 	t.Run("kill and start the leader", func(t *testing.T) {
 		l, _ := roles(t, ctx, c)
-		pid := l.PID()
-		took := timed(t, "kill", func() error { return l.Kill(ctx) })
-		if l.PID() != 0 || proc.Alive(pid) {
+		pid := hostPID(t, ctx, l)
+		took := timed(t, "kill", func() error { _, err := l.Kill(ctx); return err })
+		if hostPID(t, ctx, l) != 0 || proc.Alive(pid) {
 			t.Fatalf("node %d (host pid %d) alive after Kill", l.ID(), pid)
 		}
 		if !notServing(ctx, l)() {
 			t.Errorf("killed node %d answers srvr", l.ID())
 		}
 		elect := until(t, ctx, "new leader", 30*time.Second, newLeaderOther(ctx, c, l))
-		heal := timed(t, "start", func() error { return l.Start(ctx) })
+		heal := timed(t, "start", func() error { _, err := l.Start(ctx); return err })
 		start := time.Now()
 		if err := c.WaitReady(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if l.PID() == 0 || l.PID() == pid {
-			t.Errorf("restarted node %d pid %d (was %d)", l.ID(), l.PID(), pid)
+		if now := hostPID(t, ctx, l); now == 0 || now == pid {
+			t.Errorf("restarted node %d pid %d (was %d)", l.ID(), now, pid)
 		}
 		t.Logf("MEASURE kill leader: dead (verified) in %s, new leader %s after; start in %s, whole again %s later",
 			took.Round(time.Millisecond), elect.Round(time.Millisecond), heal.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
@@ -289,7 +289,7 @@ func TestEnsembleFaults(t *testing.T) {
 			}
 		}
 		start := time.Now()
-		if err := n.Isolate(ctx, peers); err != nil {
+		if _, err := n.Isolate(ctx, peers); err != nil {
 			t.Fatal(err)
 		}
 		rulesIn := time.Since(start)
@@ -298,7 +298,7 @@ func TestEnsembleFaults(t *testing.T) {
 			t.Errorf("rules of isolated node %d: %q, %v; want 4 DROP rules", n.ID(), rules, err)
 		}
 		eff := until(t, ctx, what, 30*time.Second, effect)
-		heal := timed(t, "heal", func() error { return n.Heal(ctx) })
+		heal := timed(t, "heal", func() error { _, err := n.Heal(ctx); return err })
 		if rules, err := n.Rules(ctx); err != nil || len(rules) != 0 {
 			t.Errorf("rules after heal: %q, %v", rules, err)
 		}
@@ -320,13 +320,13 @@ func TestEnsembleFaults(t *testing.T) {
 
 	t.Run("restore undoes faults left behind", func(t *testing.T) {
 		l, fs := roles(t, ctx, c)
-		if err := fs[0].Pause(ctx); err != nil {
+		if _, err := fs[0].Pause(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := fs[1].Isolate(ctx, []cluster.Node{l}); err != nil {
+		if _, err := fs[1].Isolate(ctx, []cluster.Node{l}); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Kill(ctx); err != nil {
+		if _, err := l.Kill(ctx); err != nil {
 			t.Fatal(err)
 		}
 		did, err := c.Restore(ctx)
@@ -343,7 +343,7 @@ func TestEnsembleFaults(t *testing.T) {
 
 	t.Run("data survives every server's restart", func(t *testing.T) {
 		for _, n := range c.nodes {
-			if err := n.Kill(ctx); err != nil {
+			if _, err := n.Kill(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -466,13 +466,24 @@ func crashingController(spec string) int {
 	if err := c.WaitReady(ctx); err != nil {
 		return fail(err)
 	}
-	if err := c.Node(1).Pause(ctx); err != nil {
+	if _, err := c.Node(1).Pause(ctx); err != nil {
 		return fail(err)
 	}
-	if err := c.Node(2).Isolate(ctx, []cluster.Node{c.Node(3)}); err != nil {
+	if _, err := c.Node(2).Isolate(ctx, []cluster.Node{c.Node(3)}); err != nil {
 		return fail(err)
 	}
 	fmt.Println("faulted")
 	<-ctx.Done() // SIGKILLed before
 	return 1
+}
+
+// hostPID is the host PID of a node's JVM as the backend reports it (0
+// when it does not run), which the tests check against the host's /proc.
+func hostPID(t *testing.T, ctx context.Context, n *Node) int {
+	t.Helper()
+	p, err := n.Process(ctx)
+	if err != nil {
+		t.Fatalf("process of node %d: %v", n.ID(), err)
+	}
+	return p.PID
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
 
@@ -51,60 +52,61 @@ func (n *Node) procState(ctx context.Context) (string, error) {
 	return out, nil
 }
 
-// Stopped reports whether the server's JVM is stopped by a signal, as the
-// container's own /proc shows; a container not running is not stopped.
-func (n *Node) Stopped(ctx context.Context) (bool, error) {
-	st, err := n.state(ctx)
-	if err != nil || !st.Running {
-		return false, err
-	}
-	s, err := n.procState(ctx)
-	return strings.HasPrefix(s, "T"), err
-}
-
 // Pause sends SIGSTOP to the JVM, the container's PID 1, through the
 // engine (docker kill -s STOP: not docker pause, which freezes the whole
 // container's cgroup and blocks exec), and returns once ps inside the
 // container shows it stopped, so that a pause recorded really happened.
-func (n *Node) Pause(ctx context.Context) error {
-	if err := n.sendAndWait(ctx, "STOP", true); err != nil {
-		return fmt.Errorf("pause zk node %d: %w", n.id, err)
+func (n *Node) Pause(ctx context.Context) (string, error) {
+	v, err := n.sendAndWait(ctx, "STOP", true)
+	if err != nil {
+		return "", fmt.Errorf("pause zk node %d: %w", n.id, err)
 	}
-	return nil
+	return v, nil
 }
 
 // Resume sends SIGCONT and returns once the JVM no longer shows stopped.
-func (n *Node) Resume(ctx context.Context) error {
-	if err := n.sendAndWait(ctx, "CONT", false); err != nil {
-		return fmt.Errorf("resume zk node %d: %w", n.id, err)
+func (n *Node) Resume(ctx context.Context) (string, error) {
+	v, err := n.sendAndWait(ctx, "CONT", false)
+	if err != nil {
+		return "", fmt.Errorf("resume zk node %d: %w", n.id, err)
 	}
-	return nil
+	return v, nil
 }
 
-func (n *Node) sendAndWait(ctx context.Context, sig string, stopped bool) error {
+// sendAndWait signals PID 1 through the engine and waits until ps inside
+// the container shows it stopped (or not), and says what it saw.
+func (n *Node) sendAndWait(ctx context.Context, sig string, stopped bool) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st, err := n.state(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !st.Running {
-		return fmt.Errorf("not running (container %s)", st.Status)
+		return "", fmt.Errorf("not running (container %s)", st.Status)
 	}
+	start := time.Now()
 	if err := n.signal(ctx, sig); err != nil {
-		return err
+		return "", err
 	}
-	return waitUntil(ctx, signalWait, func(ctx context.Context) (bool, error) {
+	var ps string
+	err = waitUntil(ctx, signalWait, func(ctx context.Context) (bool, error) {
 		s, err := n.procState(ctx)
+		ps = s
 		return err == nil && strings.HasPrefix(s, "T") == stopped, err
 	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("SIG%s through the engine; ps in container %s shows PID 1 state %s after %s",
+		sig, n.name(), ps, time.Since(start).Round(time.Millisecond)), nil
 }
 
 // Isolate drops all traffic between the server and peers, both
 // directions, by rules in the container's own network namespace, and
 // checks that iptables lists them. The rules live as long as the
 // container's network namespace: a restart (Kill, Start) begins with none.
-func (n *Node) Isolate(ctx context.Context, peers []cluster.Node) error {
+func (n *Node) Isolate(ctx context.Context, peers []cluster.Node) (string, error) {
 	var script strings.Builder
 	// Create the chain and the jumps once; -C tells whether a jump exists.
 	fmt.Fprintf(&script, "iptables -w -S | grep -qx -- '-N %[1]s' || iptables -w -N %[1]s\n", chain)
@@ -115,7 +117,7 @@ func (n *Node) Isolate(ctx context.Context, peers []cluster.Node) error {
 	for _, p := range peers {
 		ip := cluster.Host(p)
 		if _, err := netip.ParseAddr(ip); err != nil {
-			return fmt.Errorf("isolate zk node %d: peer %s is not an IP address", n.id, ip)
+			return "", fmt.Errorf("isolate zk node %d: peer %s is not an IP address", n.id, ip)
 		}
 		for _, dir := range []string{"-s", "-d"} {
 			fmt.Fprintf(&script, "iptables -w -A %s %s %s -j DROP\n", chain, dir, ip)
@@ -123,43 +125,43 @@ func (n *Node) Isolate(ctx context.Context, peers []cluster.Node) error {
 		}
 	}
 	if _, err := n.exec(ctx, "sh", "-ec", script.String()); err != nil {
-		return fmt.Errorf("isolate zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("isolate zk node %d: %w", n.id, err)
 	}
 	rules, err := n.Rules(ctx)
 	if err != nil {
-		return fmt.Errorf("isolate zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("isolate zk node %d: %w", n.id, err)
 	}
 	for _, w := range want {
 		if !slices.Contains(rules, w) {
-			return fmt.Errorf("isolate zk node %d: rule %q not listed after adding it (rules: %q)", n.id, w, rules)
+			return "", fmt.Errorf("isolate zk node %d: rule %q not listed after adding it (rules: %q)", n.id, w, rules)
 		}
 	}
-	return nil
+	return fmt.Sprintf("iptables in container %s: %s", n.name(), strings.Join(rules, " | ")), nil
 }
 
 // Heal flushes the server's partition chain and checks that none remain.
 // A container not running has no rules (its network namespace went with
 // it).
-func (n *Node) Heal(ctx context.Context) error {
+func (n *Node) Heal(ctx context.Context) (string, error) {
 	st, err := n.state(ctx)
 	if err != nil {
-		return fmt.Errorf("heal %w", err)
+		return "", fmt.Errorf("heal %w", err)
 	}
 	if !st.Running {
-		return nil
+		return fmt.Sprintf("container %s not running: its rules went with its network namespace", n.name()), nil
 	}
 	flush := fmt.Sprintf("if iptables -w -S | grep -qx -- '-N %[1]s'; then iptables -w -F %[1]s; fi", chain)
 	if _, err := n.exec(ctx, "sh", "-ec", flush); err != nil {
-		return fmt.Errorf("heal zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("heal zk node %d: %w", n.id, err)
 	}
 	rules, err := n.Rules(ctx)
 	if err != nil {
-		return fmt.Errorf("heal zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("heal zk node %d: %w", n.id, err)
 	}
 	if len(rules) > 0 {
-		return fmt.Errorf("heal zk node %d: rules left after flush: %q", n.id, rules)
+		return "", fmt.Errorf("heal zk node %d: rules left after flush: %q", n.id, rules)
 	}
-	return nil
+	return fmt.Sprintf("iptables in container %s lists no rules", n.name()), nil
 }
 
 // Rules lists the server's partition rules as iptables prints them (-A

@@ -18,7 +18,10 @@ type Network struct {
 	ID, Name string
 	// Bridge is the bridge interface's name, zkd<i>, for whoever attaches
 	// hosts of its own (worker namespaces) to the same network.
-	Bridge  string
+	Bridge string
+	// Slot is the netns slot the subnet is (FirstNetnsReservedSlot+i),
+	// which the run's own hosts claim to attach to the bridge.
+	Slot    int
 	Subnet  netip.Prefix
 	Gateway netip.Addr
 }
@@ -39,7 +42,7 @@ func createNetwork(ctx context.Context, cli *testcontainers.DockerClient, name s
 			skipped = append(skipped, p.String()+" (on an interface here)")
 			continue
 		}
-		n := &Network{Name: name, Bridge: fmt.Sprintf("zkd%d", i), Subnet: p, Gateway: gateway(p)}
+		n := &Network{Name: name, Bridge: fmt.Sprintf("zkd%d", i), Slot: FirstNetnsReservedSlot + i, Subnet: p, Gateway: gateway(p)}
 		res, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
 			Driver: "bridge",
 			// Internal: no route off the machine and no masquerading, so

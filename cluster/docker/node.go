@@ -159,35 +159,46 @@ func (n *Node) state(ctx context.Context) (*container.State, error) {
 	return r.Container.State, nil
 }
 
-// PID is the host PID of the container's PID 1, the JVM, while it runs
-// (paused counts), else 0.
-func (n *Node) PID() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
+// Process is the server as the engine and the container's own ps show
+// it: running while the container runs, stopped when its PID 1 (the JVM)
+// shows state T. Instance is the container and the start the engine
+// recorded, which a restart changes.
+func (n *Node) Process(ctx context.Context) (cluster.Process, error) {
 	st, err := n.state(ctx)
 	if err != nil || !st.Running {
-		return 0
+		return cluster.Process{}, err
 	}
-	return st.Pid
+	ps, err := n.procState(ctx)
+	if err != nil {
+		return cluster.Process{}, err
+	}
+	return cluster.Process{Running: true, Stopped: strings.HasPrefix(ps, "T"), PID: st.Pid,
+		Instance: fmt.Sprintf("container %s (pid %d, started %s)", n.name(), st.Pid, st.StartedAt)}, nil
 }
 
 // Start starts the container (again after Stop or Kill, with its data).
 // It returns once the engine says it runs, not when it serves.
-func (n *Node) Start(ctx context.Context) error {
+func (n *Node) Start(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st, err := n.state(ctx)
 	if err != nil {
-		return fmt.Errorf("start %w", err)
+		return "", fmt.Errorf("start %w", err)
 	}
 	if st.Running {
-		return fmt.Errorf("start zk node %d: already running as pid %d", n.id, st.Pid)
+		return "", fmt.Errorf("start zk node %d: already running as pid %d", n.id, st.Pid)
 	}
 	if err := n.ctr.Start(ctx); err != nil {
-		return fmt.Errorf("start zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("start zk node %d: %w", n.id, err)
+	}
+	if st, err = n.state(ctx); err != nil {
+		return "", fmt.Errorf("start %w", err)
+	}
+	if !st.Running {
+		return "", fmt.Errorf("start zk node %d: container %s after start (exit %d)", n.id, st.Status, st.ExitCode)
 	}
 	n.c.cfg.Logger.Info("zk node started", "node", n.id, "container", n.name(), "addr", n.ClientAddr())
-	return nil
+	return fmt.Sprintf("container %s running, JVM pid %d", n.name(), st.Pid), nil
 }
 
 // Stop ends the server gracefully: SIGTERM, SIGKILL after stopGrace. A
@@ -214,28 +225,35 @@ func (n *Node) Stop(ctx context.Context) error {
 // Kill SIGKILLs the JVM through the engine and returns once the engine
 // says the container is no longer running (its address is then free, its
 // data stays mounted for Start).
-func (n *Node) Kill(ctx context.Context) error {
+// It verifies from both sides: the engine shows the container exited,
+// and the address refuses four-letter words.
+func (n *Node) Kill(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st, err := n.state(ctx)
 	if err != nil {
-		return fmt.Errorf("kill %w", err)
+		return "", fmt.Errorf("kill %w", err)
 	}
 	if !st.Running {
-		return nil
+		return "", fmt.Errorf("kill zk node %d: not running (container %s)", n.id, st.Status)
 	}
 	if err := n.signal(ctx, "KILL"); err != nil {
-		return fmt.Errorf("kill zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("kill zk node %d: %w", n.id, err)
 	}
+	var after *container.State
 	err = waitUntil(ctx, signalWait, func(ctx context.Context) (bool, error) {
-		st, err := n.state(ctx)
-		return err == nil && !st.Running, err
+		s, err := n.state(ctx)
+		after = s
+		return err == nil && !s.Running, err
 	})
 	if err != nil {
-		return fmt.Errorf("kill zk node %d: still running after SIGKILL: %w", n.id, err)
+		return "", fmt.Errorf("kill zk node %d: still running after SIGKILL: %w", n.id, err)
 	}
 	n.c.cfg.Logger.Info("zk node killed", "node", n.id, "pid", st.Pid)
-	return nil
+	if err := cluster.Refuses(ctx, n); err != nil {
+		return "", fmt.Errorf("kill zk node %d: container %s but %w", n.id, after.Status, err)
+	}
+	return fmt.Sprintf("container %s %s (exit %d) per the engine; srvr refused", n.name(), after.Status, after.ExitCode), nil
 }
 
 // signal sends sig to the container's PID 1 through the engine (docker

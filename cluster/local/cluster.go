@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
 )
@@ -119,70 +117,39 @@ func (c *Cluster) Node(id int) *Node {
 }
 
 // ConnectString is the comma-separated client addresses.
-func (c *Cluster) ConnectString() string {
-	addrs := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		addrs[i] = n.ClientAddr()
+func (c *Cluster) ConnectString() string { return cluster.JoinAddrs(c.Nodes()) }
+
+// Capabilities: every verb in netns mode; in loopback mode the servers
+// share 127.0.0.1, so there is no traffic between them to cut.
+func (c *Cluster) Capabilities() cluster.Capabilities { return Capabilities(c.cfg.Network != nil) }
+
+// Capabilities is what a local ensemble can do, with or without network
+// namespaces, known before one is made (a run validates its faults
+// against it before anything starts).
+func Capabilities(netns bool) cluster.Capabilities {
+	cs := cluster.Capabilities{Backend: "local"}
+	if !netns {
+		cs.Lacks = map[cluster.Capability]string{
+			cluster.CanPartition: "in loopback mode (--net loopback, or no network namespaces here) every server shares 127.0.0.1",
+		}
 	}
-	return strings.Join(addrs, ",")
+	return cs
 }
 
 // Start starts every server.
-func (c *Cluster) Start(ctx context.Context) error {
-	for _, n := range c.nodes {
-		if err := n.Start(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (c *Cluster) Start(ctx context.Context) error { return cluster.StartAll(ctx, c.Nodes()) }
 
 // WaitReady polls srvr on every server until exactly one leader and N−1
 // followers answer (a single server: standalone or leader). On ctx's end
 // the error lists each server's last status.
 func (c *Cluster) WaitReady(ctx context.Context) error {
-	start := time.Now()
-	last := ""
-	for {
-		states := make([]string, len(c.nodes))
-		leaders, followers := 0, 0
-		for i, n := range c.nodes {
-			sctx, cancel := context.WithTimeout(ctx, time.Second)
-			st, err := n.Status(sctx)
-			cancel()
-			switch {
-			case err != nil:
-				states[i] = fmt.Sprintf("n%d: %v", n.id, err)
-				if exited, xerr := n.Exited(); exited {
-					states[i] = fmt.Sprintf("n%d: exited (%v)", n.id, xerr)
-				}
-			case !st.Serving:
-				states[i] = fmt.Sprintf("n%d: not serving", n.id)
-			default:
-				states[i] = fmt.Sprintf("n%d: %s", n.id, st.Mode)
-				switch st.Mode {
-				case "leader", "standalone":
-					leaders++
-				case "follower":
-					followers++
-				}
-			}
-		}
-		summary := strings.Join(states, "; ")
-		if leaders == 1 && followers == len(c.nodes)-1 {
-			c.cfg.Logger.Info("zk ensemble ready", "elapsed", time.Since(start).Round(time.Millisecond), "status", summary)
-			return nil
-		}
-		if summary != last {
-			c.cfg.Logger.Info("waiting for zk ensemble", "elapsed", time.Since(start).Round(time.Millisecond), "status", summary)
-			last = summary
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("zk ensemble not ready after %s: %s: %w", time.Since(start).Round(time.Millisecond), summary, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return cluster.WaitReady(ctx, c, c.cfg.Logger)
+}
+
+// Restore undoes whatever faults are left on the ensemble (see
+// cluster.RestoreAll).
+func (c *Cluster) Restore(ctx context.Context) ([]string, error) {
+	return cluster.RestoreAll(ctx, c.Nodes())
 }
 
 // Close stops every server (resuming paused ones first) and removes the

@@ -131,13 +131,13 @@ func exercise(t *testing.T, nw *netns.Network) {
 
 	// Pause shows in the kernel's view, resume undoes it.
 	leader, follower := roles(ctx, t, c)
-	if err := follower.Pause(ctx); err != nil {
+	if _, err := follower.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := proc.State(follower.PID()); err != nil || s != 'T' {
 		t.Errorf("paused node %d: state %c, %v; want T", follower.ID(), s, err)
 	}
-	if err := follower.Resume(ctx); err != nil {
+	if _, err := follower.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := proc.State(follower.PID()); s == 'T' {
@@ -146,13 +146,13 @@ func exercise(t *testing.T, nw *netns.Network) {
 
 	// Kill and restart the leader: the ensemble comes back with its data.
 	old := leader.PID()
-	if err := leader.Kill(ctx); err != nil {
+	if _, err := leader.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if leader.PID() != 0 || proc.Alive(old) {
 		t.Fatalf("leader pid %d still alive after Kill", old)
 	}
-	if err := leader.Start(ctx); err != nil {
+	if _, err := leader.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	pids = append(pids, leader.PID())

@@ -61,6 +61,17 @@ func (n *Node) Host() *netns.Host { return n.host }
 // LogPath is the JVM's stdout and stderr, appended across restarts.
 func (n *Node) LogPath() string { return n.logPath }
 
+// Process is the JVM as the kernel shows it: running until reaped, and
+// stopped when /proc says state T.
+func (n *Node) Process(context.Context) (cluster.Process, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.running() {
+		return cluster.Process{}, nil
+	}
+	return cluster.Process{Running: true, Stopped: proc.Stopped(n.pid), Instance: fmt.Sprintf("pid %d", n.pid), PID: n.pid}, nil
+}
+
 // PID is the JVM's PID while it runs (paused counts), else 0.
 func (n *Node) PID() int {
 	n.mu.Lock()
@@ -98,18 +109,18 @@ func (n *Node) jvmArgs() []string {
 // Start launches the JVM (again after Stop or Kill, with its data intact).
 // It returns once the process exists, not when it serves: WaitReady or
 // Status tell that.
-func (n *Node) Start(ctx context.Context) error {
+func (n *Node) Start(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("start zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("start zk node %d: %w", n.id, err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.running() {
-		return fmt.Errorf("start zk node %d: already running as pid %d", n.id, n.pid)
+		return "", fmt.Errorf("start zk node %d: already running as pid %d", n.id, n.pid)
 	}
 	f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("start zk node %d: open log: %w", n.id, err)
+		return "", fmt.Errorf("start zk node %d: open log: %w", n.id, err)
 	}
 	fmt.Fprintf(f, "=== zkchaos: starting node %d at %s ===\n", n.id, time.Now().Format(time.RFC3339Nano))
 	// The JVM outlives ctx (which only bounds the start), so it is not
@@ -128,7 +139,7 @@ func (n *Node) Start(ctx context.Context) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return fmt.Errorf("start zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("start zk node %d: %w", n.id, err)
 	}
 	done := make(chan struct{})
 	n.pid, n.done, n.exitErr, n.paused = cmd.Process.Pid, done, nil, false
@@ -141,7 +152,7 @@ func (n *Node) Start(ctx context.Context) error {
 		close(done)
 	}()
 	n.c.cfg.Logger.Info("zk node started", "node", n.id, "pid", n.pid, "addr", n.ClientAddr())
-	return nil
+	return fmt.Sprintf("started as pid %d", n.pid), nil
 }
 
 // Stop ends the JVM gracefully: SIGTERM, and SIGKILL if it has not exited
@@ -176,21 +187,29 @@ func (n *Node) Stop(ctx context.Context) error {
 }
 
 // Kill SIGKILLs the JVM's process group and waits until it is reaped, so
-// that on return the PID is gone and the ports are free.
-func (n *Node) Kill(ctx context.Context) error {
+// that on return the PID is gone and the ports are free. It verifies from
+// both sides: the kernel has no such process, and the address refuses
+// four-letter words.
+func (n *Node) Kill(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	if !n.running() {
 		n.mu.Unlock()
-		return nil
+		return "", fmt.Errorf("kill zk node %d: not running", n.id)
 	}
 	pid, done := n.pid, n.done
 	n.paused = false
 	n.mu.Unlock()
 	if err := n.kill(pid, done); err != nil {
-		return err
+		return "", err
 	}
 	n.c.cfg.Logger.Info("zk node killed", "node", n.id, "pid", pid)
-	return nil
+	if proc.Alive(pid) {
+		return "", fmt.Errorf("kill zk node %d: pid %d still alive after SIGKILL", n.id, pid)
+	}
+	if err := cluster.Refuses(ctx, n); err != nil {
+		return "", fmt.Errorf("kill zk node %d: pid %d gone but %w", n.id, pid, err)
+	}
+	return fmt.Sprintf("pid %d gone from /proc; srvr refused", pid), nil
 }
 
 func (n *Node) kill(pid int, done chan struct{}) error {
@@ -207,31 +226,35 @@ func (n *Node) kill(pid int, done chan struct{}) error {
 
 // Pause stops the JVM with SIGSTOP and returns once the kernel shows it
 // stopped, so that a pause recorded in the history really happened.
-func (n *Node) Pause(ctx context.Context) error {
+func (n *Node) Pause(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.running() {
-		return fmt.Errorf("pause zk node %d: not running", n.id)
+		return "", fmt.Errorf("pause zk node %d: not running", n.id)
 	}
-	if err := proc.Pause(n.pid, signalWait); err != nil {
-		return fmt.Errorf("pause zk node %d: %w", n.id, err)
+	sctx, cancel := context.WithTimeout(ctx, signalWait)
+	defer cancel()
+	if err := proc.PauseContext(sctx, n.pid); err != nil {
+		return "", fmt.Errorf("pause zk node %d: %w", n.id, err)
 	}
 	n.paused = true
-	return nil
+	return fmt.Sprintf("pid %d: process state T in /proc", n.pid), nil
 }
 
 // Resume continues a paused JVM and returns once it runs again.
-func (n *Node) Resume(ctx context.Context) error {
+func (n *Node) Resume(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.running() {
-		return fmt.Errorf("resume zk node %d: not running", n.id)
+		return "", fmt.Errorf("resume zk node %d: not running", n.id)
 	}
-	if err := proc.Resume(n.pid, signalWait); err != nil {
-		return fmt.Errorf("resume zk node %d: %w", n.id, err)
+	sctx, cancel := context.WithTimeout(ctx, signalWait)
+	defer cancel()
+	if err := proc.ResumeContext(sctx, n.pid); err != nil {
+		return "", fmt.Errorf("resume zk node %d: %w", n.id, err)
 	}
 	n.paused = false
-	return nil
+	return fmt.Sprintf("pid %d: process no longer stopped", n.pid), nil
 }
 
 // Paused reports whether the node was paused and not resumed since.

@@ -36,7 +36,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", cfg.SessionTimeout, "ZooKeeper session timeout of each worker")
 	fs.StringVar(&cfg.Fencing, "fencing", cfg.Fencing, "register fencing: on, off or strict")
 	nem := fs.String("nemesis", strings.Join(cfg.Nemesis, ","), "comma-separated faults, one at a time, chosen at random from --seed: "+
-		strings.Join(nemesis.Names(), ", ")+" (partitions need --net netns)")
+		strings.Join(nemesis.Names(), ", ")+" (partitions need --net netns; a fault the backend cannot perform is refused)")
 	fs.DurationVar(&cfg.NemesisInterval, "nemesis-interval", cfg.NemesisInterval, "quiet time before each fault (a fault: quiet, start, hold for --pause, stop)")
 	fs.DurationVar(&cfg.PauseFor, "pause", 0, "how long each fault is held (default: twice the session timeout)")
 	seed := fs.String("seed", "", "random seed (default: from the clock; recorded in test.json)")
@@ -52,6 +52,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&cfg.TickTime, "tick", cfg.TickTime, "ZooKeeper tickTime")
 	fs.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "quiet time after healing, before teardown")
 	fs.StringVar(&cfg.Net, "net", cfg.Net, "auto (namespaces when root), netns or loopback")
+	fs.StringVar(&cfg.Cluster, "cluster", cfg.Cluster, "where the ensemble runs: local (JVMs on this machine) or docker (containers; needs --net netns)")
+	fs.BoolVar(&cfg.NoBuild, "no-build", false, "with --cluster docker: fail instead of building a missing ZooKeeper image")
 	gate := fs.String("gate", strings.Join(cfg.Gate, ","), "checkers that decide the verdict (all run and are reported): "+
 		strings.Join(suite.Names(), ", "))
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")

@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/zkchaos/zkchaos/cluster/backend"
+	"github.com/zkchaos/zkchaos/cluster/docker/engine"
 	"github.com/zkchaos/zkchaos/matrix"
 )
 
@@ -70,7 +73,7 @@ func cmdTestAll(ctx context.Context, args []string) int {
 	}
 	dir := filepath.Join(*results, "test-all", time.Now().UTC().Format("20060102T150405Z"))
 	rs, runErr := matrix.Run(ctx, sel, matrix.Options{Exe: exe, Results: dir, Repeat: *repeat,
-		PassRate: *passRate, Seed: *seed, Out: os.Stdout})
+		PassRate: *passRate, Seed: *seed, Out: os.Stdout, Skip: backendMissing(ctx)})
 	code := matrix.Summary(os.Stdout, rs)
 	if err := matrix.WriteJSON(filepath.Join(dir, "test-all.json"), rs); err != nil {
 		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
@@ -90,4 +93,24 @@ func cmdTestAll(ctx context.Context, args []string) int {
 		}
 	}
 	return code
+}
+
+// backendMissing skips the cells of a backend this machine lacks: the
+// docker cells where no Docker engine answers (asked once). Anything else
+// a docker cell needs (the image, built on first use) is the run's to
+// provide or fail on.
+func backendMissing(ctx context.Context) func(matrix.Cell) string {
+	var once sync.Once
+	var why string
+	return func(c matrix.Cell) string {
+		if c.Cluster != backend.Docker {
+			return ""
+		}
+		once.Do(func() {
+			if err := engine.Available(ctx); err != nil {
+				why = "no Docker engine on this machine: " + err.Error()
+			}
+		})
+		return why
+	}
 }

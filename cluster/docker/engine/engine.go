@@ -63,3 +63,13 @@ type debugLog struct{}
 func (debugLog) Printf(format string, v ...any) {
 	slog.Debug(fmt.Sprintf(format, v...), "component", "testcontainers")
 }
+
+// Available reports whether an engine answers (nil), for callers that
+// only decide whether to use Docker at all (test-all's docker cells).
+func Available(ctx context.Context) error {
+	cli, err := Connect(ctx)
+	if err != nil {
+		return err
+	}
+	return cli.Close()
+}

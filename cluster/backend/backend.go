@@ -1,0 +1,190 @@
+// Package backend chooses the ensemble's backend for a run by name
+// (--cluster local|docker): what it can do, checked before anything
+// starts; what it needs on this machine; and the ensemble it makes, with
+// the network the run's own processes (workers, the register) join. It is
+// the one place that knows every backend, so runner/ and nemesis/ know
+// only cluster.Cluster.
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/cluster/docker"
+	"github.com/zkchaos/zkchaos/cluster/docker/engine"
+	"github.com/zkchaos/zkchaos/cluster/docker/image"
+	"github.com/zkchaos/zkchaos/cluster/local"
+	"github.com/zkchaos/zkchaos/netns"
+)
+
+// The backends.
+const (
+	// Local runs each server as a JVM on this machine, in its own network
+	// namespace (netns mode) or on 127.0.0.1 (loopback mode).
+	Local = "local"
+	// Docker runs each server in a container of the image `chaos image
+	// build` makes, on a Docker network of the run.
+	Docker = "docker"
+)
+
+// Names lists the --cluster values.
+func Names() []string { return []string{Local, Docker} }
+
+// Validate checks a --cluster value and whether the backend can run in
+// the run's network mode, by name alone (nothing is asked of the machine).
+func Validate(name, netMode string) error {
+	if !slices.Contains(Names(), name) {
+		return fmt.Errorf("unknown backend %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	if name == Docker && netMode != "netns" {
+		return fmt.Errorf("%s needs --net netns (root and network namespaces): the workers and the register join the Docker network's bridge in namespaces of their own, which is also where the client faults act; this run's network mode is %s", name, netMode)
+	}
+	return nil
+}
+
+// Capabilities is what the named backend can do to its servers in a run
+// with (netns true) or without network namespaces, known before anything
+// is made so a fault it lacks is refused at validation.
+func Capabilities(name string, netns bool) cluster.Capabilities {
+	if name == Docker {
+		return docker.Capabilities()
+	}
+	return local.Capabilities(netns)
+}
+
+// Preflight checks, before anything of a run starts, what the backend
+// needs on this machine. For docker: an engine that answers and the
+// ZooKeeper image, which is built here (offline, once per machine; about
+// a minute) when missing unless noBuild. Progress goes to log.
+func Preflight(ctx context.Context, name string, noBuild bool, log *slog.Logger) error {
+	if name != Docker {
+		return nil
+	}
+	cli, err := engine.Connect(ctx)
+	if err != nil {
+		return fmt.Errorf("--cluster docker: %w", err)
+	}
+	defer cli.Close()
+	spec, err := image.Detect(ctx)
+	if err != nil {
+		return fmt.Errorf("--cluster docker: %w", err)
+	}
+	if _, _, found, err := image.Lookup(ctx, cli, spec.Tag()); err != nil {
+		return fmt.Errorf("--cluster docker: %w", err)
+	} else if found {
+		return nil
+	}
+	if noBuild {
+		return fmt.Errorf("--cluster docker: image %s not found and --no-build given: build it with `chaos image build` (images are never pulled)", spec.Tag())
+	}
+	log.Info("docker image missing: building it once for this machine (offline, about a minute)", "tag", spec.Tag())
+	res, err := image.Build(ctx, cli, image.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("--cluster docker: build image %s: %w", spec.Tag(), err)
+	}
+	log.Info("docker image built", "tag", res.Tag, "took", res.Took.Round(time.Second).String(), "mb", res.Size/1e6)
+	return nil
+}
+
+// Options describe the ensemble of a run.
+type Options struct {
+	Nodes int
+	// Dir is the run folder's directory for the servers' files.
+	Dir               string
+	TickTime          time.Duration
+	MaxSessionTimeout time.Duration
+	// NetMode is netns or loopback (local only).
+	NetMode string
+	// RunID and ControllerPID own and label what is made, so the janitor
+	// and `chaos cleanup` find it after a crash.
+	RunID         string
+	ControllerPID int
+	// Env tags the local JVMs with the run (proc.Env).
+	Env    []string
+	Logger *slog.Logger
+}
+
+// Ensemble is a run's servers, not started, and the network the run's
+// own processes join (nil in loopback mode).
+type Ensemble struct {
+	Cluster cluster.Cluster
+	Net     *netns.Network
+}
+
+// Close removes the servers, then the network; each is idempotent.
+func (e *Ensemble) Close(ctx context.Context) error {
+	var errs []error
+	if e.Cluster != nil {
+		if err := e.Cluster.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop ensemble: %w", err))
+		}
+	}
+	if e.Net != nil {
+		if err := e.Net.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("remove run network: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Open makes the named backend's ensemble and network. On error, what it
+// made is in the returned Ensemble (possibly partly), for the caller's
+// teardown to remove; the janitor finds it too.
+func Open(ctx context.Context, name string, o Options) (*Ensemble, error) {
+	if o.ControllerPID == 0 {
+		o.ControllerPID = os.Getpid()
+	}
+	e := &Ensemble{}
+	switch name {
+	case Local:
+		return e, openLocal(ctx, e, o)
+	case Docker:
+		return e, openDocker(ctx, e, o)
+	}
+	return e, fmt.Errorf("unknown backend %q", name)
+}
+
+// openLocal claims a netns slot (netns mode) and puts one namespace per
+// server on it.
+func openLocal(ctx context.Context, e *Ensemble, o Options) error {
+	if o.NetMode == "netns" {
+		n, err := netns.Create(ctx, o.RunID, o.ControllerPID, o.Logger)
+		if err != nil {
+			return fmt.Errorf("create run network: %w", err)
+		}
+		e.Net = n
+	}
+	c, err := local.New(ctx, local.Config{Nodes: o.Nodes, Dir: o.Dir, TickTime: o.TickTime,
+		MaxSessionTimeout: o.MaxSessionTimeout, Network: e.Net, Env: o.Env, Logger: o.Logger})
+	if err != nil {
+		return fmt.Errorf("prepare ensemble: %w", err)
+	}
+	e.Cluster = c
+	return nil
+}
+
+// openDocker creates the Docker network and the containers, then attaches
+// the run's own network to the same bridge, so workers reach the servers
+// and client faults act in the workers' namespaces as on local.
+func openDocker(ctx context.Context, e *Ensemble, o Options) error {
+	c, err := docker.New(ctx, docker.Config{Nodes: o.Nodes, Dir: o.Dir, RunID: o.RunID, ControllerPID: o.ControllerPID,
+		TickTime: o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout, Logger: o.Logger})
+	if err != nil {
+		return fmt.Errorf("prepare ensemble: %w", err)
+	}
+	e.Cluster = c
+	nw := c.Network()
+	n, err := netns.Attach(ctx, o.RunID, o.ControllerPID, nw.Slot, nw.Bridge, docker.FirstHost, o.Logger)
+	if err != nil {
+		return fmt.Errorf("attach run network to docker network %s: %w", nw.Name, err)
+	}
+	e.Net = n
+	return nil
+}
