@@ -47,8 +47,11 @@ type Config struct {
 	Recovery       time.Duration `json:"recovery"`
 	// Cluster is the ensemble's backend: local or docker (cluster/backend).
 	Cluster string `json:"cluster"`
-	// NoBuild refuses to build a missing docker image (an error instead).
-	NoBuild bool `json:"no_build,omitempty"`
+	// Image is the docker backend's server image ("" = the tag `chaos
+	// image build` makes for this machine); NoBuild refuses to build a
+	// missing default image (an error instead). Images are never pulled.
+	Image   string `json:"image,omitempty"`
+	NoBuild bool   `json:"no_build,omitempty"`
 	// Net is auto (namespaces when root), netns or loopback.
 	Net  string   `json:"net"`
 	Gate []string `json:"gate"`
@@ -209,6 +212,9 @@ func (c Config) Validate() error {
 	clusterErr := backend.Validate(c.Cluster, c.NetMode())
 	if netOK && clusterErr != nil {
 		errs = append(errs, fmt.Errorf("--cluster: %w", clusterErr))
+	}
+	if c.Image != "" && c.Cluster != backend.Docker {
+		bad("--image %s: only with --cluster docker", c.Image)
 	}
 	if netOK && clusterErr == nil {
 		if err := nemesis.ValidateFor(c.Nemesis, c.Caps()); err != nil {

@@ -75,7 +75,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	}
 	// What the backend needs of this machine, before anything is made:
 	// a failure here leaves nothing behind.
-	if err := backend.Preflight(hard, cfg.Cluster, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+	if err := backend.Preflight(hard, cfg.Cluster, cfg.Image, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
@@ -274,7 +274,7 @@ func (c *controller) setupNetwork(ctx context.Context) (string, error) {
 	ens, err := backend.Open(ctx, c.cfg.Cluster, backend.Options{
 		Nodes: c.cfg.Nodes, Dir: c.run.Path(store.ZKDir), TickTime: c.cfg.TickTime,
 		MaxSessionTimeout: 2 * c.cfg.SessionTimeout, NetMode: mode, RunID: c.runID,
-		ControllerPID: os.Getpid(), Env: c.env, Logger: c.log,
+		ControllerPID: os.Getpid(), Image: c.cfg.Image, Env: c.env, Logger: c.log,
 	})
 	c.ens, c.net, c.zk = ens, ens.Net, ens.Cluster
 	if err != nil {

@@ -61,9 +61,11 @@ func Capabilities(name string, netns bool) cluster.Capabilities {
 
 // Preflight checks, before anything of a run starts, what the backend
 // needs on this machine. For docker: an engine that answers and the
-// ZooKeeper image, which is built here (offline, once per machine; about
-// a minute) when missing unless noBuild. Progress goes to log.
-func Preflight(ctx context.Context, name string, noBuild bool, log *slog.Logger) error {
+// server image: tag, or by default the one `chaos image build` makes,
+// which is built here (offline, once per machine; about a minute) when
+// missing unless noBuild. Another tag is never built nor pulled. Progress
+// goes to log.
+func Preflight(ctx context.Context, name, tag string, noBuild bool, log *slog.Logger) error {
 	if name != Docker {
 		return nil
 	}
@@ -76,15 +78,21 @@ func Preflight(ctx context.Context, name string, noBuild bool, log *slog.Logger)
 	if err != nil {
 		return fmt.Errorf("--cluster docker: %w", err)
 	}
-	if _, _, found, err := image.Lookup(ctx, cli, spec.Tag()); err != nil {
+	if tag == "" {
+		tag = spec.Tag()
+	}
+	if _, _, found, err := image.Lookup(ctx, cli, tag); err != nil {
 		return fmt.Errorf("--cluster docker: %w", err)
 	} else if found {
 		return nil
 	}
-	if noBuild {
-		return fmt.Errorf("--cluster docker: image %s not found and --no-build given: build it with `chaos image build` (images are never pulled)", spec.Tag())
+	switch {
+	case tag != spec.Tag():
+		return fmt.Errorf("--image %s: no such image on this engine (images are never pulled; `chaos image build` makes %s)", tag, spec.Tag())
+	case noBuild:
+		return fmt.Errorf("--cluster docker: image %s not found and --no-build given: build it with `chaos image build` (images are never pulled)", tag)
 	}
-	log.Info("docker image missing: building it once for this machine (offline, about a minute)", "tag", spec.Tag())
+	log.Info("docker image missing: building it once for this machine (offline, about a minute)", "tag", tag)
 	res, err := image.Build(ctx, cli, image.Options{Logger: log})
 	if err != nil {
 		return fmt.Errorf("--cluster docker: build image %s: %w", spec.Tag(), err)
@@ -106,6 +114,8 @@ type Options struct {
 	// and `chaos cleanup` find it after a crash.
 	RunID         string
 	ControllerPID int
+	// Image is the docker backend's image ("" = this machine's default).
+	Image string
 	// Env tags the local JVMs with the run (proc.Env).
 	Env    []string
 	Logger *slog.Logger
@@ -175,7 +185,7 @@ func openLocal(ctx context.Context, e *Ensemble, o Options) error {
 // and client faults act in the workers' namespaces as on local.
 func openDocker(ctx context.Context, e *Ensemble, o Options) error {
 	c, err := docker.New(ctx, docker.Config{Nodes: o.Nodes, Dir: o.Dir, RunID: o.RunID, ControllerPID: o.ControllerPID,
-		TickTime: o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout, Logger: o.Logger})
+		Image: o.Image, TickTime: o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout, Logger: o.Logger})
 	if err != nil {
 		return fmt.Errorf("prepare ensemble: %w", err)
 	}

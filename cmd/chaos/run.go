@@ -53,6 +53,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "quiet time after healing, before teardown")
 	fs.StringVar(&cfg.Net, "net", cfg.Net, "auto (namespaces when root), netns or loopback")
 	fs.StringVar(&cfg.Cluster, "cluster", cfg.Cluster, "where the ensemble runs: local (JVMs on this machine) or docker (containers; needs --net netns)")
+	fs.StringVar(&cfg.Image, "image", "", "with --cluster docker: the server image (default: the tag `chaos image build` makes here; never pulled)")
 	fs.BoolVar(&cfg.NoBuild, "no-build", false, "with --cluster docker: fail instead of building a missing ZooKeeper image")
 	gate := fs.String("gate", strings.Join(cfg.Gate, ","), "checkers that decide the verdict (all run and are reported): "+
 		strings.Join(suite.Names(), ", "))

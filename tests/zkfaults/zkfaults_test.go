@@ -25,7 +25,8 @@ func TestPartitionRefusedInLoopback(t *testing.T) {
 		if r.Code != 255 {
 			t.Errorf("--net loopback --nemesis %s: exit %d, want 255\nstderr: %s", list, r.Code, r.Stderr)
 		}
-		if !strings.Contains(r.Stderr, "need network namespaces") {
+		last := list[strings.LastIndex(list, ",")+1:]
+		if !strings.Contains(r.Stderr, last+": the local backend cannot cut traffic between servers: in loopback mode") {
 			t.Errorf("--nemesis %s in loopback: no clear error: %q", list, r.Stderr)
 		}
 	}
