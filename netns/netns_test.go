@@ -323,7 +323,7 @@ func TestSweepSlot(t *testing.T) {
 }
 
 func TestSlotName(t *testing.T) {
-	for name, want := range map[string]int{"zkc0": 0, "zkc12-n1": 12, "zkc55": 55, "zkc56": -1, "zkc64": -1, "zkc01": -1, "zkc": -1, "zkc1x": -1, "docker0": -1} {
+	for name, want := range map[string]int{"zkc0": 0, "zkc12-n1": 12, "zkc55": 55, "zkc56-w1": 56, "zkc63": 63, "zkc64": -1, "zkc01": -1, "zkc": -1, "zkc1x": -1, "docker0": -1} {
 		s, ok := slotOfName(name)
 		if (want >= 0) != ok || (ok && s != want) {
 			t.Errorf("slotOfName(%q) = %d, %v; want %d", name, s, ok, want)
