@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"regexp"
 	"strings"
 )
@@ -120,4 +121,15 @@ func checkGateway(ctx context.Context, bridge, gw string, bits int) error {
 		}
 	}
 	return fmt.Errorf("bridge %s does not hold the slot's gateway %s (has: %s)", bridge, want, strings.TrimSpace(out))
+}
+
+// SlotOf is the slot whose /21 is p, e.g. the subnet of the Docker network
+// to Attach to.
+func SlotOf(p netip.Prefix) (int, error) {
+	for s := 0; s < TotalSlots; s++ {
+		if SlotPrefix(s) == p {
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("%s is not a slot of %s", p, netip.PrefixFrom(SlotPrefix(0).Addr(), 15))
 }
