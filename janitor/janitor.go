@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zkchaos/zkchaos/cluster/docker"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 )
@@ -71,13 +72,17 @@ func Serve(ctx context.Context, run string, in io.Reader, log *slog.Logger) erro
 	return Sweep(ctx, run, slots, log)
 }
 
-// Sweep resumes and kills every process of the run, then removes the
-// network slots whose slot file names the run. Processes go first: a
-// paused server must not outlive its namespace, and a namespace is only
-// removable once its processes are gone. The slots are found by their
-// files, not from what the controller told (told is only logged): a
-// controller may die before telling, and a slot it released may belong
-// to another run by now, which the slot's lock and file settle.
+// Sweep resumes and kills every process of the run, removes its Docker
+// containers, then the network slots whose slot file names the run, then
+// its Docker networks. Processes go first: a paused server must not
+// outlive its namespace, and a namespace is only removable once its
+// processes are gone. A Docker network goes after the namespaces attached
+// to it, and only once they are all gone: the engine could otherwise give
+// its subnet (a netns slot) to a new run while the slot still holds this
+// run's namespaces. The slots are found by their files, not from what the
+// controller told (told is only logged): a controller may die before
+// telling, and a slot it released may belong to another run by now, which
+// the slot's lock and file settle.
 func Sweep(ctx context.Context, run string, told []int, log *slog.Logger) error {
 	start := time.Now()
 	var errs []error
@@ -85,13 +90,40 @@ func Sweep(ctx context.Context, run string, told []int, log *slog.Logger) error 
 	if err != nil {
 		errs = append(errs, err)
 	}
-	swept, err := netns.ReleaseRun(ctx, run)
+	dk, err := openDocker(ctx, log)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("sweep network: %w", err))
+		errs = append(errs, err)
+	}
+	if dk != nil {
+		defer dk.Close()
+		did, err := dk.RemoveContainers(ctx, run)
+		logLines(log, did)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	swept, netErr := netns.ReleaseRun(ctx, run)
+	if netErr != nil {
+		errs = append(errs, fmt.Errorf("sweep network: %w", netErr))
+	}
+	if dk != nil && netErr == nil {
+		did, err := dk.RemoveNetworks(ctx, run)
+		logLines(log, did)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	} else if dk != nil {
+		log.Warn("janitor: docker network kept until the namespaces attached to it are gone (chaos cleanup)", "run", run)
 	}
 	log.Info("janitor: swept", "run", run, "killed", len(pids), "slots_told", told, "slots_swept", swept,
 		"took", time.Since(start).String(), "errors", len(errs))
 	return errors.Join(errs...)
+}
+
+func logLines(log *slog.Logger, lines []string) {
+	for _, l := range lines {
+		log.Info("janitor: docker " + l)
+	}
 }
 
 // Handle is the controller's end of the janitor.
@@ -184,42 +216,104 @@ func Main(run, logPath string) int {
 }
 
 // Cleanup removes what earlier runs left: every process tagged with a run
-// whose controller is dead, and every network slot whose owner is dead or
-// unknown (netns.Abandoned). With all, runs in progress go too. It returns one line per thing
+// whose controller is dead, the Docker containers of such runs, every
+// network slot whose owner is dead or unknown (netns.Abandoned), then the
+// Docker networks of those runs (in Sweep's order, for Sweep's reasons).
+// With all, runs in progress go too. It returns one line per thing
 // removed, and is safe to run twice.
 func Cleanup(ctx context.Context, all bool) ([]string, error) {
-	var report []string
-	var errs []error
-	tagged, err := proc.FindTagged("")
-	if err != nil {
-		errs = append(errs, err)
+	c := &cleaner{all: all}
+	c.processes()
+	dk, err := openDocker(ctx, slog.Default())
+	c.fail(err)
+	var runs []docker.Run
+	if dk != nil {
+		defer dk.Close()
+		runs = c.containers(ctx, dk)
 	}
+	kept := c.slots(ctx)
+	for _, r := range runs {
+		if kept[r.ID] {
+			c.report = append(c.report, fmt.Sprintf("run %s: docker network kept until its namespaces are gone", r.ID))
+			continue
+		}
+		did, err := dk.RemoveNetworks(ctx, r.ID)
+		c.lines(r.ID, did)
+		c.fail(err)
+	}
+	return c.report, errors.Join(c.errs...)
+}
+
+// cleaner is one chaos cleanup: what it removed and what failed.
+type cleaner struct {
+	all    bool
+	report []string
+	errs   []error
+}
+
+func (c *cleaner) fail(err error) {
+	if err != nil {
+		c.errs = append(c.errs, err)
+	}
+}
+
+func (c *cleaner) lines(run string, did []string) {
+	for _, l := range did {
+		c.report = append(c.report, fmt.Sprintf("run %s: %s", run, l))
+	}
+}
+
+// processes kills the tagged processes of runs whose controller is dead.
+func (c *cleaner) processes() {
+	tagged, err := proc.FindTagged("")
+	c.fail(err)
 	runs := map[string][]int{}
 	for _, t := range tagged {
-		if all || t.Controller == 0 || !proc.Alive(t.Controller) {
+		if c.all || t.Controller == 0 || !proc.Alive(t.Controller) {
 			runs[t.Run] = append(runs[t.Run], t.PID)
 		}
 	}
 	for run, pids := range runs {
 		killed, err := proc.SweepRun(run, 3*time.Second)
-		if err != nil {
-			errs = append(errs, err)
+		c.fail(err)
+		c.report = append(c.report, fmt.Sprintf("run %s: killed %d processes %v", run, len(killed), pids))
+	}
+}
+
+// containers removes the containers of the Docker runs that are leftovers
+// and returns those runs, whose networks go after the slots.
+func (c *cleaner) containers(ctx context.Context, dk *docker.Sweeper) []docker.Run {
+	all, err := dk.Runs(ctx)
+	c.fail(err)
+	var runs []docker.Run
+	for _, r := range all {
+		if !dockerLeftover(r, c.all) {
+			continue
 		}
-		report = append(report, fmt.Sprintf("run %s: killed %d processes %v", run, len(killed), pids))
+		runs = append(runs, r)
+		did, err := dk.RemoveContainers(ctx, r.ID)
+		c.lines(r.ID, did)
+		c.fail(err)
 	}
+	return runs
+}
+
+// slots sweeps the network slots the rule allows; it returns the runs of
+// slots whose sweep failed, whose Docker networks must then stay.
+func (c *cleaner) slots(ctx context.Context) (failed map[string]bool) {
+	failed = map[string]bool{}
 	slots, err := netns.Slots()
-	if err != nil {
-		errs = append(errs, err)
-	}
+	c.fail(err)
 	rule := netns.SweepRule(netns.Abandoned)
-	if all {
+	if c.all {
 		rule = netns.AnyOwner
 	}
 	for _, s := range slots {
 		// Decided again under the slot's lock: Slots() is only a snapshot.
 		owner, swept, err := netns.SweepSlot(ctx, s.Slot, rule)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("network slot %d: %w", s.Slot, err))
+			c.fail(fmt.Errorf("network slot %d: %w", s.Slot, err))
+			failed[s.RunID] = true
 			continue
 		}
 		if swept {
@@ -227,8 +321,8 @@ func Cleanup(ctx context.Context, all bool) ([]string, error) {
 			if owner != nil && owner.RunID != "" {
 				run = owner.RunID
 			}
-			report = append(report, fmt.Sprintf("network slot %d (run %s): removed", s.Slot, run))
+			c.report = append(c.report, fmt.Sprintf("network slot %d (run %s): removed", s.Slot, run))
 		}
 	}
-	return report, errors.Join(errs...)
+	return failed
 }

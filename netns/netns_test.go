@@ -323,7 +323,7 @@ func TestSweepSlot(t *testing.T) {
 }
 
 func TestSlotName(t *testing.T) {
-	for name, want := range map[string]int{"zkc0": 0, "zkc12-n1": 12, "zkc55": 55, "zkc56": -1, "zkc64": -1, "zkc01": -1, "zkc": -1, "zkc1x": -1, "docker0": -1} {
+	for name, want := range map[string]int{"zkc0": 0, "zkc12-n1": 12, "zkc55": 55, "zkc56-w1": 56, "zkc63": 63, "zkc64": -1, "zkc01": -1, "zkc": -1, "zkc1x": -1, "docker0": -1} {
 		s, ok := slotOfName(name)
 		if (want >= 0) != ok || (ok && s != want) {
 			t.Errorf("slotOfName(%q) = %d, %v; want %d", name, s, ok, want)
@@ -331,6 +331,16 @@ func TestSlotName(t *testing.T) {
 	}
 	if p := SlotPrefix(63); p.String() != "198.19.248.0/21" {
 		t.Errorf("slot 63 prefix %s", p)
+	}
+	for _, s := range []int{0, 56, 63} {
+		if got, err := SlotOf(SlotPrefix(s)); err != nil || got != s {
+			t.Errorf("SlotOf(%s) = %d, %v; want %d", SlotPrefix(s), got, err, s)
+		}
+	}
+	for _, p := range []string{"198.19.248.0/24", "198.20.0.0/21", "10.0.0.0/21"} {
+		if s, err := SlotOf(netip.MustParsePrefix(p)); err == nil {
+			t.Errorf("SlotOf(%s) = %d, want an error", p, s)
+		}
 	}
 	if a, _ := hostAddr(SlotPrefix(1), 1); a.String() != "198.18.8.2" {
 		t.Errorf("slot 1 host 1 address %s", a)

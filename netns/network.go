@@ -14,7 +14,9 @@ import (
 )
 
 // Network is one run's slot: a bridge in the root namespace holding the
-// gateway address, and the hosts (namespaces) attached to it.
+// gateway address, and the hosts (namespaces) attached to it. The bridge
+// is the network's own (Create) or someone else's (Attach: a Docker
+// network's), which it never removes.
 type Network struct {
 	Slot    int
 	Bridge  string
@@ -52,6 +54,14 @@ func hostAddr(p netip.Prefix, k int) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("slot %s has no room for host %d", p, k)
 	}
 	return addrFrom(base + 1 + uint32(k)), nil
+}
+
+// makeNetwork is the Network of slot s on bridge, owned by owner.
+func makeNetwork(s int, bridge string, owner SlotFile) *Network {
+	n := &Network{Slot: s, Bridge: bridge, RunID: owner.RunID, Prefix: SlotPrefix(s), owner: owner, hosts: map[string]*Host{}}
+	gw, _ := hostAddr(n.Prefix, 0)
+	n.Gateway = gw.String()
+	return n
 }
 
 // Create claims the first free slot for run runID, whose controller is
@@ -233,7 +243,7 @@ func slotOfName(name string) (int, bool) {
 		return 0, false
 	}
 	s, err := strconv.Atoi(digits)
-	if err != nil || s >= MaxSlots || strconv.Itoa(s) != digits {
+	if err != nil || s >= TotalSlots || strconv.Itoa(s) != digits {
 		return 0, false
 	}
 	return s, true

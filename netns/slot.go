@@ -45,6 +45,22 @@ type SlotFile struct {
 	// 0 in slot files of versions before it.
 	ControllerStart uint64    `json:"controller_start,omitempty"`
 	Created         time.Time `json:"created"`
+	// Bridge is the bridge the slot's hosts are on when it is not the
+	// slot's own zkc<s>; ExternalBridge says someone else (the Docker
+	// engine) made it and owns it, so no sweep, even one long after the
+	// controller died, ever deletes it.
+	Bridge         string `json:"bridge,omitempty"`
+	ExternalBridge bool   `json:"external_bridge,omitempty"`
+}
+
+// bridge is the slot's bridge and whether it is someone else's. A slot
+// without a file, or a Docker slot whatever its file says, is never taken
+// for the owner of a bridge it could delete.
+func (f *SlotFile) bridge(s int) (name string, external bool) {
+	if f != nil && f.Bridge != "" {
+		return f.Bridge, f.ExternalBridge || s >= MaxSlots
+	}
+	return bridgeName(s), s >= MaxSlots
 }
 
 // Alive reports whether the controller that owns the slot still runs.
@@ -100,12 +116,13 @@ func AnyOwner(*SlotFile) bool { return true }
 
 // SweepSlot removes everything of slot s (processes left in its
 // namespaces, the namespaces, veths, bridge, forwarding rules and the slot
-// file) if rule allows it for the owner the slot file names. It waits for
+// file) if rule allows it for the owner the slot file names. An external
+// bridge (Attach) stays: only what the run made goes. It waits for
 // the slot's lock (a claim or another sweep in progress) until ctx ends.
 // It returns the owner it read and whether it swept; safe to repeat.
 func SweepSlot(ctx context.Context, s int, rule SweepRule) (owner *SlotFile, swept bool, err error) {
-	if s < 0 || s >= MaxSlots {
-		return nil, false, fmt.Errorf("sweep slot %d: out of range 0..%d", s, MaxSlots-1)
+	if s < 0 || s >= TotalSlots {
+		return nil, false, fmt.Errorf("sweep slot %d: out of range 0..%d", s, TotalSlots-1)
 	}
 	unlock, _, err := lockSlot(ctx, s, true)
 	if err != nil {
@@ -119,7 +136,7 @@ func SweepSlot(ctx context.Context, s int, rule SweepRule) (owner *SlotFile, swe
 	if !rule(owner) {
 		return owner, false, nil
 	}
-	if err := sweepLocked(ctx, s); err != nil {
+	if err := sweepLocked(ctx, s, owner); err != nil {
 		return owner, false, fmt.Errorf("sweep slot %d: %w", s, err)
 	}
 	return owner, true, nil
@@ -184,11 +201,9 @@ func claim(ctx context.Context, s int, owner SlotFile) (*Network, error) {
 		}
 		return nil, fmt.Errorf("create bridge for slot %d: %w", s, err)
 	}
-	n := &Network{Slot: s, Bridge: br, RunID: owner.RunID, Prefix: SlotPrefix(s), owner: owner, hosts: map[string]*Host{}}
-	gw, _ := hostAddr(n.Prefix, 0)
-	n.Gateway = gw.String()
+	n := makeNetwork(s, br, owner)
 	if err := n.setup(ctx); err != nil {
-		if cerr := sweepLocked(context.WithoutCancel(ctx), s); cerr != nil {
+		if cerr := sweepLocked(context.WithoutCancel(ctx), s, &owner); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("clean up slot %d: %w", s, cerr))
 		}
 		return nil, fmt.Errorf("set up slot %d: %w", s, err)

@@ -23,8 +23,11 @@ type SlotInfo struct {
 	Created         time.Time
 	ControllerAlive bool
 	HasFile         bool
-	HasBridge       bool
-	Namespaces      []string
+	HasBridge       bool // the slot's own bridge zkc<s>
+	// ExternalBridge is the Docker bridge an attached slot's hosts are on
+	// (from the slot file): never removed by a sweep.
+	ExternalBridge string
+	Namespaces     []string
 }
 
 // Leftover reports whether nobody owns the slot any more (see
@@ -59,6 +62,9 @@ func Slots() ([]SlotInfo, error) {
 		if sf, err := readSlotFile(s); err == nil && sf != nil {
 			info.RunID, info.ControllerPID, info.Created = sf.RunID, sf.ControllerPID, sf.Created
 			info.ControllerAlive = sf.Alive()
+			if br, ext := sf.bridge(s); ext {
+				info.ExternalBridge = br
+			}
 		}
 	}
 	links, err := listLinks(ctx)
@@ -88,11 +94,12 @@ func Slots() ([]SlotInfo, error) {
 }
 
 // sweepLocked removes everything of slot s: processes left in its
-// namespaces, the namespaces, veths, the bridge, its forwarding rules (and
-// the shared chain once unused) and, once all that is gone, the slot file.
-// The caller holds the slot's lock. It carries on past errors so one stuck
-// piece does not leave the rest, and is safe to repeat.
-func sweepLocked(ctx context.Context, s int) error {
+// namespaces, the namespaces, veths, the bridge unless it is external, its
+// forwarding rules (and the shared chain once unused) and, once all that
+// is gone, the slot file. owner is the slot file read under the lock (nil:
+// none). The caller holds the slot's lock. It carries on past errors so
+// one stuck piece does not leave the rest, and is safe to repeat.
+func sweepLocked(ctx context.Context, s int, owner *SlotFile) error {
 	var errs []error
 	nss, err := listNamespaces(ctx)
 	if err != nil {
@@ -114,10 +121,13 @@ func sweepLocked(ctx context.Context, s int) error {
 			}
 		}
 	}
-	if err := deleteLink(ctx, bridgeName(s)); err != nil {
-		errs = append(errs, err)
+	br, external := owner.bridge(s)
+	if !external {
+		if err := deleteLink(ctx, br); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if err := removeForward(ctx, bridgeName(s)); err != nil {
+	if err := removeForward(ctx, br); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -249,7 +259,7 @@ func isVethOf(link string, s int) bool {
 // slotOfFile parses the slot of a path StateDir/slot-<s>.json.
 func slotOfFile(path string) (int, bool) {
 	s, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "slot-"), ".json"))
-	if err != nil || s < 0 || s >= MaxSlots || filepath.Base(path) != fmt.Sprintf("slot-%d.json", s) {
+	if err != nil || s < 0 || s >= TotalSlots || filepath.Base(path) != fmt.Sprintf("slot-%d.json", s) {
 		return 0, false
 	}
 	return s, true

@@ -25,19 +25,43 @@ type Run struct {
 	Networks      []string // names
 }
 
-// Runs lists every run that has containers or networks on the engine, for
-// a sweep that decides which are leftovers (controller dead). No engine
-// here means no runs.
-func Runs(ctx context.Context) ([]Run, error) {
+// Sweeper removes runs' containers and networks by label, in the steps a
+// sweep of the whole run needs: the containers first, then whatever the
+// caller attached to the network (netns namespaces), then the network. The
+// network goes last so that its subnet, which is also a netns slot, is not
+// given to another run while the attached namespaces still exist.
+type Sweeper struct {
+	cli *testcontainers.DockerClient
+}
+
+// NewSweeper connects to the engine; its error wraps engine.ErrNoEngine
+// when none answers, which callers treat as nothing to remove.
+func NewSweeper(ctx context.Context) (*Sweeper, error) {
 	cli, err := engine.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docker sweep: %w", err)
+	}
+	return &Sweeper{cli: cli}, nil
+}
+
+// Close closes the connection.
+func (s *Sweeper) Close() error { return s.cli.Close() }
+
+// Runs lists every run that has containers or networks on the engine, for
+// a sweep that decides which are leftovers (controller dead).
+func (s *Sweeper) Runs(ctx context.Context) ([]Run, error) { return runs(ctx, s.cli, "") }
+
+// Runs lists every labelled run; no engine here means no runs.
+func Runs(ctx context.Context) ([]Run, error) {
+	s, err := NewSweeper(ctx)
 	if errors.Is(err, engine.ErrNoEngine) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer cli.Close()
-	return runs(ctx, cli, "")
+	defer s.Close()
+	return s.Runs(ctx)
 }
 
 func runs(ctx context.Context, cli *testcontainers.DockerClient, runID string) ([]Run, error) {
@@ -90,66 +114,101 @@ func containerName(names []string, id string) string {
 }
 
 // Cleanup removes everything of a run the engine has, however the run
-// ended: each container is continued (a SIGSTOPped JVM), its log copied
-// to the path its label names when that folder still exists, and removed;
-// then the network. It returns one line per thing removed. No engine here
-// means nothing to remove.
+// ended: its containers (RemoveContainers), then its network. It returns
+// one line per thing removed. No engine here means nothing to remove.
 func Cleanup(ctx context.Context, runID string) ([]string, error) {
 	if runID == "" {
 		return nil, errors.New("docker cleanup: empty run id")
 	}
-	cli, err := engine.Connect(ctx)
+	s, err := NewSweeper(ctx)
 	if errors.Is(err, engine.ErrNoEngine) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("docker cleanup of run %s: %w", runID, err)
 	}
-	defer cli.Close()
-	f := client.Filters{}.Add("label", LabelRun+"="+runID)
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	defer s.Close()
+	did, cerr := s.RemoveContainers(ctx, runID)
+	more, nerr := s.RemoveNetworks(ctx, runID)
+	return append(did, more...), errors.Join(cerr, nerr)
+}
+
+// RemoveContainers removes the run's containers: each is continued (a
+// SIGSTOPped JVM), its log copied to the path its label names when that
+// folder still exists, and removed with its volumes. One line per
+// container removed.
+func (s *Sweeper) RemoveContainers(ctx context.Context, runID string) ([]string, error) {
+	if runID == "" {
+		return nil, errors.New("docker cleanup: empty run id")
+	}
+	cs, err := s.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: runFilter(runID)})
 	if err != nil {
 		return nil, fmt.Errorf("docker cleanup of run %s: list containers: %w", runID, err)
 	}
 	var did []string
 	var errs []error
 	for _, c := range cs.Items {
-		name := containerName(c.Names, c.ID)
-		line := "removed container " + name
-		if c.State == "running" {
-			_, _ = cli.ContainerKill(ctx, c.ID, client.ContainerKillOptions{Signal: "CONT"})
+		line, err := s.removeContainer(ctx, c.ID, containerName(c.Names, c.ID), c.State == "running", c.Labels[LabelLog])
+		if line != "" {
+			did = append(did, line)
 		}
-		if p := c.Labels[LabelLog]; p != "" {
-			if _, err := os.Stat(filepath.Dir(p)); err == nil {
-				if err := copyLog(ctx, cli, c.ID, p); err != nil {
-					errs = append(errs, err)
-				} else {
-					line += " (log copied to " + p + ")"
-				}
-			}
-		}
-		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !errdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
-			continue
-		}
-		did = append(did, line)
-	}
-	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
-	if err != nil {
-		errs = append(errs, fmt.Errorf("list networks: %w", err))
-	} else {
-		for _, n := range ns.Items {
-			if err := removeNetwork(ctx, cli, n.ID); err != nil {
-				errs = append(errs, err)
-			} else {
-				did = append(did, "removed network "+n.Name)
-			}
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return did, fmt.Errorf("docker cleanup of run %s: %w", runID, err)
 	}
 	return did, nil
+}
+
+// removeContainer continues, copies the log of and removes one container;
+// line is "" when it was not removed.
+func (s *Sweeper) removeContainer(ctx context.Context, id, name string, running bool, logPath string) (line string, err error) {
+	line = "removed container " + name
+	if running {
+		_, _ = s.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "CONT"})
+	}
+	if logPath != "" {
+		if _, serr := os.Stat(filepath.Dir(logPath)); serr == nil {
+			if err = copyLog(ctx, s.cli, id, logPath); err == nil {
+				line += " (log copied to " + logPath + ")"
+			}
+		}
+	}
+	if _, rerr := s.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); rerr != nil && !errdefs.IsNotFound(rerr) {
+		return "", errors.Join(err, fmt.Errorf("remove container %s: %w", name, rerr))
+	}
+	return line, err
+}
+
+// RemoveNetworks removes the run's networks (after its containers, and
+// after the namespaces attached to them). One line per network removed.
+func (s *Sweeper) RemoveNetworks(ctx context.Context, runID string) ([]string, error) {
+	if runID == "" {
+		return nil, errors.New("docker cleanup: empty run id")
+	}
+	ns, err := s.cli.NetworkList(ctx, client.NetworkListOptions{Filters: runFilter(runID)})
+	if err != nil {
+		return nil, fmt.Errorf("docker cleanup of run %s: list networks: %w", runID, err)
+	}
+	var did []string
+	var errs []error
+	for _, n := range ns.Items {
+		if err := removeNetwork(ctx, s.cli, n.ID); err != nil {
+			errs = append(errs, err)
+		} else {
+			did = append(did, "removed network "+n.Name)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return did, fmt.Errorf("docker cleanup of run %s: %w", runID, err)
+	}
+	return did, nil
+}
+
+func runFilter(runID string) client.Filters {
+	return client.Filters{}.Add("label", LabelRun+"="+runID)
 }
 
 // removeNetwork removes a network; one already gone is fine.
