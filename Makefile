@@ -8,7 +8,7 @@ BIN := bin/chaos
 RUN_ARGS ?=
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run test deps build lint fmt-check bench clean cleanup
+.PHONY: run test deps build image lint fmt-check bench clean cleanup
 
 deps:
 	@./scripts/install-deps.sh
@@ -19,7 +19,14 @@ build:
 run: deps build
 	./$(BIN) run $(RUN_ARGS)
 
-test: deps build fmt-check
+# The docker backend's image, built offline once per machine (skipped when
+# its tag exists, or with a note where no Docker engine answers: the
+# docker tests then skip too).
+image: build
+	@if docker info >/dev/null 2>&1; then ./$(BIN) image build --quiet; \
+	else echo "image: no Docker engine here; the docker backend's tests will skip"; fi
+
+test: deps build image fmt-check
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
 

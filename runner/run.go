@@ -64,6 +64,14 @@ type testFile struct {
 	GoVersion     string    `json:"go_version"`
 }
 
+// NotStarted is an error found before anything of a run was made (what
+// the backend needs is missing here): for the command it is bad input,
+// not a harness failure, and there is nothing to clean up.
+type NotStarted struct{ Err error }
+
+func (e NotStarted) Error() string { return e.Err.Error() }
+func (e NotStarted) Unwrap() error { return e.Err }
+
 // Run performs one chaos run and checks it. ctx cancelled (SIGINT/SIGTERM)
 // ends the workload early: the run still heals, tears down, and checks
 // what it recorded. hard cancelled means stop now; the janitor cleans up.
@@ -76,7 +84,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	// What the backend needs of this machine, before anything is made:
 	// a failure here leaves nothing behind.
 	if err := backend.Preflight(hard, cfg.Cluster, cfg.Image, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
-		return nil, err
+		return nil, NotStarted{err}
 	}
 	t0 := time.Now()
 	runID := uuid.NewString()[:8]

@@ -161,8 +161,8 @@ func (n *Node) state(ctx context.Context) (*container.State, error) {
 
 // Process is the server as the engine and the container's own ps show
 // it: running while the container runs, stopped when its PID 1 (the JVM)
-// shows state T. Instance is the container and the start the engine
-// recorded, which a restart changes.
+// shows state T. Instance is the container and its JVM's host PID, which
+// a restart changes.
 func (n *Node) Process(ctx context.Context) (cluster.Process, error) {
 	st, err := n.state(ctx)
 	if err != nil || !st.Running {
@@ -173,7 +173,7 @@ func (n *Node) Process(ctx context.Context) (cluster.Process, error) {
 		return cluster.Process{}, err
 	}
 	return cluster.Process{Running: true, Stopped: strings.HasPrefix(ps, "T"), PID: st.Pid,
-		Instance: fmt.Sprintf("container %s (pid %d, started %s)", n.name(), st.Pid, st.StartedAt)}, nil
+		Instance: fmt.Sprintf("container %s pid %d", n.name(), st.Pid)}, nil
 }
 
 // Start starts the container (again after Stop or Kill, with its data).

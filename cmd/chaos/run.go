@@ -105,6 +105,10 @@ func cmdRun(ctx, hard context.Context, args []string) int {
 		return exitHarness
 	}
 	out, err := runner.Run(ctx, hard, cfg, exe, os.Args, os.Stderr)
+	if ns := (runner.NotStarted{}); errors.As(err, &ns) {
+		fmt.Fprintf(os.Stderr, "chaos run: %v\n", ns.Err)
+		return exitHarness
+	}
 	if out != nil && out.Check != nil {
 		printSummary(os.Stdout, out.Check)
 		fmt.Fprintf(os.Stdout, "timings: ensemble ready %.1fs, setup %.1fs, workload %.1fs, teardown %.1fs, total %.1fs, %d worker processes\n",

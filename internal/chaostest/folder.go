@@ -161,7 +161,8 @@ func FaultOps(t *testing.T, dir string) []FaultOp {
 }
 
 // RunSlot is the network slot the run in folder dir claimed, from its
-// controller log ("network created ... slot=N"), or -1 when it claimed
+// controller log ("network created ... slot=N", or "network attached" for
+// a run on a Docker network's bridge), or -1 when it claimed
 // none (loopback, or it died before). After the run the slot may be
 // another run's; the log is the only record of which one was ours.
 func RunSlot(dir string) int {
@@ -170,7 +171,7 @@ func RunSlot(dir string) int {
 		return -1
 	}
 	for line := range bytes.Lines(b) {
-		if !bytes.Contains(line, []byte(`msg="network created"`)) {
+		if !bytes.Contains(line, []byte(`msg="network created"`)) && !bytes.Contains(line, []byte(`msg="network attached"`)) {
 			continue
 		}
 		for _, f := range bytes.Fields(line) {

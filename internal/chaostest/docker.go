@@ -1,0 +1,52 @@
+package chaostest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/cluster/docker"
+	"github.com/zkchaos/zkchaos/cluster/docker/engine"
+	"github.com/zkchaos/zkchaos/cluster/docker/image"
+)
+
+// NeedDocker is NeedNetns for a test of the docker backend: it skips,
+// saying why, where no Docker engine answers or the server image is not
+// built (make test builds it once per machine: `chaos image build`).
+func NeedDocker(t *testing.T) {
+	t.Helper()
+	NeedNetns(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cli, err := engine.Connect(ctx)
+	if err != nil {
+		t.Skipf("docker backend: %v", err)
+	}
+	defer cli.Close()
+	spec, err := image.Detect(ctx)
+	if err != nil {
+		t.Skipf("docker backend: %v", err)
+	}
+	if _, _, found, err := image.Lookup(ctx, cli, spec.Tag()); err != nil || !found {
+		t.Skipf("docker backend: image %s not built (%v): run `chaos image build` (make test does)", spec.Tag(), err)
+	}
+}
+
+// AssertNoDockerLeft checks that the engine has no container or network
+// labelled with run runID.
+func AssertNoDockerLeft(t *testing.T, runID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runs, err := docker.Runs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.ID == runID {
+			t.Errorf("docker leftovers of run %s: containers [%s], networks [%s]", runID,
+				strings.Join(r.Containers, ", "), strings.Join(r.Networks, ", "))
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package docker
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/chaostest"
+)
+
+// short is a run long enough for a few fault cycles.
+var short = []string{"--cluster", "docker", "--time-limit", "20s", "--nemesis-interval", "2s"}
+
+func args(extra ...string) []string { return append(append([]string(nil), short...), extra...) }
+
+// TestBadInputStartsNothing: what the docker backend needs and does not
+// find is refused before anything starts, with the reason on the first
+// line and exit 255, and no results folder.
+func TestBadInputStartsNothing(t *testing.T) {
+	chaostest.NeedNetns(t)
+	cases := []struct {
+		name  string
+		wrap  []string // a command the run is started under
+		args  []string
+		first string
+	}{
+		// testcontainers-go tries DOCKER_HOST, then the default sockets, so
+		// "no engine" is made for real: the run sees /run/docker.sock
+		// covered by /dev/null in a mount namespace of its own.
+		{"no engine", []string{"unshare", "-m", "--propagation", "private", "sh", "-c",
+			`mount --bind /dev/null /run/docker.sock && exec "$@"`, "sh"}, nil,
+			"chaos run: --cluster docker: no Docker engine reachable"},
+		{"loopback", nil, []string{"--net", "loopback"}, "--cluster: docker needs --net netns"},
+		{"missing image", nil, []string{"--image", "zkchaos/zookeeper:no-such-tag", "--no-build"},
+			"chaos run: --image zkchaos/zookeeper:no-such-tag: no such image on this engine (images are never pulled"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			switch tc.name {
+			case "missing image":
+				chaostest.NeedDocker(t)
+			case "no engine":
+				if _, err := os.Stat("/run/docker.sock"); err != nil {
+					t.Skipf("no /run/docker.sock to hide (%v)", err)
+				}
+			}
+			results := t.TempDir() + "/results"
+			argv := append(append(append([]string(nil), tc.wrap...), chaostest.Binary(t), "run", "--results", results, "--nemesis", "none"), args(tc.args...)...)
+			out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+			first, _, _ := strings.Cut(string(out), "\n")
+			if code := chaostest.ExitOf(err); code != 255 || !strings.Contains(first, tc.first) {
+				t.Errorf("exit %d, first line %q; want 255 and %q\n%s", code, first, tc.first, chaostest.Tail(string(out), 2000))
+			}
+			if _, err := os.Stat(results); err == nil {
+				t.Errorf("refused run made its results folder %s", results)
+			}
+		})
+	}
+}
+
+// TestVerdictsMatchLocal: on containers as on local JVMs, a fenced run
+// under holder pauses is valid and an unfenced one is caught writing
+// twice; both leave nothing of the run behind.
+func TestVerdictsMatchLocal(t *testing.T) {
+	chaostest.NeedDocker(t)
+	results := t.TempDir()
+	for _, tc := range []struct {
+		fencing string
+		code    int
+	}{{"on", 0}, {"off", 1}} {
+		r := chaostest.Run(t, results, args("--name", "fencing-"+tc.fencing, "--nemesis", "pause-holder", "--fencing", tc.fencing, "--seed", "7")...)
+		if r.Code != tc.code {
+			t.Fatalf("--fencing %s: exit %d, want %d\nstdout: %s\nstderr: %s", tc.fencing, r.Code, tc.code, r.Stdout, chaostest.Tail(r.Stderr, 3000))
+		}
+		res := chaostest.ReadResults(t, r.Dir)
+		if tc.code == 1 && !strings.Contains(r.Stdout, "double-writer  false") {
+			t.Errorf("unfenced docker run invalid but not for a double write:\n%s (%+v)", r.Stdout, res)
+		}
+		if tf := chaostest.ReadTest(t, r.Dir); tf.RunID == "" {
+			t.Fatal("test.json has no run id")
+		} else {
+			chaostest.AssertNothingLeft(t, r.Dir)
+			chaostest.AssertNoDockerLeft(t, tf.RunID)
+		}
+	}
+}
+
+// TestServerFaults: pause, kill and partitions of containerised servers,
+// each verified by the backend inside the container and undone with the
+// ensemble whole again, and the fenced run valid.
+func TestServerFaults(t *testing.T) {
+	chaostest.NeedDocker(t)
+	r := chaostest.Run(t, t.TempDir(), "--cluster", "docker", "--time-limit", "35s", "--nemesis-interval", "1s", "--pause", "3s",
+		"--nemesis", "pause-zk-leader,kill-zk,partition-zk-leader", "--fencing", "on", "--seed", "3")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, chaostest.Tail(r.Stderr, 3000))
+	}
+	starts, kinds := 0, map[string]bool{}
+	for _, op := range chaostest.FaultOps(t, r.Dir) {
+		switch op.F {
+		case history.FPause, history.FKill, history.FPartition:
+			starts++
+			kinds[op.F] = true
+		case history.FResume, history.FRestart, history.FHeal, history.FRestore:
+		default:
+			continue
+		}
+		if op.Type != history.OK || !op.Verified {
+			t.Errorf("%s %s, verified %v: %s %s", op.F, op.Type, op.Verified, op.Value.Detail, op.Err)
+		}
+		t.Logf("%s in %s: %s: %s", op.F, op.Took.Round(time.Millisecond), op.Value.Target, op.Value.Detail)
+	}
+	if starts < 3 || len(kinds) < 2 {
+		t.Errorf("%d faults of %d kinds, want at least 3 of 2", starts, len(kinds))
+	}
+	chaostest.AssertNothingLeft(t, r.Dir)
+	chaostest.AssertNoDockerLeft(t, chaostest.ReadTest(t, r.Dir).RunID)
+}
+
+// TestKilledControllerLeavesNothing SIGKILLs the controller while servers
+// are partitioned inside their containers: 2 s later nothing of the run
+// is left (no container, Docker network, namespace, rule or process).
+func TestKilledControllerLeavesNothing(t *testing.T) {
+	chaostest.NeedDocker(t)
+	results := t.TempDir()
+	cmd, _, se := chaostest.Start(t, append([]string{"run", "--results", results, "--name", "killed"},
+		args("--time-limit", "5m", "--pause", "60s", "--nemesis", "partition-zk-halves", "--fencing", "on")...)...)
+	dir := chaostest.WaitForRun(t, results, se, "verified partition", func(d string) bool {
+		e := chaostest.LastNemesis(d)
+		return e != nil && e.F == history.FPartition && e.Type == history.OK && chaostest.Verified(e)
+	})
+	runID := chaostest.ReadTest(t, dir).RunID
+	chaostest.Crash(t, cmd)
+	killed := time.Now()
+	time.Sleep(2 * time.Second)
+	chaostest.AssertNoDockerLeft(t, runID)
+	chaostest.AssertNothingLeft(t, dir)
+	t.Logf("checked 2 s after the kill (%s)", time.Since(killed).Round(time.Millisecond))
+}
