@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
@@ -80,7 +79,7 @@ func (isolateHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	// let the Undo flush whatever rules are in.
 	env.watchSession(watchSpec{Process: w.Process, PID: w.PID, Session: w.Session})
 	eff := &Effect{Value: v, Undo: func(ctx context.Context) (history.Value, error) { return healWorker(ctx, ws, w, v) }}
-	eff.Value.Detail = "servers " + strings.Join(ips, ", ") + ": " + verified
+	eff.Value.Detail = verified
 	if err != nil {
 		return eff, err
 	}
