@@ -2,8 +2,10 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -13,7 +15,7 @@ import (
 
 // Client-side faults (pause-worker, isolate-holder, expire-holder) act on
 // worker processes rather than servers. They need more than Holders: any
-// live worker, its ZooKeeper session and password, and its network. That
+// live worker, its ZooKeeper session and password, and its process. That
 // view is an optional interface of Targets, so a backend that cannot give
 // it (or a test double) still runs the other faults; those faults then
 // fail with ErrNoTarget-like errors instead of guessing.
@@ -38,24 +40,34 @@ type Worker struct {
 	// when the worker did not report one.
 	Session  int64
 	Password []byte
-	// Net is the worker's own network namespace; nil without namespaces.
-	Net WorkerNet
+	// Proc is the worker's OS process; nil when the targets cannot act on
+	// it.
+	Proc WorkerProc
 }
 
-// WorkerNet is a worker's network namespace: the one place where a
-// partition of that worker alone can be made, leaving every other process
-// of the run (and the host) untouched.
-type WorkerNet interface {
-	// Name names the namespace for the history.
+// WorkerProc is a worker's OS process as client-side faults act on it.
+// Every verb verifies its effect from the kernel's side and returns what
+// it verified, in words for the history: the nemesis reads no process or
+// network state itself. Errors callers tell apart wrap sentinels: a
+// worker that is gone (exited; its namespace removed with it) wraps
+// os.ErrProcessDone, a worker that cannot be cut off alone (no network
+// namespace of its own) wraps cluster.ErrUnsupported.
+type WorkerProc interface {
+	// Name names the process for the history ("pid 123", "pid 123 in
+	// namespace zkc3-w5").
 	Name() string
-	// Block drops traffic between the namespace and peers (IPs), both
-	// directions.
-	Block(ctx context.Context, peers ...string) error
-	// Heal removes every block of the namespace.
-	Heal(ctx context.Context) error
-	// Rules lists the blocking rules in effect, one per line, so an
-	// injection or heal is verified from the kernel's side.
-	Rules(ctx context.Context) ([]string, error)
+	// Pause SIGSTOPs the process and verifies it stopped.
+	Pause(ctx context.Context) (verified string, err error)
+	// Resume SIGCONTs the process and verifies it runs; a process that
+	// is gone is nothing left paused, which the result says.
+	Resume(ctx context.Context) (verified string, err error)
+	// Isolate drops traffic between the worker and peers (IPs), both
+	// directions, and verifies the rules are in; some may be in even when
+	// it fails, which Heal undoes.
+	Isolate(ctx context.Context, peers ...string) (verified string, err error)
+	// Heal removes every block of the worker and verifies none is left
+	// (a namespace gone with its worker has none either).
+	Heal(ctx context.Context) (verified string, err error)
 }
 
 // Workers is the optional part of Targets that client-side faults need.
@@ -168,5 +180,9 @@ func serverAddrs(env *Env) ([]string, error) {
 	}
 	return out, nil
 }
+
+// workerGone reports whether err of a WorkerProc says the worker no longer
+// exists, so the fault found no target rather than failed.
+func workerGone(err error) bool { return errors.Is(err, os.ErrProcessDone) }
 
 func sessionHex(id int64) string { return fmt.Sprintf("0x%x", id) }

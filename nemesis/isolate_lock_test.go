@@ -16,6 +16,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/workerproc"
 )
 
 // TestIsolateHealBoundedByXtablesLock: a heal of isolate-holder whose
@@ -62,7 +63,7 @@ func TestIsolateHealBoundedByXtablesLock(t *testing.T) {
 	// The server address only names the rules (the namespace has no
 	// interface but lo); on port 1 nothing answers the session watch.
 	const server = "127.0.0.1"
-	w := Worker{Process: 4, PID: os.Getpid(), Holding: true, Key: "k", Token: 1, Session: 0x42, Net: testNet{host}}
+	w := Worker{Process: 4, PID: os.Getpid(), Holding: true, Key: "k", Token: 1, Session: 0x42, Proc: workerproc.New(os.Getpid(), host)}
 	targets := &oneWorker{w: w}
 	h := history.NewMemory()
 	const bound = 2 * time.Second
@@ -127,14 +128,6 @@ func mustRun(t *testing.T, name string, args ...string) {
 		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
 	}
 }
-
-// testNet is a worker's namespace, as runner/targets.go adapts it.
-type testNet struct{ h *netns.Host }
-
-func (n testNet) Name() string                                     { return n.h.NS }
-func (n testNet) Block(ctx context.Context, peers ...string) error { return n.h.Block(ctx, peers...) }
-func (n testNet) Heal(ctx context.Context) error                   { return n.h.Heal(ctx) }
-func (n testNet) Rules(ctx context.Context) ([]string, error)      { return n.h.Rules(ctx) }
 
 // oneWorker is the fleet's view with one worker holding a lock, which
 // reports its session disconnected as soon as it is cut off.

@@ -37,6 +37,9 @@ type Holder struct {
 	// it is doing its protected work after checking the lock: the moment a
 	// GC pause does the most harm, because the write that follows is stale.
 	InCriticalSection bool
+	// Proc is the holder's OS process, which pause-holder pauses; nil
+	// when the targets cannot act on it.
+	Proc WorkerProc
 }
 
 // Targets is the controller's live view of its workers.

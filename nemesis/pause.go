@@ -6,8 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/proc"
 )
 
 func init() { register("pause-holder", func() Fault { return pauseHolder{} }) }
@@ -18,9 +18,6 @@ func init() { register("pause-holder", func() Fault { return pauseHolder{} }) }
 // paused worker still believes it holds it; then SIGCONT, and the paused
 // worker carries on with whatever it was doing.
 type pauseHolder struct{}
-
-// verifyTimeout bounds the wait for the kernel to show a signal's effect.
-const verifyTimeout = 2 * time.Second
 
 // holderWait is how long pause-holder waits for a holder in its critical
 // section before settling for any holder.
@@ -42,28 +39,38 @@ func (pauseHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	if session != 0 {
 		v.Session = sessionHex(session)
 	}
-	eff := &Effect{Value: v, Undo: resumeUndo(v)}
-	pctx, cancel := context.WithTimeout(ctx, verifyTimeout)
-	err := proc.PauseContext(pctx, h.PID)
-	cancel()
+	if h.Proc == nil {
+		return nil, withTarget(v, fmt.Errorf("%w: %w: the targets give no handle on the holder's process", ErrNoTarget, cluster.ErrUnsupported))
+	}
+	return pauseProc(ctx, env, h.Proc, watchSpec{Process: h.Process, PID: h.PID, Session: session}, v)
+}
+
+// pauseProc pauses p for the fault recorded as v and watches the session
+// in spec while the pause is in effect; the Effect's Undo resumes p. A
+// process gone before the pause is no target.
+func pauseProc(ctx context.Context, env *Env, p WorkerProc, spec watchSpec, v history.Value) (*Effect, error) {
+	verified, err := p.Pause(ctx)
+	if workerGone(err) {
+		return nil, withTarget(v, fmt.Errorf("%w: %w", ErrNoTarget, err))
+	}
+	eff := &Effect{Value: v, Undo: resumeUndo(p, v)}
 	// Even unverified, the SIGSTOP may have landed: watch the session.
-	env.watchSession(watchSpec{Process: h.Process, PID: h.PID, Session: session})
+	env.watchSession(spec)
 	if err != nil {
 		return eff, err
 	}
-	eff.Value.Detail = "process state T in /proc"
+	eff.Value.Detail = verified
 	return eff, nil
 }
 
-// resumeUndo SIGCONTs v's process and verifies it no longer shows stopped.
-func resumeUndo(v history.Value) func(context.Context) (history.Value, error) {
+// resumeUndo resumes p, paused for the fault recorded as v.
+func resumeUndo(p WorkerProc, v history.Value) func(context.Context) (history.Value, error) {
 	return func(ctx context.Context) (history.Value, error) {
-		ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
-		defer cancel()
-		if err := proc.ResumeContext(ctx, v.PID); err != nil {
+		verified, err := p.Resume(ctx)
+		if err != nil {
 			return v, err
 		}
-		v.Detail = "process no longer stopped (or gone)"
+		v.Detail = verified
 		return v, nil
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/zkchaos/zkchaos/store"
 	"github.com/zkchaos/zkchaos/subjects"
 	"github.com/zkchaos/zkchaos/worker"
+	"github.com/zkchaos/zkchaos/workerproc"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
@@ -53,7 +54,10 @@ type live struct {
 	process int
 	p       *worker.Proc
 	host    *netns.Host
-	logf    *os.File
+	// wp is the OS process, for client-side faults: made right after the
+	// start, while p's PID is surely the worker's.
+	wp   *workerproc.Proc
+	logf *os.File
 
 	mu sync.Mutex
 	// session is the session id the worker last reported connected (0
@@ -97,7 +101,7 @@ func (f *fleet) Holders() []nemesis.Holder {
 		s.mu.Lock()
 		if s.phase != workloads.Idle && s.cur != nil {
 			hs = append(hs, nemesis.Holder{Process: s.process, PID: s.cur.p.PID(), Key: s.key,
-				Token: s.token, InCriticalSection: s.phase == workloads.Critical})
+				Token: s.token, InCriticalSection: s.phase == workloads.Critical, Proc: s.cur.wp})
 		}
 		s.mu.Unlock()
 	}
@@ -131,6 +135,7 @@ func (f *fleet) spawn(ctx context.Context, process int) (*live, error) {
 		return nil, fmt.Errorf("start worker process %d: %w", process, err)
 	}
 	p := l.p
+	l.wp = workerproc.New(p.PID(), host)
 	l.sessionEvent(worker.StateConnected, p.Hello().Session, p.Hello().Password)
 	f.mu.Lock()
 	f.all = append(f.all, l)

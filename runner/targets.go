@@ -1,19 +1,16 @@
 package runner
 
 import (
-	"context"
 	"encoding/base64"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/zkchaos/zkchaos/nemesis"
-	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // The fleet's view for client-side faults (nemesis.Workers): every live
-// worker with its session, password and namespace, and the session states
+// worker with its session, password and process handle, and the session states
 // each worker reported, which is how those faults verify their effect
 // from the client's side.
 
@@ -38,13 +35,10 @@ func (f *fleet) Workers() []nemesis.Worker {
 		if l == nil {
 			continue
 		}
-		w.PID = l.p.PID()
+		w.PID, w.Proc = l.p.PID(), l.wp
 		l.mu.Lock()
 		w.Session, w.Password = l.session, l.password
 		l.mu.Unlock()
-		if l.host != nil {
-			w.Net = hostNet{l.host}
-		}
 		ws = append(ws, w)
 	}
 	return ws
@@ -92,22 +86,4 @@ func (l *live) sessionEvent(state, hexID, password string) {
 			l.session, l.password = 0, nil
 		}
 	}
-}
-
-// hostNet is a worker's namespace as the nemesis sees it.
-type hostNet struct{ h *netns.Host }
-
-func (n hostNet) Name() string { return n.h.NS }
-
-func (n hostNet) Block(ctx context.Context, peers ...string) error { return n.h.Block(ctx, peers...) }
-
-func (n hostNet) Heal(ctx context.Context) error { return n.h.Heal(ctx) }
-
-// Rules fails when the namespace is gone (its worker exited and the
-// fleet removed it), which the nemesis reads as "no rules left".
-func (n hostNet) Rules(ctx context.Context) ([]string, error) {
-	if n.h.Gone() {
-		return nil, fmt.Errorf("namespace %s is gone", n.h.NS)
-	}
-	return n.h.Rules(ctx)
 }

@@ -80,7 +80,7 @@ func runAndJudge(t *testing.T, wantCode int, args ...string) string {
 func TestPauseWorker(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	dir := runAndJudge(t, 0, shortRun("pause-worker", "on", "11")...)
-	ops := assertFaults(t, dir, history.FPause, history.FResume, "/status shows stopped", "command line names process")
+	ops := assertFaults(t, dir, history.FPause, history.FResume, "/status shows stopped", "unchanged since spawn")
 	holding := 0
 	for _, op := range ops {
 		if !strings.Contains(op.Value.Target, "holding nothing") {
