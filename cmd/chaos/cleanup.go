@@ -11,8 +11,8 @@ import (
 )
 
 // cmdCleanup removes what earlier runs left behind: processes tagged with
-// a run whose controller is dead, and their network slots. A run in
-// progress is left alone unless --all.
+// a run whose controller is dead, their Docker containers, network slots
+// and Docker networks. A run in progress is left alone unless --all.
 func cmdCleanup(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("chaos cleanup", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
