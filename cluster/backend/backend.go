@@ -126,20 +126,34 @@ type Options struct {
 type Ensemble struct {
 	Cluster cluster.Cluster
 	Net     *netns.Network
+	// netFirst: the network goes before the servers. A local ensemble's
+	// servers live in the network's namespaces, so they stop first; a
+	// docker ensemble's Close removes the Docker network the run's
+	// namespaces are attached to, so they go first.
+	netFirst bool
 }
 
-// Close removes the servers, then the network; each is idempotent.
+// Close removes the servers and the network, in the backend's order; each
+// is idempotent, and an error of one does not keep the other.
 func (e *Ensemble) Close(ctx context.Context) error {
 	var errs []error
+	closeNet := func() {
+		if e.Net != nil {
+			if err := e.Net.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("remove run network: %w", err))
+			}
+		}
+	}
+	if e.netFirst {
+		closeNet()
+	}
 	if e.Cluster != nil {
 		if err := e.Cluster.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop ensemble: %w", err))
 		}
 	}
-	if e.Net != nil {
-		if err := e.Net.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("remove run network: %w", err))
-		}
+	if !e.netFirst {
+		closeNet()
 	}
 	return errors.Join(errs...)
 }
@@ -189,7 +203,7 @@ func openDocker(ctx context.Context, e *Ensemble, o Options) error {
 	if err != nil {
 		return fmt.Errorf("prepare ensemble: %w", err)
 	}
-	e.Cluster = c
+	e.Cluster, e.netFirst = c, true
 	nw := c.Network()
 	n, err := netns.Attach(ctx, o.RunID, o.ControllerPID, nw.Slot, nw.Bridge, docker.FirstHost, o.Logger)
 	if err != nil {
