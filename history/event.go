@@ -57,6 +57,24 @@ const (
 	FFinalRead = "final-read"
 )
 
+// Operation names of the config workload (docs/worker-protocol.md,
+// "Config"): an admin reads the config and updates it by compare-and-set;
+// a client watches it and reports every version it applied.
+const (
+	// FUpdate is an admin's compare-and-set of the config node, based on
+	// the version it read (Value.Expected); ok carries the new Version and
+	// Digest, fail a version mismatch (nothing written).
+	FUpdate = "update"
+	// FReadConfig is an admin's read of the config: Version and Digest.
+	FReadConfig = "read-config"
+	// FWatch starts a client watching the config; ok carries the first
+	// version it applied.
+	FWatch = "watch"
+	// FApplied is recorded (invoke and ok at the same instant) when a
+	// client reports that it applied a version of the config.
+	FApplied = "applied"
+)
+
 // Process identifies a logical process. Workers are numbered from 0; a
 // process that completed an operation with info is retired and its
 // successor gets a fresh number. Nemesis is the nemesis.
@@ -135,6 +153,17 @@ type Value struct {
 	// notification woke that acquire's wait (docs/worker-protocol.md,
 	// "wake-ups"), for the herd checker.
 	Wakeups *int64 `json:"wakeups,omitempty"`
+	// Version is the config workload's znode version: the one an update
+	// produced, a read saw, or a client applied.
+	Version *int64 `json:"version,omitempty"`
+	// Digest identifies the config data of Version (see
+	// docs/worker-protocol.md, "Config"): a client's applied (version,
+	// digest) pair must be one an admin wrote.
+	Digest string `json:"digest,omitempty"`
+	// Expected is the version an update was based on: what the admin
+	// read before it, which a correct compare-and-set passes to setData as
+	// the expected version.
+	Expected *int64 `json:"expected_version,omitempty"`
 }
 
 // Event is one line of history.jsonl.

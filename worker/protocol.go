@@ -24,6 +24,10 @@ type Request struct {
 	// window is the one of seed 000 section 10, after which the worker
 	// writes with a token that is no longer the newest.
 	WorkMS int64 `json:"work_ms,omitempty"`
+	// ExpectedVersion (update only, config workload) is the config
+	// version the admin read; a correct compare-and-set passes it to
+	// setData.
+	ExpectedVersion *int64 `json:"expected_version,omitempty"`
 }
 
 // Response types.
@@ -42,6 +46,9 @@ const (
 	// EventLost reports that the recipe learned it no longer holds the
 	// lock on Key (State says why).
 	EventLost = "lost"
+	// EventApplied (config workload) reports that the client applied
+	// version Version of config Key, whose data has digest Digest.
+	EventApplied = "applied"
 )
 
 // Session states reported in EventSession and EventLost.
@@ -94,5 +101,10 @@ type Message struct {
 	// examine the queue again (docs/worker-protocol.md, "Wake-ups"); the
 	// herd checker compares wake-ups per acquire with the waiters.
 	Wakeups *int64 `json:"wakeups,omitempty"`
+	// Version and Digest (config workload): the config version an update
+	// produced (or, on a failed update, the version found), a read saw or a
+	// client applied, and the digest of its data.
+	Version *int64 `json:"version,omitempty"`
+	Digest  string `json:"digest,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
