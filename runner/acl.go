@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // Seed 000 section 3: the lock parent must exist and be ACL-protected, so
@@ -88,71 +88,66 @@ func (s runSecrets) workerEnv(base []string) []string {
 	return env
 }
 
-// protectLockTree creates root's parents, root and root/key for every key
-// with auth's ACL, then reads each ACL back: a tree that is not protected
-// as intended stops the run before any worker starts. A node that already
-// exists gets the ACL set. "/" itself is ZooKeeper's and is left alone; it
-// only governs deleting the topmost created node, which can never be empty
-// while the keys beneath it are protected.
-func protectLockTree(ctx context.Context, connect, root string, keys []string, auth recipes.Auth, log *slog.Logger) error {
-	if !auth.Enabled() {
-		return errors.New("protect lock tree: no credential")
-	}
+// prepareNodes creates the workload's znodes (parents first) before any
+// worker starts, with their initial data: under --acl on with auth's ACL,
+// read back from the server (a tree that is not protected as intended
+// stops the run), and with every right for everyone under --acl off. A
+// node that already exists gets the ACL set. "/" itself is ZooKeeper's and
+// is left alone; it only governs deleting the topmost created node, which
+// can never be empty while the nodes beneath it are protected.
+func prepareNodes(ctx context.Context, connect string, nodes []workloads.Node, auth recipes.Auth, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, protectTimeout)
 	defer cancel()
 	conn, _, err := zk.Connect(strings.Split(connect, ","), 10*time.Second, zk.WithLogger(zkQuiet{}))
 	if err != nil {
-		return fmt.Errorf("protect lock tree: connect: %w", err)
+		return fmt.Errorf("prepare znodes: connect: %w", err)
 	}
 	defer conn.Close()
 	// go-zookeeper takes no context: closing the connection is what ends
 	// every call still waiting when ctx does.
 	stop := context.AfterFunc(ctx, conn.Close)
 	defer stop()
-	if err := auth.Authenticate(ctx, conn); err != nil {
-		return fmt.Errorf("protect lock tree: %w", err)
-	}
-	paths := lockTree(root, keys)
-	for _, p := range paths {
-		if err := protectNode(conn, p, auth); err != nil {
-			return fmt.Errorf("protect lock tree: %w", err)
+	if auth.Enabled() {
+		if err := auth.Authenticate(ctx, conn); err != nil {
+			return fmt.Errorf("prepare znodes: %w", err)
 		}
 	}
-	log.Info("lock tree protected", "root", root, "nodes", len(paths),
-		"acl", "digest:"+auth.User()+":cdrwa, world:anyone:r")
+	for _, n := range nodes {
+		if err := prepareNode(conn, n, auth); err != nil {
+			return fmt.Errorf("prepare znodes: %w", err)
+		}
+	}
+	acl := "world:anyone:cdrwa (--acl off)"
+	if auth.Enabled() {
+		acl = "digest:" + auth.User() + ":cdrwa, world:anyone:r"
+	}
+	log.Info("workload znodes ready", "nodes", len(nodes), "acl", acl)
 	return nil
 }
 
-// lockTree lists root's ancestors (without "/"), root, and root/key, in
-// the order they must be created.
-func lockTree(root string, keys []string) []string {
-	var paths []string
-	for p := root; p != "/"; p = path.Dir(p) {
-		paths = append(paths, p)
+// prepareNode creates n with auth's ACL (or sets it on an existing n) and
+// checks the ACL the server reports; without auth, n is world-writable.
+func prepareNode(conn *zk.Conn, n workloads.Node, auth recipes.Auth) error {
+	if !auth.Enabled() {
+		_, err := conn.Create(n.Path, n.Data, 0, zk.WorldACL(zk.PermAll))
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create %s: %w", n.Path, err)
+		}
+		return nil
 	}
-	slices.Reverse(paths)
-	for _, k := range keys {
-		paths = append(paths, root+"/"+k)
-	}
-	return paths
-}
-
-// protectNode creates p with auth's ACL (or sets it on an existing p) and
-// checks the ACL the server reports.
-func protectNode(conn *zk.Conn, p string, auth recipes.Auth) error {
-	_, err := conn.Create(p, nil, 0, auth.ACL())
+	_, err := conn.Create(n.Path, n.Data, 0, auth.ACL())
 	if errors.Is(err, zk.ErrNodeExists) {
-		_, err = conn.SetACL(p, auth.ACL(), -1)
+		_, err = conn.SetACL(n.Path, auth.ACL(), -1)
 	}
 	if err != nil {
-		return fmt.Errorf("create %s: %w", p, err)
+		return fmt.Errorf("create %s: %w", n.Path, err)
 	}
-	got, _, err := conn.GetACL(p)
+	got, _, err := conn.GetACL(n.Path)
 	if err != nil {
-		return fmt.Errorf("read back the ACL of %s: %w", p, err)
+		return fmt.Errorf("read back the ACL of %s: %w", n.Path, err)
 	}
 	if want := auth.StoredACL(); !slices.Equal(got, want) {
-		return fmt.Errorf("%s has ACL %v, want %d entries (digest all, world read)", p, aclText(got), len(want))
+		return fmt.Errorf("%s has ACL %v, want %d entries (digest all, world read)", n.Path, aclText(got), len(want))
 	}
 	return nil
 }

@@ -10,11 +10,11 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/linear"
-	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/report"
 	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // CheckOutcome is the checkers' judgement of a stored run.
@@ -40,8 +40,6 @@ type checkOpts struct{ budget time.Duration }
 // over budget is unknown.
 func WithBudget(d time.Duration) CheckOption { return func(o *checkOpts) { o.budget = d } }
 
-// ValidateGate checks a --gate list against the known checkers.
-func ValidateGate(gate []string) error { return suite.ValidateGate(gate) }
 
 // Check reads a run folder exactly as chaos run left it (or as a killed run
 // left it), runs the checkers, and writes results.json and report.html.
@@ -66,10 +64,20 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	if startWall == 0 {
 		startWall = tf.StartWall
 	}
+	if tf.Workload == "" {
+		tf.Workload = workloads.LockName // a run from before --workload
+	}
+	wl, err := tf.NewWorkload()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", run.Path(store.TestFile), err)
+	}
 	if len(gate) == 0 {
 		gate = tf.Gate
 	}
-	if err := suite.ValidateGate(gate); err != nil {
+	if len(gate) == 0 {
+		gate = wl.DefaultGate()
+	}
+	if err := workloads.ValidateGate(wl, gate); err != nil {
 		return nil, err
 	}
 	h, err := history.ReadFile(run.Path(store.HistoryFile))
@@ -97,8 +105,8 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	if err := os.RemoveAll(run.Path(linear.VisualDir)); err != nil {
 		return nil, fmt.Errorf("remove old visualisations: %w", err)
 	}
-	res := suite.RunAll(ctx, checker.Input{History: h.Events, ApplyLog: applyLog, StartWall: startWall,
-		Fencing: tf.Fencing, Dir: run.Dir, Budget: o.budget, Completion: &completion}, gate)
+	res := checker.Run(ctx, checker.Input{History: h.Events, ApplyLog: applyLog, StartWall: startWall,
+		Fencing: tf.Fencing, Dir: run.Dir, Budget: o.budget, Completion: &completion}, gate, wl.Checkers())
 	if err := checker.WriteResults(run.Path(store.ResultsFile), res); err != nil {
 		return nil, err
 	}

@@ -161,9 +161,9 @@ func (f *fleet) removeHost(h *netns.Host) {
 	}
 }
 
-// Event records what a worker says unasked: its hello's session, session
-// changes and lost locks (worker.Handler). Other events are not part of the protocol the
-// lock workload uses and are left out.
+// Event records what a worker says unasked (worker.Handler): its hello's
+// session, session changes, lost locks, applied config versions. Other
+// events are not part of the protocol and are left out.
 func (l *live) Event(m worker.Message) {
 	switch m.Event {
 	case worker.EventHello:
@@ -178,6 +178,8 @@ func (l *live) Event(m worker.Message) {
 	case worker.EventLost:
 		l.f.instant(l.process, history.FLost, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State, Session: m.Session}, m.Error)
 		l.f.lost(l, m.Key)
+	case worker.EventApplied:
+		l.f.instant(l.process, history.FApplied, m.Key, &history.Value{Version: m.Version, Digest: m.Digest, N: m.Value}, m.Error)
 	}
 }
 
@@ -250,11 +252,11 @@ func resultOf(m worker.Message, err error) workloads.Result {
 
 func valueOf(m worker.Message) *history.Value {
 	return &history.Value{Token: m.Token, N: m.Value, Current: m.CurrentToken, Node: m.Node, Session: m.Session,
-		Wakeups: m.Wakeups}
+		Wakeups: m.Wakeups, Version: m.Version, Digest: m.Digest}
 }
 
 // loop is one logical client: critical sections until gen ends.
-func (s *slot) loop(gen context.Context, wl *workloads.Lock, r *rand.Rand) {
+func (s *slot) loop(gen context.Context, wl workloads.Workload, r *rand.Rand) {
 	for gen.Err() == nil {
 		if s.cur == nil {
 			l, err := s.f.spawn(s.f.hardCtx, s.process)
@@ -269,6 +271,16 @@ func (s *slot) loop(gen context.Context, wl *workloads.Lock, r *rand.Rand) {
 		}
 		wl.Step(gen, s, r)
 	}
+}
+
+// Index implements workloads.Client.
+func (s *slot) Index() int { return s.index }
+
+// Process implements workloads.Client: the slot's logical process now.
+func (s *slot) Process() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.process
 }
 
 // SetPhase is the workload telling where it is in the critical section.
@@ -295,13 +307,13 @@ func (s *slot) Do(_ context.Context, op workloads.Op) workloads.Result {
 		return workloads.Result{Type: history.Fail, Error: "no worker process"}
 	}
 	inv := history.Event{Process: history.Process(s.process), Type: history.Invoke, F: op.F, Key: op.Key}
-	if op.Value != nil {
-		inv.Value = &history.Value{N: op.Value}
+	if op.Value != nil || op.Expected != nil {
+		inv.Value = &history.Value{N: op.Value, Expected: op.Expected}
 	}
 	s.f.record(inv)
-	req := worker.Request{F: op.F, Key: op.Key, Value: op.Value}
+	req := worker.Request{F: op.F, Key: op.Key, Value: op.Value, ExpectedVersion: op.Expected}
 	timeout := s.f.cfg.OpTimeout
-	if op.F == history.FAcquire {
+	if op.Timeout > 0 {
 		req.TimeoutMS = op.Timeout.Milliseconds()
 		timeout += op.Timeout
 	}

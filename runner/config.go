@@ -11,19 +11,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/store"
 	"github.com/zkchaos/zkchaos/subjects"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // Config is everything that defines a run; test.json holds it whole, so a
 // run can be repeated from its folder.
 type Config struct {
-	Name            string        `json:"name"`
+	Name string `json:"name"`
+	// Workload is what the clients do (workloads.Names): lock, config.
+	Workload string `json:"workload"`
+	// Admins is how many clients update the config (config workload).
+	Admins          int           `json:"admins,omitempty"`
 	Workers         int           `json:"workers"`
 	Keys            int           `json:"keys"`
 	TimeLimit       time.Duration `json:"time_limit"`
@@ -78,8 +82,10 @@ const (
 
 // Defaults returns the configuration of a plain `chaos run`.
 func Defaults() Config {
-	return Config{
+	c := Config{
 		Name:            "lock",
+		Workload:        workloads.LockName,
+		Admins:          1,
 		Workers:         6,
 		Keys:            3,
 		TimeLimit:       60 * time.Second,
@@ -99,13 +105,24 @@ func Defaults() Config {
 		Recovery:        2 * time.Second,
 		Cluster:         backend.Local,
 		Net:             "auto",
-		Gate:            slices.Clone(suite.DefaultGate),
 		CheckBudget:     DefaultCheckBudget,
 		LockRoot:        "/locks/inventory",
 		ACL:             ACLOn,
 		WorkerLogHead:   1 << 20,
 		WorkerLogTail:   1 << 20,
 	}
+	c.Gate = c.DefaultGate()
+	return c
+}
+
+// DefaultGate is the gate of the run's workload when --gate is not given
+// (nil for an unknown workload, which validation reports).
+func (c Config) DefaultGate() []string {
+	wl, err := c.NewWorkload()
+	if err != nil {
+		return nil
+	}
+	return wl.DefaultGate()
 }
 
 // checkTimeLimit refuses a time limit that cannot hold one whole fault
@@ -152,6 +169,12 @@ func (c Config) NetMode() string {
 		return "loopback"
 	}
 	return "netns"
+}
+
+// NewWorkload builds the run's workload from its settings.
+func (c Config) NewWorkload() (workloads.Workload, error) {
+	return workloads.New(c.Workload, workloads.Settings{Workers: c.Workers, Keys: c.Keys, Hold: c.Hold, Think: c.Think,
+		AcquireTimeout: c.AcquireTimeout, LockRoot: c.LockRoot, SessionTimeout: c.SessionTimeout, Admins: c.Admins})
 }
 
 // Caps is what the run will be able to do, by its backend and network
@@ -227,11 +250,14 @@ func (c Config) Validate() error {
 	if c.PauseFor < 0 {
 		bad("--pause %s: must not be negative", c.PauseFor)
 	}
-	if len(c.Gate) == 0 {
-		bad("--gate is empty: give one or more of %s", strings.Join(suite.Names(), ", "))
-	} else if err := suite.ValidateGate(c.Gate); err != nil {
+	if wl, err := c.NewWorkload(); err != nil {
+		errs = append(errs, fmt.Errorf("--workload: %w", err))
+	} else if len(c.Gate) == 0 {
+		bad("--gate is empty: give one or more of %s", strings.Join(workloads.CheckerNames(wl), ", "))
+	} else if err := workloads.ValidateGate(wl, c.Gate); err != nil {
 		errs = append(errs, fmt.Errorf("--gate: %w", err))
 	}
+
 	if c.TimeLimit > 0 && c.NemesisInterval > 0 && c.PauseFor >= 0 {
 		if err := c.checkTimeLimit(); err != nil {
 			errs = append(errs, err)

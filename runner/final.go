@@ -100,38 +100,48 @@ func (c *controller) restore() {
 	c.log.Info("final phase: everything healed", "detail", detail)
 }
 
-// finalReads is the second half: every logical client reads every key
-// once more, recorded as final-read. The reads go to the register
-// directly, without a token, rather than through the worker protocol,
-// because a worker may read only under the lock: a final read must show
-// what the resource holds whether or not the lock service still grants
-// locks, and a token-less read moves no fence (register/types.go). They
-// come after the recovery time, so a paused worker's stale write that
-// lands late is already in what they read.
-func (c *controller) finalReads() {
-	if c.reg == nil || c.fleet == nil {
+// final is the second half: the workload's last operations (see
+// workloads.Workload.Final), bounded by 30 s, after the recovery time, so
+// that a paused worker's stale write that lands late is already in what
+// they see.
+func (c *controller) final() {
+	if c.fleet == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.hard, 30*time.Second)
 	defer cancel()
-	cl := c.reg.client(3 * time.Second)
-	for _, s := range c.fleet.slots {
-		s.mu.Lock()
-		p := s.process
-		s.mu.Unlock()
-		for _, key := range workloads.KeyNames(c.cfg.Keys) {
-			c.record(history.Event{Process: history.Process(p), Type: history.Invoke, F: history.FFinalRead, Key: key})
-			rep, err := cl.Read(ctx, register.ReadRequest{Key: key, Process: p})
-			switch {
-			case err != nil && register.IsDefinite(err):
-				c.record(history.Event{Process: history.Process(p), Type: history.Fail, F: history.FFinalRead, Key: key, Error: err.Error()})
-			case err != nil:
-				c.record(history.Event{Process: history.Process(p), Type: history.Info, F: history.FFinalRead, Key: key, Error: err.Error()})
-			default:
-				c.record(history.Event{Process: history.Process(p), Type: history.OK, F: history.FFinalRead, Key: key,
-					Value: &history.Value{N: history.Int64(rep.Value), Token: history.Int64(rep.Token)}})
-			}
-		}
+	c.wl.Final(ctx, c)
+}
+
+// Clients implements workloads.End: every slot.
+func (c *controller) Clients() []workloads.Client {
+	out := make([]workloads.Client, len(c.fleet.slots))
+	for i, s := range c.fleet.slots {
+		out[i] = s
+	}
+	return out
+}
+
+// FinalRead implements workloads.End. The read goes to the register
+// directly, without a token, rather than through the worker protocol,
+// because a worker may read only under the lock: a final read must show
+// what the resource holds whether or not the lock service still grants
+// locks, and a token-less read moves no fence (register/types.go).
+func (c *controller) FinalRead(ctx context.Context, cl workloads.Client, key string) {
+	if c.reg == nil {
+		return
+	}
+	p := cl.Process()
+	c.record(history.Event{Process: history.Process(p), Type: history.Invoke, F: history.FFinalRead, Key: key})
+	rep, err := c.reg.client(3*time.Second).Read(ctx, register.ReadRequest{Key: key, Process: p})
+	switch {
+	case err != nil && register.IsDefinite(err):
+		c.record(history.Event{Process: history.Process(p), Type: history.Fail, F: history.FFinalRead, Key: key, Error: err.Error()})
+	case err != nil:
+		c.record(history.Event{Process: history.Process(p), Type: history.Info, F: history.FFinalRead, Key: key, Error: err.Error()})
+	default:
+		c.record(history.Event{Process: history.Process(p), Type: history.OK, F: history.FFinalRead, Key: key,
+			Value: &history.Value{N: history.Int64(rep.Value), Token: history.Int64(rep.Token)}})
 	}
 }
 

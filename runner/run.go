@@ -81,6 +81,10 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	wl, err := cfg.NewWorkload()
+	if err != nil {
+		return nil, err
+	}
 	// What the backend needs of this machine, before anything is made:
 	// a failure here leaves nothing behind.
 	if err := backend.Preflight(hard, cfg.Cluster, cfg.Image, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
@@ -108,7 +112,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	}
 	runCtx, abortRun := context.WithCancelCause(hard)
 	defer abortRun(nil)
-	c := &controller{cfg: cfg, exe: exe, run: run, runID: runID, log: log, jan: jan, hard: hard, t0: t0,
+	c := &controller{cfg: cfg, wl: wl, exe: exe, run: run, runID: runID, log: log, jan: jan, hard: hard, t0: t0,
 		runCtx: runCtx, abortRun: abortRun, watchDone: make(chan struct{}),
 		env:    proc.Env(runID, os.Getpid()),
 		status: store.Status{TimeLimitNS: int64(cfg.TimeLimit), ControllerPID: os.Getpid()}}
@@ -174,6 +178,7 @@ type controller struct {
 	t0    time.Time
 	env   []string
 
+	wl            workloads.Workload
 	ens           *backend.Ensemble
 	net           *netns.Network  // ens.Net: the network the run's own processes join
 	zk            cluster.Cluster // ens.Cluster
@@ -346,10 +351,8 @@ func (c *controller) startServices(ctx context.Context) error {
 	c.ensembleReady = time.Since(zkStart)
 	c.log.Info("ensemble ready", "backend", c.cfg.Cluster, "nodes", c.cfg.Nodes, "connect", zk.ConnectString(),
 		"took", c.ensembleReady.Round(time.Millisecond).String())
-	if sec.zk.Enabled() {
-		if err := protectLockTree(ctx, zk.ConnectString(), c.cfg.LockRoot, workloads.KeyNames(c.cfg.Keys), sec.zk, c.log); err != nil {
-			return err
-		}
+	if err := prepareNodes(ctx, zk.ConnectString(), c.wl.Nodes(), sec.zk, c.log); err != nil {
+		return err
 	}
 	c.fleet = newFleet(c.cfg, c.exe, sec.workerEnv(c.env), zk.ConnectString(), reg.url(), pl, c.run, c.hist, c.log, c.runCtx, c.abort)
 	return nil
@@ -365,8 +368,7 @@ func (c *controller) workload(ctx context.Context) {
 	defer stop()
 	defer context.AfterFunc(c.runCtx, stop)()
 	seed := uint64(c.cfg.Seed)
-	wl := &workloads.Lock{Keys: workloads.KeyNames(c.cfg.Keys), Hold: c.cfg.Hold, Think: c.cfg.Think,
-		AcquireTimeout: c.cfg.AcquireTimeout}
+	wl := c.wl
 
 	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
 		Schedule: nemesis.Schedule{Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
@@ -423,7 +425,7 @@ func (c *controller) workload(ctx context.Context) {
 	}
 	c.log.Info("workload over; recovering", "for", c.cfg.Recovery.String())
 	sleepCtx(c.runCtx, c.cfg.Recovery)
-	c.finalReads()
+	c.final()
 	c.finalState()
 	if c.runCtx.Err() == nil {
 		_ = c.updateStatus(func(s *store.Status) { s.FinalPhase = true })

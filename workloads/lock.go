@@ -1,55 +1,17 @@
-// Package workloads says what the clients of a run ask for. A workload
-// drives a Client (the controller's view of one logical process) through
-// operations; it neither records history nor knows about processes, which
-// is the controller's job.
 package workloads
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path"
+	"slices"
 	"time"
 
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/history"
 )
-
-// Op is one operation to perform.
-type Op struct {
-	F       string
-	Key     string
-	Value   *int64        // write: the value to write
-	Timeout time.Duration // acquire: how long to wait for the lock
-	Work    time.Duration // write: the holder's work between its check and its write
-}
-
-// Result is an operation's completion as the controller recorded it.
-type Result struct {
-	Type  history.Type // ok, fail or info
-	Value *history.Value
-	Error string
-}
-
-// Phase is where a client is in its critical section; the nemesis uses it
-// to aim at the moment a pause does the most harm.
-type Phase int
-
-// Phases of the lock workload.
-const (
-	Idle Phase = iota
-	Holding
-	// Critical: the write is under way and the worker is doing its
-	// protected work, having checked the lock: a pause now makes the write
-	// that follows stale.
-	Critical
-)
-
-// Client performs operations for one logical process. Do records the
-// invocation and completion; a completion of type info retires the process
-// (the next Do runs on a fresh one).
-type Client interface {
-	Do(ctx context.Context, op Op) Result
-	SetPhase(phase Phase, key string, token int64)
-}
 
 // Lock is the lock workload of the design: K keys, each lock guarding the
 // register key of the same name; a critical section is acquire, read,
@@ -62,7 +24,55 @@ type Lock struct {
 	Hold           time.Duration
 	Think          time.Duration
 	AcquireTimeout time.Duration
+	// Root is the persistent parent of the locks (--lock-root).
+	Root string
 }
+
+func init() {
+	register(LockName, func(s Settings) (Workload, error) {
+		return &Lock{Keys: KeyNames(s.Keys), Hold: s.Hold, Think: s.Think, AcquireTimeout: s.AcquireTimeout, Root: s.LockRoot}, nil
+	})
+}
+
+// LockName is the lock workload's --workload value, the default.
+const LockName = "lock"
+
+// Name implements Workload.
+func (l *Lock) Name() string { return LockName }
+
+// Nodes are the lock root (with its parents) and one node per key, which
+// the controller creates protected before any worker starts (seed 000
+// section 3: the parent must exist and be ACL-protected).
+func (l *Lock) Nodes() []Node {
+	var ns []Node
+	for p := l.Root; p != "/" && p != "."; p = path.Dir(p) {
+		ns = append(ns, Node{Path: p})
+	}
+	slices.Reverse(ns)
+	for _, k := range l.Keys {
+		ns = append(ns, Node{Path: path.Join(l.Root, k)})
+	}
+	return ns
+}
+
+// Final has every client read every key from the register once more
+// (final-read), after every fault was undone: what the run ended with.
+func (l *Lock) Final(ctx context.Context, e End) {
+	for _, c := range e.Clients() {
+		for _, k := range l.Keys {
+			e.FinalRead(ctx, c, k)
+		}
+	}
+}
+
+// Checkers are the lock's: the resource's (double-writer, wrong-token,
+// register), the lock's own (liveness, grant-overlap, token-order, herd,
+// mutex) and the run's numbers, with integrity first.
+func (l *Lock) Checkers() []checker.Checker { return suite.All() }
+
+// DefaultGate is the resource checkers' answer to "was my data
+// corrupted?" (see suite.DefaultGate).
+func (l *Lock) DefaultGate() []string { return slices.Clone(suite.DefaultGate) }
 
 // KeyNames are the keys SKU-1..SKU-k; the lock of SKU-i is
 // <root>/SKU-i, as in the seed's /locks/inventory/SKU-1.
@@ -111,15 +121,3 @@ func (l *Lock) Step(ctx context.Context, c Client, r *rand.Rand) {
 }
 
 func (l *Lock) think(ctx context.Context) { sleep(ctx, l.Think) }
-
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}

@@ -26,7 +26,7 @@ func cmdCheck(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: chaos check [--gate LIST] [--check-budget D] RUN-DIR")
 		fs.PrintDefaults()
 	}
-	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate): "+strings.Join(suite.Names(), ", "))
+	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate); the lock workload's: "+strings.Join(suite.Names(), ", "))
 	budget := fs.Duration("check-budget", runner.DefaultCheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	// Accept the run folder before or after the flags.
 	var dir string

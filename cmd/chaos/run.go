@@ -14,6 +14,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/runner"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // Exit codes: Jepsen's, so CI systems can gate on them.
@@ -55,8 +56,10 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.StringVar(&cfg.Cluster, "cluster", cfg.Cluster, "where the ensemble runs: local (JVMs on this machine) or docker (containers; needs --net netns)")
 	fs.StringVar(&cfg.Image, "image", "", "with --cluster docker: the server image (default: the tag `chaos image build` makes here; never pulled)")
 	fs.BoolVar(&cfg.NoBuild, "no-build", false, "with --cluster docker: fail instead of building a missing ZooKeeper image")
-	gate := fs.String("gate", strings.Join(cfg.Gate, ","), "checkers that decide the verdict (all run and are reported): "+
-		strings.Join(suite.Names(), ", "))
+	fs.StringVar(&cfg.Workload, "workload", cfg.Workload, "what the clients do: "+strings.Join(workloads.Names(), ", "))
+	fs.IntVar(&cfg.Admins, "admins", cfg.Admins, "config workload: how many clients update the config (the others watch it)")
+	gate := fs.String("gate", "", "checkers that decide the verdict (all run and are reported; default: the workload's gate, for lock "+
+		strings.Join(cfg.Gate, ",")+"); lock: "+strings.Join(suite.Names(), ", "))
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
 	fs.StringVar(&cfg.ACL, "acl", cfg.ACL, "on: the controller creates the lock root and keys with a digest ACL and workers authenticate; off: world-writable")
@@ -68,6 +71,9 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	}
 	cfg.Nemesis = splitList(*nem)
 	cfg.Gate = splitList(*gate)
+	if !gateSet(fs) {
+		cfg.Gate = cfg.DefaultGate()
+	}
 	if *seed == "" {
 		cfg.Seed = time.Now().UnixNano() & (1<<53 - 1)
 	} else {

@@ -1,0 +1,143 @@
+package workloads
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/integrity"
+	configcheck "github.com/zkchaos/zkchaos/checker/config"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// ConfigName is the config workload's --workload value.
+const ConfigName = "config"
+
+// ConfigKey is the one config of the workload, the znode ConfigRoot/app.
+const (
+	ConfigRoot = "/config"
+	ConfigKey  = "app"
+)
+
+// Config is the configuration-notification workload of seed section 18:
+// the first Admins clients update ConfigRoot/ConfigKey by compare-and-set
+// (read the version, setData with it as the expected version); every
+// other client watches it, re-reads data and Stat on every notification,
+// and reports each version it applied (an applied event, with the data's
+// digest). Its checkers ask what a config client's user asks: did every
+// client see only versions that were written, never going back, and end
+// on the last one; and did the admins lose an update.
+type Config struct {
+	Admins         int
+	Think          time.Duration
+	SessionTimeout time.Duration
+
+	next atomic.Int64 // the values the admins write, unique in the run
+
+	mu sync.Mutex
+	// watching is, per client index, the process that answered its watch:
+	// a retired process's successor must watch again.
+	watching map[int]int
+}
+
+func init() {
+	register(ConfigName, func(s Settings) (Workload, error) {
+		if s.Admins < 1 || s.Admins >= s.Workers {
+			return nil, errAdmins(s)
+		}
+		return &Config{Admins: s.Admins, Think: s.Think, SessionTimeout: s.SessionTimeout, watching: map[int]int{}}, nil
+	})
+}
+
+// Name implements Workload.
+func (w *Config) Name() string { return ConfigName }
+
+// InitialData is version 0 of the config, which the controller writes: the
+// admins' data format (docs/worker-protocol.md, "Config").
+var InitialData = []byte("n=0\n")
+
+// Nodes are the config's parent and the config itself at version 0.
+func (w *Config) Nodes() []Node {
+	return []Node{{Path: ConfigRoot}, {Path: ConfigRoot + "/" + ConfigKey, Data: InitialData}}
+}
+
+// Step is one update for an admin, and for a watcher a watch on a process
+// that has none yet, else a short wait: what a watcher does between
+// notifications the worker reports on its own (applied events).
+func (w *Config) Step(ctx context.Context, c Client, _ *rand.Rand) {
+	if c.Index() < w.Admins {
+		w.update(ctx, c)
+		sleep(ctx, w.Think)
+		return
+	}
+	if !w.ensureWatching(ctx, c) {
+		sleep(ctx, w.Think)
+		return
+	}
+	sleep(ctx, 100*time.Millisecond)
+}
+
+// update reads the config and writes a new value based on the version
+// read; it reports whether the update succeeded.
+func (w *Config) update(ctx context.Context, c Client) bool {
+	rd := c.Do(ctx, Op{F: history.FReadConfig, Key: ConfigKey})
+	if rd.Type != history.OK || rd.Value == nil || rd.Value.Version == nil {
+		return false
+	}
+	v := w.next.Add(1)
+	up := c.Do(ctx, Op{F: history.FUpdate, Key: ConfigKey, Value: &v, Expected: history.Int64(*rd.Value.Version)})
+	return up.Type == history.OK
+}
+
+// ensureWatching sends a watch when the client's current process has not
+// answered one; it reports whether the client is watching.
+func (w *Config) ensureWatching(ctx context.Context, c Client) bool {
+	p := c.Process()
+	w.mu.Lock()
+	got, ok := w.watching[c.Index()]
+	w.mu.Unlock()
+	if ok && got == p {
+		return true
+	}
+	res := c.Do(ctx, Op{F: history.FWatch, Key: ConfigKey})
+	if res.Type != history.OK {
+		return false
+	}
+	w.mu.Lock()
+	w.watching[c.Index()] = p
+	w.mu.Unlock()
+	return true
+}
+
+// ConvergenceBound is how long after the final version's write every live
+// client must have applied it: two session timeouts (a client cut off
+// when it was written learns of it after its session moves or expires)
+// plus a second for the re-read.
+func (w *Config) ConvergenceBound() time.Duration { return 2*w.SessionTimeout + time.Second }
+
+// Final makes sure every watcher watches on its current process, has the
+// first admin write one final version (retrying a failed compare-and-set,
+// as an operator would), and waits ConvergenceBound for the clients to
+// apply it.
+func (w *Config) Final(ctx context.Context, e End) {
+	cs := e.Clients()
+	for _, c := range cs[w.Admins:] {
+		w.ensureWatching(ctx, c)
+	}
+	for ctx.Err() == nil && !w.update(ctx, cs[0]) {
+		sleep(ctx, 100*time.Millisecond)
+	}
+	sleep(ctx, w.ConvergenceBound())
+}
+
+// Checkers are integrity and the config checkers.
+func (w *Config) Checkers() []checker.Checker {
+	return append([]checker.Checker{{Name: integrity.Name, Check: integrity.Check, Always: true}}, configcheck.All()...)
+}
+
+// DefaultGate is every config checker: each answers a question the user
+// of a config client has.
+func (w *Config) DefaultGate() []string { return append([]string(nil), configcheck.DefaultGate...) }

@@ -1,0 +1,191 @@
+// Package workloads says what the clients of a run do (--workload): each
+// workload drives Clients (the controller's view of its logical
+// processes) through operations, tells the nemesis where a client is
+// (Phase), names the znodes it needs, ends the run its own way (Final) and
+// names the checkers that judge it. It neither records history nor knows
+// about processes, which is the controller's job; the runner knows
+// workloads only through the Workload interface.
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// Workload is one kind of client work a run tests.
+type Workload interface {
+	// Name is the --workload value.
+	Name() string
+	// Nodes are the znodes the controller creates before any client
+	// starts (parents first), protected with the run's ACL under --acl on.
+	Nodes() []Node
+	// Step runs one unit of a client's work; the runner calls it in a
+	// loop until the workload's time is up. It returns early after an info
+	// completion (the process that performed it is retired).
+	Step(ctx context.Context, c Client, r *rand.Rand)
+	// Final runs after every fault was undone and the recovery time has
+	// passed: the workload's last operations, so its checkers see the end
+	// state (the lock: every key read from the register; config: one
+	// last version, and the time for clients to apply it).
+	Final(ctx context.Context, e End)
+	// Checkers judge the run (integrity first); DefaultGate names those
+	// that decide the verdict when --gate is not given.
+	Checkers() []checker.Checker
+	DefaultGate() []string
+}
+
+// Node is a znode a workload needs, with its initial data.
+type Node struct {
+	Path string
+	Data []byte
+}
+
+// Op is one operation to perform.
+type Op struct {
+	F     string
+	Key   string
+	Value *int64 // write, update: the value to write
+	// Timeout bounds how long the worker may wait (acquire: for the
+	// lock); the controller allows it on top of the operation timeout.
+	Timeout time.Duration
+	Work    time.Duration // write: the holder's work between its check and its write
+	// Expected is the version an update is based on (config).
+	Expected *int64
+}
+
+// Result is an operation's completion as the controller recorded it.
+type Result struct {
+	Type  history.Type // ok, fail or info
+	Value *history.Value
+	Error string
+}
+
+// Phase is where a client is in its critical section; the nemesis uses it
+// to aim at the moment a pause does the most harm. A workload without a
+// critical section (config) leaves every client Idle.
+type Phase int
+
+// Phases.
+const (
+	Idle Phase = iota
+	// Holding: the client holds a privilege (a lock) under a token.
+	Holding
+	// Critical: the write is under way and the worker is doing its
+	// protected work, having checked the lock: a pause now makes the write
+	// that follows stale.
+	Critical
+)
+
+// Client performs operations for one logical client. Do records the
+// invocation and completion; a completion of type info retires the
+// process (the next Do runs on a fresh one, with a new Process number).
+type Client interface {
+	Do(ctx context.Context, op Op) Result
+	SetPhase(phase Phase, key string, token int64)
+	// Index is the client's place among the run's clients (0..workers-1),
+	// which a workload with roles (config's admins) decides them by.
+	Index() int
+	// Process is the logical process the next Do runs on.
+	Process() int
+}
+
+// End is what a workload's Final may use besides its clients.
+type End interface {
+	Clients() []Client
+	// FinalRead reads key from the register directly, without a token
+	// (register/types.go), and records it as client c's final-read.
+	FinalRead(ctx context.Context, c Client, key string)
+}
+
+// Settings are the run's flags a workload is built from; each workload
+// takes the ones it uses.
+type Settings struct {
+	Workers        int
+	Keys           int
+	Hold           time.Duration
+	Think          time.Duration
+	AcquireTimeout time.Duration
+	LockRoot       string
+	SessionTimeout time.Duration
+	// Admins is how many clients update the config (config workload).
+	Admins int
+}
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]func(Settings) (Workload, error){}
+)
+
+// register adds a workload under its --workload name; each workload's
+// file calls it from init.
+func register(name string, mk func(Settings) (Workload, error)) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	registry[name] = mk
+}
+
+// Names lists the --workload values, sorted.
+func Names() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	var out []string
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New builds the named workload.
+func New(name string, s Settings) (Workload, error) {
+	regMu.Lock()
+	mk := registry[name]
+	regMu.Unlock()
+	if mk == nil {
+		return nil, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return mk(s)
+}
+
+// CheckerNames lists the names of w's checkers, the names its gate may
+// use.
+func CheckerNames(w Workload) []string {
+	var out []string
+	for _, c := range w.Checkers() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// ValidateGate rejects a gate naming a checker w does not have.
+func ValidateGate(w Workload, gate []string) error {
+	if err := checker.ValidateGate(gate, w.Checkers()); err != nil {
+		return fmt.Errorf("%w (the %s workload's checkers: %s)", err, w.Name(), strings.Join(CheckerNames(w), ", "))
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func errAdmins(s Settings) error {
+	return fmt.Errorf("--admins %d: must be 1..%d with --workers %d (at least one client must watch)", s.Admins, max(s.Workers-1, 1), s.Workers)
+}
