@@ -229,9 +229,10 @@ func Earliest(cur *int64, t int64) *int64 {
 // IsInstant reports whether f is recorded as an instant operation (an
 // invoke and an ok at once) that its process may report while it has a
 // real operation in flight, so it pairs on its own: a worker's session,
-// lost and late events, and the nemesis' session-gone observations.
+// lost, late and applied events, and the nemesis' session-gone
+// observations.
 func IsInstant(f string) bool {
-	return f == history.FSession || f == history.FLost || f == history.FLate || f == history.FSessionGone
+	return f == history.FSession || f == history.FLost || f == history.FLate || f == history.FSessionGone || f == history.FApplied
 }
 
 // Seconds writes a run-clock time (ns) for messages: 12.345s.

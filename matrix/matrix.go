@@ -36,6 +36,8 @@ type Cell struct {
 	Smoke bool
 	// Cluster is the cell's --cluster backend; "" is local.
 	Cluster string
+	// Workload is the cell's --workload; "" is lock.
+	Workload string
 }
 
 // Name is recipe/nemesis/fencing, the handle --cells matches.
@@ -45,6 +47,9 @@ func (c Cell) Name() string {
 		subject = c.Label
 	}
 	n := fmt.Sprintf("%s/%s/fencing-%s", subject, strings.Join(c.Nemesis, "+"), c.Fencing)
+	if c.Workload != "" {
+		n = c.Workload + ":" + n
+	}
 	if c.Variant != "" {
 		n += "/" + c.Variant
 	}
@@ -60,6 +65,9 @@ func (c Cell) RunArgs(seed int64) []string {
 		"--fencing", c.Fencing, "--seed", fmt.Sprint(seed)}
 	if c.Cluster != "" {
 		args = append(args, "--cluster", c.Cluster)
+	}
+	if c.Workload != "" {
+		args = append(args, "--workload", c.Workload)
 	}
 	return append(args, c.Args...)
 }

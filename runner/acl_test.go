@@ -16,6 +16,7 @@ import (
 	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 func TestRunSecrets(t *testing.T) {
@@ -79,7 +80,8 @@ func TestProtectLockTree(t *testing.T) {
 	if _, err := anon.Create("/locks", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	if err := protectLockTree(ctx, c.ConnectString(), root, []string{"SKU-1", "SKU-2"}, sec.zk, log); err != nil {
+	wl := &workloads.Lock{Keys: []string{"SKU-1", "SKU-2"}, Root: root}
+	if err := prepareNodes(ctx, c.ConnectString(), wl.Nodes(), sec.zk, log); err != nil {
 		t.Fatal(err)
 	}
 

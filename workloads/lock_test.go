@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ func (s *scripted) Do(_ context.Context, op Op) Result {
 }
 
 func (s *scripted) SetPhase(p Phase, _ string, _ int64) { s.phases = append(s.phases, p) }
+func (s *scripted) Index() int                          { return 0 }
+func (s *scripted) Process() int                        { return 0 }
 
 func okWith(v *history.Value) Result { return Result{Type: history.OK, Value: v} }
 
@@ -91,5 +94,42 @@ func TestKeyNames(t *testing.T) {
 	k := KeyNames(3)
 	if len(k) != 3 || k[0] != "SKU-1" || k[2] != "SKU-3" {
 		t.Errorf("KeyNames(3) = %v", k)
+	}
+}
+
+// TestLockNodes: the lock root's parents, the root and one node per key,
+// parents first, as the controller must create them.
+func TestLockNodes(t *testing.T) {
+	l := &Lock{Keys: KeyNames(2), Root: "/locks/inventory"}
+	var got []string
+	for _, n := range l.Nodes() {
+		got = append(got, n.Path)
+	}
+	want := []string{"/locks", "/locks/inventory", "/locks/inventory/SKU-1", "/locks/inventory/SKU-2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("nodes %v, want %v", got, want)
+	}
+}
+
+// TestRegistry: every workload is built by name, an unknown one is refused
+// naming the known ones, and each gate names only its own checkers.
+func TestRegistry(t *testing.T) {
+	if got := strings.Join(Names(), ","); got != "config,lock" {
+		t.Errorf("names %s", got)
+	}
+	if _, err := New("election-2", Settings{}); err == nil || !strings.Contains(err.Error(), "known: config, lock") {
+		t.Errorf("unknown workload: %v", err)
+	}
+	if _, err := New(ConfigName, Settings{Workers: 3, Admins: 3}); err == nil || !strings.Contains(err.Error(), "--admins 3") {
+		t.Errorf("config with no watcher: %v", err)
+	}
+	for _, name := range Names() {
+		w, err := New(name, Settings{Workers: 6, Admins: 1, Keys: 1, LockRoot: "/l"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ValidateGate(w, w.DefaultGate()); err != nil {
+			t.Errorf("%s: its own default gate: %v", name, err)
+		}
 	}
 }
