@@ -48,7 +48,10 @@ type CASDetails struct {
 	UnknownUpdates int `json:"unknown_updates"`
 	// Unjudged counts ok updates without a new version or an expected
 	// one: the checker cannot say whether they were compare-and-sets.
-	Unjudged             int            `json:"unjudged,omitempty"`
+	Unjudged int `json:"unjudged,omitempty"`
+	// Initial counts ok updates that produced version 0: the initial
+	// config's creation (setData never produces it), not judged.
+	Initial              int            `json:"initial,omitempty"`
 	Violations           []CASViolation `json:"violations"`
 	ViolationCount       int            `json:"violation_count"`
 	ViolationsOmitted    int            `json:"violations_omitted,omitempty"`
@@ -73,6 +76,10 @@ func CheckCAS(ctx context.Context, in checker.Input) checker.Result {
 			d.UnknownUpdates++
 		case o.Type == history.OK:
 			d.OKUpdates++
+			if ver, _, ok := written(o); ok && ver == 0 {
+				d.Initial++ // the node's creation, should it be recorded as an update
+				continue
+			}
 			if _, _, ok := written(o); !ok || expectedOf(o) == nil {
 				d.Unjudged++
 				continue

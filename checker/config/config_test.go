@@ -228,6 +228,14 @@ func TestCASUnjudged(t *testing.T) {
 	if r := run(t, CheckCAS, b, &d); r.Valid != checker.Unknown || d.Unjudged != 1 {
 		t.Fatalf("unjudged ok update: %v %+v", r.Valid, d)
 	}
+	// The initial config, were it recorded as an ok update of version 0,
+	// is not judged.
+	b = clean()
+	b.Add(5030, 2, history.Invoke, history.FUpdate, key, &history.Value{N: history.Int64(0)}, "")
+	b.Add(5040, 2, history.OK, history.FUpdate, key, checktest.ConfigV(0, d0), "")
+	if r := run(t, CheckCAS, b, &d); r.Valid != checker.Valid || d.Initial != 1 {
+		t.Fatalf("initial config as an update: %v %s %+v", r.Valid, r.Error, d)
+	}
 	// No update at all: nothing to judge, and nothing wrong.
 	b = &checktest.Timeline{}
 	b.Watch(0, 1, 10, key, 0, d0)
