@@ -49,6 +49,12 @@ type Input struct {
 	// Completion says whether the run finished; nil means not judged (a
 	// hand-made history). runner.Check always sets it.
 	Completion *Completion
+	// SessionTimeout is the ZooKeeper session timeout the workers asked
+	// for (test.json): the config workload's convergence bound derives
+	// from it, since a client cut off for up to two session timeouts may
+	// rightly not have seen a change yet. Zero means not known; a checker
+	// that needs it is then unknown.
+	SessionTimeout time.Duration
 }
 
 // DefaultMaxViolations is the evidence kept when Input.MaxViolations is 0.
@@ -229,10 +235,12 @@ func Earliest(cur *int64, t int64) *int64 {
 // IsInstant reports whether f is recorded as an instant operation (an
 // invoke and an ok at once) that its process may report while it has a
 // real operation in flight, so it pairs on its own: a worker's session,
-// lost, late and applied events, and the nemesis' session-gone
-// observations.
+// lost and late events, the nemesis' session-gone observations, and a
+// config client's applied events (its watch fires whenever the config
+// changes, whatever it is doing).
 func IsInstant(f string) bool {
-	return f == history.FSession || f == history.FLost || f == history.FLate || f == history.FSessionGone || f == history.FApplied
+	return f == history.FSession || f == history.FLost || f == history.FLate || f == history.FSessionGone ||
+		f == history.FApplied
 }
 
 // Seconds writes a run-clock time (ns) for messages: 12.345s.

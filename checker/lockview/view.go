@@ -1,8 +1,9 @@
 // Package lockview is the history of the lock workload as the exact lock
 // checkers read it: worker operations with their invocation and
 // completion paired, the instant events (session, lost, late) apart, and
-// the nemesis' fault windows. It is shared by checker/lock and
-// checker/fence, so that both read the history the same way.
+// the nemesis' fault windows. It is shared by checker/lock,
+// checker/fence and checker/config (whose workload pairs the same way),
+// so that all read the history the same way.
 package lockview
 
 import (
@@ -21,10 +22,14 @@ type Op struct {
 	Invoke  int64 // run clock, ns
 	// Done is the completion time; Type is "" when the history ends before
 	// the completion (an open operation, which Jepsen reads as info).
-	Done  int64
-	Type  history.Type
-	Value *history.Value
-	Error string
+	Done int64
+	Type history.Type
+	// Value is the completion's value, the invocation's while the
+	// completion has none; Invoked is always the invocation's (an
+	// operation's arguments, such as an update's expected version).
+	Value   *history.Value
+	Invoked *history.Value
+	Error   string
 	// Index is the completion's index in the history (the invocation's
 	// while there is none), to point at the evidence.
 	Index int64
@@ -37,6 +42,8 @@ type Instant struct {
 	Key     string
 	Time    int64
 	Value   *history.Value
+	// Index is the event's index in the history.
+	Index int64
 }
 
 // Gone is the nemesis' observation that a worker's session no longer
@@ -76,13 +83,13 @@ func Of(h []history.Event) View {
 		}
 		if checker.IsInstant(e.F) {
 			if e.Type == history.OK {
-				v.Instants = append(v.Instants, Instant{Process: e.Process, F: e.F, Key: e.Key, Time: e.Time, Value: e.Value})
+				v.Instants = append(v.Instants, Instant{Process: e.Process, F: e.F, Key: e.Key, Time: e.Time, Value: e.Value, Index: e.Index})
 			}
 			continue
 		}
 		if e.Type == history.Invoke {
 			open[e.Process] = len(v.Ops)
-			v.Ops = append(v.Ops, Op{Process: e.Process, F: e.F, Key: e.Key, Invoke: e.Time, Value: e.Value, Index: e.Index})
+			v.Ops = append(v.Ops, Op{Process: e.Process, F: e.F, Key: e.Key, Invoke: e.Time, Value: e.Value, Invoked: e.Value, Index: e.Index})
 			continue
 		}
 		i, ok := open[e.Process]
