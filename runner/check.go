@@ -106,7 +106,7 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 		return nil, fmt.Errorf("remove old visualisations: %w", err)
 	}
 	res := checker.Run(ctx, checker.Input{History: h.Events, ApplyLog: applyLog, StartWall: startWall,
-		Fencing: tf.Fencing, Dir: run.Dir, Budget: o.budget, Completion: &completion}, gate, wl.Checkers())
+		Fencing: tf.Fencing, SessionTimeout: tf.SessionTimeout, Dir: run.Dir, Budget: o.budget, Completion: &completion}, gate, wl.Checkers())
 	if err := checker.WriteResults(run.Path(store.ResultsFile), res); err != nil {
 		return nil, err
 	}

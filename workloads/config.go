@@ -57,7 +57,7 @@ func (w *Config) Name() string { return ConfigName }
 
 // InitialData is version 0 of the config, which the controller writes: the
 // admins' data format (docs/worker-protocol.md, "Config").
-var InitialData = []byte("n=0\n")
+var InitialData = configcheck.UpdateData(0)
 
 // Nodes are the config's parent and the config itself at version 0.
 func (w *Config) Nodes() []Node {
