@@ -3,6 +3,10 @@
 // the worker only ever asks it "may I do protected work now" (Held) right
 // before touching the register, so a recipe's bugs show up as register
 // writes from two holders, never hidden by extra checks in the worker.
+//
+// The config workload's clients (ConfigClient, config.go) live here too:
+// they share the session plumbing (session events, the captured password,
+// credentials) and are chosen by name from their own registry.
 package recipes
 
 import (

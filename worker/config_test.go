@@ -25,9 +25,12 @@ func TestConfigData(t *testing.T) {
 	if n, ok := ParseConfigData(ConfigData(42)); !ok || n != 42 {
 		t.Fatalf("round trip: %d %v", n, ok)
 	}
-	// sha256("n=0\n") begins 2f5b0ea2...; the digest is its first 16 hex digits.
-	if d := ConfigDigest(ConfigData(0)); len(d) != 16 || d == ConfigDigest(ConfigData(1)) {
-		t.Fatalf("digest %q", d)
+	// The values docs/worker-protocol.md gives (printf 'n=0\n' | sha256sum).
+	if d := ConfigDigest(ConfigData(0)); d != "3574b3ebe3573588" {
+		t.Fatalf("digest of version 0 data = %q", d)
+	}
+	if d := ConfigDigest(ConfigData(17)); d != "dd163237d55eb8e5" {
+		t.Fatalf("digest of n=17 = %q", d)
 	}
 	if d := ConfigDigest([]byte("abc")); d != "ba7816bf8f01cfea" {
 		t.Fatalf("digest of abc = %s, want ba7816bf8f01cfea (sha256 prefix)", d)
