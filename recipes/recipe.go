@@ -3,6 +3,10 @@
 // the worker only ever asks it "may I do protected work now" (Held) right
 // before touching the register, so a recipe's bugs show up as register
 // writes from two holders, never hidden by extra checks in the worker.
+//
+// The config workload's clients (ConfigClient, config.go) live here too:
+// they share the session plumbing (session events, the captured password,
+// credentials) and are chosen by name from their own registry.
 package recipes
 
 import (
@@ -134,41 +138,81 @@ const DefaultRoot = "/locks/inventory"
 // Factory builds a recipe from its configuration.
 type Factory func(Config) (Lock, error)
 
-var (
-	registryMu sync.Mutex
-	registry   = map[string]Factory{}
-)
+// lockRecipes are the lock workload's recipes, by name.
+var lockRecipes = newRegistry[Factory]("recipe")
 
 // Register makes a recipe available to New by name; recipes call it from
 // init so adding one is adding one file.
-func Register(name string, f Factory) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[name]; dup {
-		panic("recipes: duplicate recipe " + name)
-	}
-	registry[name] = f
-}
+func Register(name string, f Factory) { lockRecipes.add(name, f) }
 
 // Names lists the registered recipes, sorted.
-func Names() []string {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	names := make([]string, 0, len(registry))
-	for n := range registry {
+func Names() []string { return lockRecipes.names() }
+
+// New builds the recipe registered as name.
+func New(name string, cfg Config) (Lock, error) {
+	f, err := lockRecipes.get(name)
+	if err != nil {
+		return nil, err
+	}
+	return f(cfg)
+}
+
+// Workloads a built-in recipe serves (`chaos worker --workload`): each
+// has its own recipes, and the same name (seed) may mean a recipe of each.
+const (
+	WorkloadLock   = "lock"
+	WorkloadConfig = "config"
+)
+
+// NamesFor lists the recipes of workload ("" is the lock workload).
+func NamesFor(workload string) ([]string, error) {
+	switch workload {
+	case "", WorkloadLock:
+		return Names(), nil
+	case WorkloadConfig:
+		return ConfigNames(), nil
+	}
+	return nil, fmt.Errorf("unknown workload %q (known: %s, %s)", workload, WorkloadLock, WorkloadConfig)
+}
+
+// registry maps names to the factories of one workload's recipes; recipes
+// fill it from init.
+type registry[F any] struct {
+	what string
+	mu   sync.Mutex
+	m    map[string]F
+}
+
+func newRegistry[F any](what string) *registry[F] {
+	return &registry[F]{what: what, m: map[string]F{}}
+}
+
+func (r *registry[F]) add(name string, f F) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.m[name]; dup {
+		panic("recipes: duplicate " + r.what + " " + name)
+	}
+	r.m[name] = f
+}
+
+func (r *registry[F]) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.m))
+	for n := range r.m {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names
 }
 
-// New builds the recipe registered as name.
-func New(name string, cfg Config) (Lock, error) {
-	registryMu.Lock()
-	f, ok := registry[name]
-	registryMu.Unlock()
+func (r *registry[F]) get(name string) (F, error) {
+	r.mu.Lock()
+	f, ok := r.m[name]
+	r.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("unknown recipe %q (known: %s)", name, strings.Join(Names(), ", "))
+		return f, fmt.Errorf("unknown %s %q (known: %s)", r.what, name, strings.Join(r.names(), ", "))
 	}
-	return f(cfg)
+	return f, nil
 }

@@ -35,12 +35,20 @@ type Flags struct {
 	SessionTimeout time.Duration
 	Token          string // czxid or seq
 	Root           string
+	// Workload is the workload the worker serves (recipes.WorkloadLock,
+	// WorkloadConfig); "" is lock, and is not passed, so a worker that
+	// predates workloads still starts.
+	Workload string
 }
 
 // Args renders the flags in the protocol's form, --name value.
 func (f Flags) Args() []string {
-	return []string{"--zk", f.ZK, "--register", f.Register, "--process", strconv.Itoa(f.Process),
+	args := []string{"--zk", f.ZK, "--register", f.Register, "--process", strconv.Itoa(f.Process),
 		"--session-timeout", f.SessionTimeout.String(), "--token", f.Token, "--root", f.Root}
+	if f.Workload != "" {
+		args = append(args, "--workload", f.Workload)
+	}
+	return args
 }
 
 // ExecPrefix starts an exec: subject.
@@ -49,10 +57,14 @@ const ExecPrefix = "exec:"
 // Curator is the name of the Curator subject.
 const Curator = "curator"
 
-// Validate checks a --recipe value without starting or compiling anything,
-// so a bad value costs nothing.
-func Validate(spec string) error {
-	_, _, err := parse(spec)
+// Validate checks a --recipe value of the lock workload without starting
+// or compiling anything, so a bad value costs nothing.
+func Validate(spec string) error { return ValidateFor("", spec) }
+
+// ValidateFor is Validate for the workload's recipes ("" is lock): a
+// built-in name must be one of that workload's recipes.
+func ValidateFor(workload, spec string) error {
+	_, _, err := parse(workload, spec)
 	return err
 }
 
@@ -65,8 +77,10 @@ func Names() []string {
 // subject spec. exe is the chaos binary (for built-in recipes). The first
 // call for curator compiles the Java worker, which takes a few seconds; the
 // result is cached on disk and in the process.
+//
+// A built-in recipe is looked up among f.Workload's recipes.
 func Command(exe, spec string, f Flags) (string, []string, error) {
-	kind, rest, err := parse(spec)
+	kind, rest, err := parse(f.Workload, spec)
 	if err != nil {
 		return "", nil, err
 	}
@@ -94,11 +108,17 @@ const (
 
 // parse classifies spec; rest is the recipe name (builtin) or the
 // absolute program and its arguments (exec).
-func parse(spec string) (kind, []string, error) {
+func parse(workload, spec string) (kind, []string, error) {
+	builtin, err := recipes.NamesFor(workload)
+	if err != nil {
+		return 0, nil, err
+	}
 	spec = strings.TrimSpace(spec)
 	switch {
 	case spec == "":
 		return 0, nil, errors.New("empty subject")
+	case spec == Curator && workload != "" && workload != recipes.WorkloadLock:
+		return 0, nil, fmt.Errorf("subject curator serves only the %s workload", recipes.WorkloadLock)
 	case spec == Curator:
 		return kindCurator, nil, nil
 	case strings.HasPrefix(spec, ExecPrefix):
@@ -111,11 +131,11 @@ func parse(spec string) (kind, []string, error) {
 			return 0, nil, fmt.Errorf("subject %q: %w", spec, err)
 		}
 		return kindExec, append([]string{prog}, fields[1:]...), nil
-	case slices.Contains(recipes.Names(), spec):
+	case slices.Contains(builtin, spec):
 		return kindBuiltin, []string{spec}, nil
 	}
 	return 0, nil, fmt.Errorf("unknown subject %q (built-in recipes: %s; or %s, or %sPATH [ARGS])",
-		spec, strings.Join(recipes.Names(), ", "), Curator, ExecPrefix)
+		spec, strings.Join(builtin, ", "), Curator, ExecPrefix)
 }
 
 // executable resolves prog to an absolute path of an executable file: the

@@ -79,3 +79,33 @@ func TestCuratorCompiles(t *testing.T) {
 		t.Errorf("compiled class not in the cache: %v", err)
 	}
 }
+
+func TestConfigWorkload(t *testing.T) {
+	f := flags
+	f.Workload = "config"
+	prog, args, err := Command("/bin/chaos", "stale-apply", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"worker", "--zk", "127.0.0.1:2181", "--register", "http://127.0.0.1:7000", "--process", "3",
+		"--session-timeout", "3s", "--token", "czxid", "--root", "/locks/inventory", "--workload", "config",
+		"--recipe", "stale-apply"}
+	if prog != "/bin/chaos" || !slices.Equal(args, want) {
+		t.Errorf("got %s %q", prog, args)
+	}
+	// exec: subjects are told the workload too.
+	_, args, err = Command("/bin/chaos", "exec:/bin/true", f)
+	if err != nil || !slices.Contains(args, "--workload") {
+		t.Errorf("exec: got %q, %v", args, err)
+	}
+	for _, spec := range []string{"seed", "stale-apply", "no-rewatch", "blind-cas", "exec:/bin/true"} {
+		if err := ValidateFor("config", spec); err != nil {
+			t.Errorf("ValidateFor(config, %q) = %v", spec, err)
+		}
+	}
+	for _, c := range [][2]string{{"config", "herd"}, {"config", "curator"}, {"", "stale-apply"}, {"lock", "blind-cas"}, {"election?", "seed"}} {
+		if err := ValidateFor(c[0], c[1]); err == nil {
+			t.Errorf("ValidateFor(%q, %q) = nil, want an error", c[0], c[1])
+		}
+	}
+}

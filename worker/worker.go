@@ -27,9 +27,12 @@ type Config struct {
 	// its apply log names who wrote.
 	Process        int
 	SessionTimeout time.Duration
-	Recipe         string
-	Token          string
-	Root           string
+	// Workload is recipes.WorkloadLock ("" too) or WorkloadConfig: which
+	// verbs the worker serves and which registry Recipe names.
+	Workload string
+	Recipe   string
+	Token    string
+	Root     string
 	// ZKAuth is the ZooKeeper credential (recipes.AuthEnv) and
 	// RegisterSecret the register's (register.SecretEnv); both come from
 	// the environment and are never serialised.
@@ -56,33 +59,40 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	lock, err := recipes.New(cfg.Recipe, recipes.Config{
+	w := &worker{
+		cfg:    cfg,
+		log:    log,
+		out:    out,
+		pid:    os.Getpid(),
+		grants: map[string]recipes.Grant{},
+	}
+	rc := recipes.Config{
 		Servers:        cfg.ZK,
 		SessionTimeout: cfg.SessionTimeout,
 		Root:           cfg.Root,
 		Token:          cfg.Token,
 		Auth:           cfg.ZKAuth,
 		Logger:         log,
-	})
+	}
+	var err error
+	switch cfg.Workload {
+	case "", recipes.WorkloadLock:
+		err = w.newLockSubject(rc)
+	case recipes.WorkloadConfig:
+		err = w.newConfigSubject(rc)
+	default:
+		err = fmt.Errorf("unknown workload %q", cfg.Workload)
+	}
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
-	}
-	w := &worker{
-		cfg:    cfg,
-		log:    log,
-		lock:   lock,
-		reg:    register.NewClient(cfg.Register, registerTimeout, cfg.RegisterSecret),
-		out:    out,
-		pid:    os.Getpid(),
-		grants: map[string]recipes.Grant{},
 	}
 
 	first, err := w.awaitSession(ctx)
 	if err != nil {
-		lock.Close()
+		w.closer()
 		return fmt.Errorf("worker: waiting for a ZooKeeper session: %w", err)
 	}
-	w.emit(Message{Event: EventHello, PID: w.pid, Session: sessionHex(first), Password: w.password(first)})
+	w.emit(Message{Event: EventHello, PID: w.pid, Session: first.Session, Password: first.Password})
 	forwarded := make(chan struct{})
 	go w.forwardEvents(forwarded)
 
@@ -113,11 +123,24 @@ serve:
 
 // worker is the state of one worker process.
 type worker struct {
-	cfg  Config
-	log  *slog.Logger
+	cfg Config
+	log *slog.Logger
+	pid int
+	// lock (lock workload) or conf (config workload) is the subject.
 	lock recipes.Lock
 	reg  *register.Client
-	pid  int
+	conf recipes.ConfigClient
+	// closer closes the subject's session; creds tell its password, nil
+	// if it cannot.
+	closer func() error
+	creds  recipes.SessionCredentials
+	// events are the subject's events as protocol lines, in order; closed
+	// after Close.
+	events <-chan Message
+	// handlers serve the workload's verbs.
+	handlers map[string]func(context.Context, Request) Message
+	// afterReply, when a handler sets it, runs once its answer is written.
+	afterReply func()
 
 	outMu sync.Mutex
 	out   io.Writer
@@ -128,51 +151,93 @@ type worker struct {
 	grants map[string]recipes.Grant
 }
 
+// newLockSubject builds the lock recipe of cfg.Recipe.
+func (w *worker) newLockSubject(rc recipes.Config) error {
+	lock, err := recipes.New(w.cfg.Recipe, rc)
+	if err != nil {
+		return err
+	}
+	w.lock = lock
+	w.reg = register.NewClient(w.cfg.Register, registerTimeout, w.cfg.RegisterSecret)
+	w.closer = lock.Close
+	w.creds, _ = lock.(recipes.SessionCredentials)
+	w.events = translate(lock.Events(), w.lockMessage)
+	w.handlers = map[string]func(context.Context, Request) Message{
+		"acquire": w.acquire, "release": w.release, "read": w.read, "write": w.write,
+	}
+	return nil
+}
+
+// translate turns a subject's events into protocol lines, in order, until
+// the subject closes its events.
+func translate[E any](in <-chan E, line func(E) Message) <-chan Message {
+	out := make(chan Message)
+	go func() {
+		defer close(out)
+		for ev := range in {
+			out <- line(ev)
+		}
+	}()
+	return out
+}
+
 // awaitSession waits for the first session: the hello line promises one.
-func (w *worker) awaitSession(ctx context.Context) (int64, error) {
+// It returns the connected line, whose session and password the hello
+// carries.
+func (w *worker) awaitSession(ctx context.Context) (Message, error) {
 	for {
 		select {
-		case ev, ok := <-w.lock.Events():
+		case m, ok := <-w.events:
 			if !ok {
-				return 0, errors.New("recipe closed")
+				return Message{}, errors.New("recipe closed")
 			}
-			if ev.Lost == nil && ev.State == recipes.StateConnected {
-				return ev.Session, nil
+			if m.Event == EventSession && m.State == StateConnected {
+				return m, nil
 			}
-			w.log.Info("session event before hello", "state", ev.State)
+			w.log.Info("event before hello", "event", m.Event, "state", m.State)
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return Message{}, ctx.Err()
 		}
 	}
 }
 
-// forwardEvents turns the recipe's events into session and lost lines, as
-// they happen, concurrently with serving requests.
+// forwardEvents writes the subject's events as they happen, concurrently
+// with serving requests.
 func (w *worker) forwardEvents(done chan<- struct{}) {
 	defer close(done)
-	for ev := range w.lock.Events() {
-		if g := ev.Lost; g != nil {
-			w.emit(Message{Event: EventLost, Key: g.Key, Token: ptr(g.Token), Node: g.Node,
-				State: ev.State, Session: sessionHex(g.Session)})
-			continue
-		}
-		m := Message{Event: EventSession, State: ev.State, Session: sessionHex(ev.Session)}
-		if ev.State == recipes.StateConnected {
-			m.Password = w.password(ev.Session)
-		}
+	for m := range w.events {
 		w.emit(m)
 	}
+}
+
+// lockMessage is the line for a lock recipe's event: a session change or
+// a lost lock.
+func (w *worker) lockMessage(ev recipes.SessionEvent) Message {
+	if g := ev.Lost; g != nil {
+		return Message{Event: EventLost, Key: g.Key, Token: ptr(g.Token), Node: g.Node,
+			State: ev.State, Session: sessionHex(g.Session)}
+	}
+	return w.sessionMessage(ev)
+}
+
+// sessionMessage is the line for a session change; a connected one
+// carries the password when the subject can tell it.
+func (w *worker) sessionMessage(ev recipes.SessionEvent) Message {
+	m := Message{Event: EventSession, State: ev.State, Session: sessionHex(ev.Session)}
+	if ev.State == recipes.StateConnected {
+		m.Password = w.password(ev.Session)
+	}
+	return m
 }
 
 // password is the session's password in base64 when the recipe can tell
 // it, so that a nemesis can expire the session from outside while this
 // process keeps running; "" otherwise (the field is optional).
 func (w *worker) password(session int64) string {
-	sc, ok := w.lock.(recipes.SessionCredentials)
-	if !ok {
+	if w.creds == nil {
 		return ""
 	}
-	pw, ok := sc.SessionPassword(session)
+	pw, ok := w.creds.SessionPassword(session)
 	if !ok {
 		return ""
 	}
@@ -222,7 +287,7 @@ func (w *worker) emit(m Message) {
 // (lost, state closed) before it closes its events.
 func (w *worker) shutdown() {
 	clear(w.grants)
-	if err := w.lock.Close(); err != nil {
+	if err := w.closer(); err != nil {
 		w.log.Warn("closing recipe", "err", err)
 	}
 }
@@ -240,7 +305,8 @@ func (w *worker) handle(ctx context.Context, line []byte) {
 		w.emit(Message{ID: readableID(line), Type: Fail, Error: "malformed request: " + err.Error()})
 		return
 	}
-	if req.F != "acquire" && req.F != "release" && req.F != "read" && req.F != "write" {
+	serve, ok := w.handlers[req.F]
+	if !ok {
 		w.emit(Message{ID: req.ID, Type: Fail, Error: fmt.Sprintf("unknown f %q", req.F)})
 		return
 	}
@@ -248,19 +314,13 @@ func (w *worker) handle(ctx context.Context, line []byte) {
 		w.emit(Message{ID: req.ID, Type: Fail, Error: req.F + ": missing key"})
 		return
 	}
-	var m Message
-	switch req.F {
-	case "acquire":
-		m = w.acquire(ctx, req)
-	case "release":
-		m = w.release(ctx, req)
-	case "read":
-		m = w.read(ctx, req)
-	case "write":
-		m = w.write(ctx, req)
-	}
+	m := serve(ctx, req)
 	m.ID, m.Key = req.ID, req.Key
 	w.emit(m)
+	if after := w.afterReply; after != nil {
+		w.afterReply = nil
+		after()
+	}
 }
 
 // readableID digs the id out of a line that is not a valid request, so
@@ -302,17 +362,18 @@ func (w *worker) acquireReply(key string, g recipes.Grant, err error) Message {
 	}
 }
 
-// releaseTimeout bounds a release that waits for a lost connection: after
-// twice the session timeout the session is expired on the server anyway,
-// and the controller gets info rather than a worker stuck forever.
-func (w *worker) releaseTimeout() time.Duration {
+// zkTimeout bounds a request that waits for a lost connection (a
+// release, or a config workload request): after twice the session timeout
+// the session is expired on the server anyway, and the controller gets an
+// answer rather than a worker stuck forever.
+func (w *worker) zkTimeout() time.Duration {
 	return max(2*w.cfg.SessionTimeout, 5*time.Second)
 }
 
 func (w *worker) release(ctx context.Context, req Request) Message {
 	g, had := w.grants[req.Key]
 	delete(w.grants, req.Key)
-	rctx, cancel := context.WithTimeout(ctx, w.releaseTimeout())
+	rctx, cancel := context.WithTimeout(ctx, w.zkTimeout())
 	defer cancel()
 	err := w.lock.Release(rctx, req.Key)
 	m := Message{Node: g.Node}

@@ -44,6 +44,9 @@ func startWorker(t *testing.T, cfg Config) *Proc {
 		cmd = exec.Command(chaosBin, "worker", "--zk", strings.Join(cfg.ZK, ","), "--register", cfg.Register,
 			"--process", strconv.Itoa(cfg.Process), "--session-timeout", cfg.SessionTimeout.String(),
 			"--recipe", cfg.Recipe, "--token", cfg.Token, "--root", cfg.Root)
+		if cfg.Workload != "" {
+			cmd.Args = append(cmd.Args, "--workload", cfg.Workload)
+		}
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, proc.Env(testRun, os.Getpid())...)

@@ -31,11 +31,13 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	reg := fs.String("register", "", "register base URL, e.g. http://127.0.0.1:7000 (required)")
 	process := fs.Int("process", 0, "logical process number (reported to the register)")
 	sessionTimeout := fs.Duration("session-timeout", 3*time.Second, "ZooKeeper session timeout")
-	recipe := fs.String("recipe", "seed", "lock recipe: "+strings.Join(recipes.Names(), ", "))
+	workload := fs.String("workload", recipes.WorkloadLock, "workload: "+recipes.WorkloadLock+" or "+recipes.WorkloadConfig)
+	recipe := fs.String("recipe", "seed", "recipe: for lock "+strings.Join(recipes.Names(), ", ")+
+		"; for config "+strings.Join(recipes.ConfigNames(), ", "))
 	token := fs.String("token", recipes.TokenCzxid, "fencing token: czxid or seq")
 	root := fs.String("root", recipes.DefaultRoot, "persistent parent of the lock nodes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos worker --zk HOST:PORT,... --register URL [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
+		fmt.Fprintln(stderr, "usage: chaos worker --zk HOST:PORT,... --register URL [--workload lock|config] [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -52,7 +54,14 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return bad("--zk: %v", err)
 	}
-	if u, err := url.Parse(*reg); *reg == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	names, err := recipes.NamesFor(*workload)
+	if err != nil {
+		return bad("--workload: %v", err)
+	}
+	// The config workload has no register; a lock worker cannot work
+	// without one.
+	needReg := *workload == recipes.WorkloadLock
+	if u, err := url.Parse(*reg); (*reg == "" && needReg) || (*reg != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
 		return bad("--register must be an http(s) URL, got %q", *reg)
 	}
 	if *process < 0 {
@@ -61,8 +70,8 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if *sessionTimeout <= 0 {
 		return bad("--session-timeout must be positive, got %s", *sessionTimeout)
 	}
-	if !contains(recipes.Names(), *recipe) {
-		return bad("unknown --recipe %q (known: %s)", *recipe, strings.Join(recipes.Names(), ", "))
+	if !contains(names, *recipe) {
+		return bad("unknown --recipe %q for workload %s (known: %s)", *recipe, *workload, strings.Join(names, ", "))
 	}
 	if *token != recipes.TokenCzxid && *token != recipes.TokenSeq {
 		return bad("--token must be czxid or seq, got %q", *token)
@@ -87,6 +96,7 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		Register:       *reg,
 		Process:        *process,
 		SessionTimeout: *sessionTimeout,
+		Workload:       *workload,
 		Recipe:         *recipe,
 		Token:          *token,
 		Root:           *root,
