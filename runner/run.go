@@ -324,7 +324,7 @@ func (c *controller) startServices(ctx context.Context) error {
 	pl := placement{net: c.net}
 	// Resolve the subject first (Curator's worker is compiled on first
 	// use): a subject that cannot start should fail before the ensemble.
-	if _, _, err := subjects.Command(c.exe, c.cfg.Recipe, subjects.Flags{}); err != nil {
+	if _, _, err := subjects.Command(c.exe, c.cfg.Recipe, subjects.Flags{Workload: c.cfg.workerWorkload()}); err != nil {
 		return fmt.Errorf("subject %q: %w", c.cfg.Recipe, err)
 	}
 	sec, err := newRunSecrets(c.cfg.ACL == ACLOn)
