@@ -73,7 +73,7 @@ func restartZK(c cluster.Cluster, n cluster.Node, before cluster.Process, target
 		if err != nil {
 			return v, fmt.Errorf("%s but not serving: %w", started, err)
 		}
-		v.Detail = fmt.Sprintf("%s, serving as %s after %s", started, st.Mode, time.Since(start).Round(time.Millisecond))
+		v.Detail = fmt.Sprintf("restarted: %s, serving as %s after %s", started, st.Mode, time.Since(start).Round(time.Millisecond))
 		return healed(ctx, c, v)
 	}
 }

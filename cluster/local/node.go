@@ -152,7 +152,7 @@ func (n *Node) Start(ctx context.Context) (string, error) {
 		close(done)
 	}()
 	n.c.cfg.Logger.Info("zk node started", "node", n.id, "pid", n.pid, "addr", n.ClientAddr())
-	return fmt.Sprintf("started as pid %d", n.pid), nil
+	return fmt.Sprintf("running as pid %d", n.pid), nil
 }
 
 // Stop ends the JVM gracefully: SIGTERM, and SIGKILL if it has not exited
