@@ -115,7 +115,35 @@ func Default(exe string) []Cell {
 				Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
 		)
 	}
+	cells = append(cells, configCells()...)
 	return append(cells, dockerCells()...)
+}
+
+// configCells are the config workload's rows (seed 18): the correct
+// client valid under client and server faults, with one admin and with
+// two competing; each config zoo bug caught by the checker that names it.
+func configCells() []Cell {
+	cfg := func(c Cell) Cell {
+		c.Workload, c.Fencing = "config", "on"
+		if c.Recipe == "" {
+			c.Recipe = "seed"
+		}
+		return c
+	}
+	gate := []string{"config-consistent", "config-monotonic", "config-convergence", "config-cas"}
+	var cells []Cell
+	for _, f := range []string{"pause-worker", "expire-holder", "pause-zk-leader", "kill-zk", "partition-zk-leader"} {
+		cells = append(cells, cfg(Cell{Nemesis: []string{f}, Args: with("--admins", "2"), Expect: valid(gate...),
+			Smoke: f == "pause-worker", Why: "a correct config client stays consistent and converges under " + f}))
+	}
+	return append(cells,
+		cfg(Cell{Recipe: "stale-apply", Nemesis: []string{"none"}, Args: with("--time-limit", "15s"),
+			Expect: invalid("config-consistent"), Why: "applying the data read when the watch was set: a version with another version's data"}),
+		cfg(Cell{Recipe: "no-rewatch", Nemesis: []string{"none"}, Args: with("--time-limit", "15s"),
+			Expect: invalid("config-convergence"), Why: "a watch not set again: the client never sees the final version"}),
+		cfg(Cell{Recipe: "blind-cas", Nemesis: []string{"none"}, Args: with("--time-limit", "15s", "--admins", "2"),
+			Expect: invalid("config-cas"), Why: "setData without the version read: two admins lose an update"}),
+	)
 }
 
 // dockerCells run the seed's fault rows on the docker backend: the same

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -167,6 +168,10 @@ func (f *fleet) removeHost(h *netns.Host) {
 func (l *live) Event(m worker.Message) {
 	switch m.Event {
 	case worker.EventHello:
+		if spoken := cmp.Or(m.Workload, workloads.LockName); spoken != l.f.cfg.Workload {
+			l.f.fail(fmt.Errorf("worker pid %d (--recipe %s) speaks the %s workload's protocol, and this run is --workload %s: give a subject written for %s",
+				l.p.PID(), l.f.cfg.Recipe, spoken, l.f.cfg.Workload, l.f.cfg.Workload))
+		}
 		// The hello's session goes into the history as a connected
 		// session: it is the session of the process's first grants, which
 		// the checkers need to tell which session a loss or a server-side

@@ -96,6 +96,10 @@ type Message struct {
 	// it; the nemesis uses it to expire the session from outside.
 	Password string `json:"password,omitempty"`
 	PID      int    `json:"pid,omitempty"`
+	// Workload (hello) names the workload whose verbs the worker speaks;
+	// absent means lock. The controller refuses a worker of another
+	// workload than the run's.
+	Workload string `json:"workload,omitempty"`
 	// Wakeups (acquire responses, optional) is how many times, during this
 	// acquire, a watch notification woke its wait and made the lock code
 	// examine the queue again (docs/worker-protocol.md, "Wake-ups"); the

@@ -168,7 +168,7 @@ func CheckerNames(w Workload) []string {
 // ValidateGate rejects a gate naming a checker w does not have.
 func ValidateGate(w Workload, gate []string) error {
 	if err := checker.ValidateGate(gate, w.Checkers()); err != nil {
-		return fmt.Errorf("%w (the %s workload's checkers: %s)", err, w.Name(), strings.Join(CheckerNames(w), ", "))
+		return fmt.Errorf("the %s workload: %w", w.Name(), err)
 	}
 	return nil
 }

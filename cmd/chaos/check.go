@@ -63,9 +63,12 @@ func cmdCheck(ctx context.Context, args []string) int {
 
 // gateSet reports whether --gate was given, so that an explicit empty
 // list is refused rather than taken for the default.
-func gateSet(fs *flag.FlagSet) bool {
+func gateSet(fs *flag.FlagSet) bool { return flagSet(fs, "gate") }
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "gate" })
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
 }
 

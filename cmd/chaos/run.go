@@ -42,7 +42,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&cfg.PauseFor, "pause", 0, "how long each fault is held (default: twice the session timeout)")
 	seed := fs.String("seed", "", "random seed (default: from the clock; recorded in test.json)")
 	fs.StringVar(&cfg.ResultsDir, "results", cfg.ResultsDir, "results folder")
-	fs.StringVar(&cfg.Name, "name", cfg.Name, "test name (a folder under --results)")
+	fs.StringVar(&cfg.Name, "name", cfg.Name, "test name (a folder under --results; default: the workload's name)")
 	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "ZooKeeper servers in the ensemble")
 	fs.StringVar(&cfg.Recipe, "recipe", cfg.Recipe, "lock recipe the workers run")
 	fs.StringVar(&cfg.Token, "token", cfg.Token, "fencing token source: czxid or seq")
@@ -70,8 +70,11 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		return cfg, usageError(fs, stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	cfg.Nemesis = splitList(*nem)
+	if !flagSet(fs, "name") {
+		cfg.Name = cfg.Workload
+	}
 	cfg.Gate = splitList(*gate)
-	if !gateSet(fs) {
+	if !flagSet(fs, "gate") {
 		cfg.Gate = cfg.DefaultGate()
 	}
 	if *seed == "" {

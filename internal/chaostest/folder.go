@@ -74,8 +74,10 @@ func ReadResults(t *testing.T, dir string) Results {
 // of every process of the run, and the owner of its network slot) and the
 // network mode the run chose.
 type TestFile struct {
-	RunID   string `json:"run_id"`
-	NetMode string `json:"net_mode"`
+	RunID    string `json:"run_id"`
+	NetMode  string `json:"net_mode"`
+	Name     string `json:"name"`
+	Workload string `json:"workload"`
 }
 
 // ReadTest reads the run folder's test.json.

@@ -1,0 +1,112 @@
+package workloads
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/chaostest"
+)
+
+// TestBadInputStartsNothing: an unknown workload, a config run without a
+// watcher, a lock recipe for the config workload: each refused with the
+// problem on the first line, exit 255, no results folder.
+func TestBadInputStartsNothing(t *testing.T) {
+	cases := []struct {
+		args  []string
+		first string
+	}{
+		{[]string{"--workload", "election-9"}, `--workload: unknown workload "election-9" (known: config, lock)`},
+		{[]string{"--workload", "config", "--workers", "2", "--admins", "2"}, "--admins 2: must be 1..1 with --workers 2"},
+		{[]string{"--workload", "config", "--recipe", "herd"}, `--recipe: `},
+		{[]string{"--workload", "config", "--gate", "double-writer"}, `--gate: the config workload: unknown gating checker "double-writer" (known: integrity, config-monotonic`},
+	}
+	for _, tc := range cases {
+		results := t.TempDir() + "/results"
+		r := chaostest.Run(t, results, append(tc.args, "--nemesis", "none", "--time-limit", "2s")...)
+		first, _, _ := strings.Cut(r.Stderr, "\n")
+		if r.Code != 255 || !strings.Contains(first, tc.first) {
+			t.Errorf("%v: exit %d, first line %q; want 255 and %q", tc.args, r.Code, first, tc.first)
+		}
+		if _, err := os.Stat(results); err == nil {
+			t.Errorf("%v: refused run made its results folder", tc.args)
+		}
+	}
+}
+
+// TestConfigValidUnderPauses: a correct config client, two competing
+// admins, workers paused past their session timeout: valid, every watcher
+// applied versions, the final version reached every live client, and the
+// run folder is named for the workload.
+func TestConfigValidUnderPauses(t *testing.T) {
+	chaostest.NeedEnsemble(t)
+	r := chaostest.Run(t, t.TempDir(), "--workload", "config", "--admins", "2", "--nemesis", "pause-worker",
+		"--time-limit", "20s", "--nemesis-interval", "2s", "--seed", "5")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, chaostest.Tail(r.Stderr, 3000))
+	}
+	if tf := chaostest.ReadTest(t, r.Dir); tf.Name != "config" {
+		t.Errorf("run named %q, want the workload's name", tf.Name)
+	}
+	h, err := history.ReadFile(r.Dir + "/history.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, updates, pauses := map[history.Process]int{}, 0, 0
+	for _, e := range h.Events {
+		switch {
+		case e.F == history.FApplied && e.Type == history.OK:
+			applied[e.Process]++
+			if e.Value == nil || e.Value.Version == nil || len(e.Value.Digest) != 16 {
+				t.Fatalf("applied event without version and digest: %+v", e)
+			}
+		case e.F == history.FUpdate && e.Type == history.OK:
+			updates++
+		case e.F == history.FPause && e.Type == history.OK:
+			pauses++
+		}
+	}
+	if len(applied) < 4 || updates < 10 || pauses < 1 {
+		t.Errorf("%d clients applied versions, %d updates, %d pauses; want >= 4, >= 10, >= 1", len(applied), updates, pauses)
+	}
+	for _, want := range []string{"config-convergence true", "config-cas     true", "config-consistent true"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	chaostest.AssertNothingLeft(t, r.Dir)
+}
+
+// TestConfigZooCaught: a client that applies the data it read when it set
+// its watch, under a new version number, is caught by config-consistent.
+func TestConfigZooCaught(t *testing.T) {
+	chaostest.NeedEnsemble(t)
+	r := chaostest.Run(t, t.TempDir(), "--workload", "config", "--recipe", "stale-apply", "--nemesis", "none",
+		"--time-limit", "8s", "--seed", "5")
+	if r.Code != 1 || !strings.Contains(r.Stdout, "config-consistent false") {
+		t.Fatalf("exit %d; want 1 with config-consistent false\nstdout: %s\nstderr: %s", r.Code, r.Stdout, chaostest.Tail(r.Stderr, 2000))
+	}
+}
+
+// TestWorkerOfAnotherWorkloadStopsTheRun: a worker written for the lock
+// (it ignores --workload and says hello without a workload) in a config
+// run is refused as soon as it says hello: exit 255 naming the mismatch,
+// and nothing of the run left.
+func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
+	chaostest.NeedEnsemble(t)
+	script := t.TempDir() + "/lock-only-worker"
+	body := "#!/bin/sh\n# a worker written for the lock only: it drops --workload W\nskip=0\n" +
+		"for a do shift; if [ \"$skip\" = 1 ]; then skip=0; elif [ \"$a\" = --workload ]; then skip=1; else set -- \"$@\" \"$a\"; fi; done\n" +
+		"exec " + chaostest.Binary(t) + " worker --recipe seed \"$@\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := chaostest.Run(t, t.TempDir(), "--workload", "config", "--recipe", "exec:"+script, "--nemesis", "none", "--time-limit", "5s")
+	if r.Code != 255 || !strings.Contains(r.Stderr, "speaks the lock workload's protocol, and this run is --workload config") {
+		t.Fatalf("exit %d; want 255 naming the mismatch\nstderr: %s", r.Code, chaostest.Tail(r.Stderr, 3000))
+	}
+	if r.Dir != "" {
+		chaostest.AssertNothingLeft(t, r.Dir)
+	}
+}
