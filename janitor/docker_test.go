@@ -21,8 +21,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/docker"
-	"github.com/zkchaos/zkchaos/cluster/docker/engine"
-	"github.com/zkchaos/zkchaos/cluster/docker/image"
+	"github.com/zkchaos/zkchaos/internal/chaostest"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 )
@@ -33,32 +32,10 @@ import (
 // tests, do). It returns the image's tag.
 func needDockerImage(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("docker test (-short)")
-	}
 	if err := netns.Available(); err != nil {
 		t.Skipf("namespaces attached to a Docker network not tested: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cli, err := engine.Connect(ctx)
-	if errors.Is(err, engine.ErrNoEngine) {
-		t.Skipf("docker not tested: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	spec, err := image.Detect(ctx)
-	if err != nil {
-		t.Skipf("docker not tested: no image tag for this machine: %v", err)
-	}
-	if _, _, found, err := image.Lookup(ctx, cli, spec.Tag()); err != nil {
-		t.Fatal(err)
-	} else if !found {
-		t.Skipf("docker not tested: image %s not built here (run `chaos image build`)", spec.Tag())
-	}
-	return spec.Tag()
+	return chaostest.DockerImage(t)
 }
 
 // dockerRun is a run with a 1-server ensemble in containers and a worker

@@ -17,6 +17,17 @@ import (
 func NeedDocker(t *testing.T) {
 	t.Helper()
 	NeedNetns(t)
+	DockerImage(t)
+}
+
+// DockerImage is the tag of this machine's server image; it skips the
+// test, saying why, where no Docker engine answers or the image is not
+// built. It does not hold the machine lock (NeedDocker does).
+func DockerImage(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("docker test (-short)")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cli, err := engine.Connect(ctx)
@@ -31,6 +42,7 @@ func NeedDocker(t *testing.T) {
 	if _, _, found, err := image.Lookup(ctx, cli, spec.Tag()); err != nil || !found {
 		t.Skipf("docker backend: image %s not built (%v): run `chaos image build` (make test does)", spec.Tag(), err)
 	}
+	return spec.Tag()
 }
 
 // AssertNoDockerLeft checks that the engine has no container or network
