@@ -40,7 +40,6 @@ type checkOpts struct{ budget time.Duration }
 // over budget is unknown.
 func WithBudget(d time.Duration) CheckOption { return func(o *checkOpts) { o.budget = d } }
 
-
 // Check reads a run folder exactly as chaos run left it (or as a killed run
 // left it), runs the checkers, and writes results.json and report.html.
 // startWall is the run's start (Unix ns); 0 reads it from test.json. The

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
-	"github.com/zkchaos/zkchaos/checker/integrity"
 	configcheck "github.com/zkchaos/zkchaos/checker/config"
+	"github.com/zkchaos/zkchaos/checker/integrity"
 	"github.com/zkchaos/zkchaos/history"
 )
 
