@@ -266,3 +266,18 @@ func TestCancelled(t *testing.T) {
 		}
 	}
 }
+
+func TestRetiredLeaderEndsAtUnknownCall(t *testing.T) {
+	// A complete whose outcome stayed unknown retires the leader: its
+	// state is unknown from that call's invocation.
+	b := &checktest.Timeline{}
+	lead(b, 0, 1, 0, 100)
+	b.Add(0, 1, history.Invoke, history.FCampaign, checktest.Service, nil, "")
+	b.Op(2, 4, 0, history.Info, history.FComplete, checktest.TaskKey(1), checktest.TokV(100), "timeout")
+	b.Add(5, 1, history.OK, history.FCampaign, checktest.Service, campaignV(200, ""), "")
+	run(t, CheckLeaderOverlap, checker.Input{History: b.Events}, checker.Valid)
+	s := run(t, CheckStats, checker.Input{History: b.Events}, checker.Valid).Details.(StatsDetails)
+	if s.EndedBy[EndRetired] != 1 || s.TakeoverMS.Min != 3 {
+		t.Fatalf("stats %+v", s)
+	}
+}
