@@ -235,12 +235,13 @@ func Earliest(cur *int64, t int64) *int64 {
 // IsInstant reports whether f is recorded as an instant operation (an
 // invoke and an ok at once) that its process may report while it has a
 // real operation in flight, so it pairs on its own: a worker's session,
-// lost and late events, the nemesis' session-gone observations, and a
+// lost and late events, the nemesis' session-gone observations, a
 // config client's applied events (its watch fires whenever the config
-// changes, whatever it is doing).
+// changes, whatever it is doing), and a leader's demoted events (it may
+// learn of its demotion in the middle of a task call).
 func IsInstant(f string) bool {
 	return f == history.FSession || f == history.FLost || f == history.FLate || f == history.FSessionGone ||
-		f == history.FApplied
+		f == history.FApplied || f == history.FDemoted
 }
 
 // Seconds writes a run-clock time (ns) for messages: 12.345s.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/history"
 )
 
 func TestMerge(t *testing.T) {
@@ -179,5 +181,11 @@ func TestRunAlwaysGates(t *testing.T) {
 	}
 	if res := Run(context.Background(), Input{}, []string{"fine", "data"}, cs); res.Valid != Unknown || len(res.Reasons) != 1 {
 		t.Errorf("named and always: %v %v", res.Valid, res.Reasons)
+	}
+}
+
+func TestDemotedIsInstant(t *testing.T) {
+	if !IsInstant(history.FDemoted) || IsInstant(history.FCampaign) || IsInstant(history.FComplete) {
+		t.Fatal("demoted must pair on its own; campaign and complete must not")
 	}
 }

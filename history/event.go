@@ -75,6 +75,26 @@ const (
 	FApplied = "applied"
 )
 
+// Operation names of the election workload (seed 14-17): candidates
+// campaign for leadership of a service; the leader claims and completes
+// tasks in the register's task table under its term.
+const (
+	// FCampaign: ok carries the term (Token), Node and Session; the
+	// process leads from then until it resigns, is demoted or retired.
+	FCampaign = "campaign"
+	// FDemoted is recorded (invoke and ok at the same instant) when a
+	// leader learns it no longer leads: Token is its term, State why.
+	FDemoted = "demoted"
+	// FResign: the leader gives up leadership.
+	FResign = "resign"
+	// FClaim and FComplete are a leader's task calls (Key is the task);
+	// completions carry the register's reply.
+	FClaim    = "claim"
+	FComplete = "complete"
+	// FScan is a new leader's scan of the task table (N: tasks not done).
+	FScan = "scan"
+)
+
 // Process identifies a logical process. Workers are numbered from 0; a
 // process that completed an operation with info is retired and its
 // successor gets a fresh number. Nemesis is the nemesis.

@@ -84,6 +84,21 @@ type Entry struct {
 	PrevToken int64  `json:"prev_token"`
 	PrevFence int64  `json:"prev_fence"`
 	Mode      string `json:"mode"`
+	// The task table's fields (election workload; op "init", "claim" or
+	// "complete"), left out of lock entries. The term presented is in
+	// Token/HasToken.
+	Service string `json:"service,omitempty"`
+	Task    string `json:"task,omitempty"`
+	// Result is the result id stored with (or by) the task.
+	Result string `json:"result,omitempty"`
+	// StateAfter is the task's state after the entry (PENDING, RUNNING,
+	// SUCCEEDED, FAILED).
+	StateAfter string `json:"state_after,omitempty"`
+	// Executions is how many times the task's effect ran, after the entry.
+	Executions int `json:"executions,omitempty"`
+	// ReplyDropped: the entry was committed and its reply dropped (the
+	// lost-reply fault).
+	ReplyDropped bool `json:"reply_dropped,omitempty"`
 }
 
 // Ops of Entry.

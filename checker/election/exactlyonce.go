@@ -1,0 +1,204 @@
+package election
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/register"
+)
+
+// Violation kinds of the exactly-once checker.
+const (
+	// KindDuplicate: a task's effect ran more than once.
+	KindDuplicate = "duplicate"
+	// KindMissing: a task's effect never ran (it never succeeded).
+	KindMissing = "missing"
+)
+
+// maxTaskEntries bounds the entries kept as evidence of one task.
+const maxTaskEntries = 20
+
+// TaskViolation is a task whose effect did not run exactly once.
+type TaskViolation struct {
+	Kind    string `json:"kind"`
+	Service string `json:"service"`
+	Task    string `json:"task"`
+	// Executions is the judged count: the accepted completes, or the
+	// register's own count when higher.
+	Executions int `json:"executions"`
+	// AcceptedCompletes counts the accepted complete entries;
+	// RegisterExecutions is the executions field of the task's last entry.
+	AcceptedCompletes  int `json:"accepted_completes"`
+	RegisterExecutions int `json:"register_executions"`
+	// Terms, Processes and Seqs are those of the accepted completes (a
+	// duplicate) or of every call of the task (a missing one).
+	Terms     []int64 `json:"terms"`
+	Processes []int   `json:"processes"`
+	Seqs      []int64 `json:"seqs"`
+	// Entries are the apply-log lines (at most 20).
+	Entries        []register.Entry `json:"entries"`
+	EntriesOmitted int              `json:"entries_omitted,omitempty"`
+	Message        string           `json:"message"`
+}
+
+// ExactlyOnceDetails is the evidence of the exactly-once checker.
+type ExactlyOnceDetails struct {
+	InitEntries int `json:"init_entries"`
+	// Tasks is the number of tasks judged: those the init entries name,
+	// and any other task the log shows a call of.
+	Tasks int `json:"tasks"`
+	// TasksFromCalls counts tasks known only from their calls (an init
+	// entry named none).
+	TasksFromCalls    int `json:"tasks_from_calls,omitempty"`
+	ExecutedOnce      int `json:"executed_once"`
+	AcceptedCompletes int `json:"accepted_completes"`
+	// RefusedDone counts completes and claims refused because the task
+	// was done already: idempotency at work.
+	RefusedDone int `json:"refused_done"`
+	// RepliesDropped counts task calls committed whose reply was dropped.
+	RepliesDropped    int             `json:"replies_dropped"`
+	Violations        []TaskViolation `json:"violations"`
+	ViolationCounts   map[string]int  `json:"violation_counts"`
+	ViolationsOmitted int             `json:"violations_omitted,omitempty"`
+	// FirstViolationSeq is the accepted complete that first ran a task a
+	// second time (0: none); FirstViolationAfterNS its commit after the
+	// run's start, FirstViolationTimeNS the worker's ok for it.
+	FirstViolationSeq     int64  `json:"first_violation_seq,omitempty"`
+	FirstViolationAfterNS *int64 `json:"first_violation_after_ns,omitempty"`
+	FirstViolationTimeNS  *int64 `json:"first_violation_time_ns,omitempty"`
+}
+
+// taskLog is what the apply log says of one task.
+type taskLog struct {
+	id        taskID
+	completes []register.Entry // accepted
+	calls     []register.Entry
+	lastExec  int
+	named     bool // by an init entry
+}
+
+// CheckExactlyOnce judges the task table after healing: every task the
+// controller created must have run its effect exactly once. Each
+// accepted complete is one execution (with idempotency a second complete
+// of a done task is refused, without it it runs again); the register's
+// own count (executions after the task's last entry) is taken when
+// higher, so that neither hides a duplicate. A task never completed is
+// missing: its effect never happened. Without an init entry the task set
+// is not known and the answer is unknown.
+func CheckExactlyOnce(ctx context.Context, in checker.Input) checker.Result {
+	log := bySeq(in.ApplyLog)
+	d := ExactlyOnceDetails{Violations: []TaskViolation{}, ViolationCounts: map[string]int{KindDuplicate: 0, KindMissing: 0}}
+	tasks, order := map[taskID]*taskLog{}, []taskID{}
+	get := func(id taskID) *taskLog {
+		t, ok := tasks[id]
+		if !ok {
+			t = &taskLog{id: id}
+			tasks[id] = t
+			order = append(order, id)
+		}
+		return t
+	}
+	for i, e := range log {
+		if i&0xffff == 0 && ctx.Err() != nil {
+			return checker.Cancelled(ctx)
+		}
+		switch {
+		case e.Op == opInit:
+			d.InitEntries++
+			if taskOf(e) != "" {
+				get(taskID{e.Service, taskOf(e)}).named = true
+			}
+		case isTaskCall(e):
+			countCall(&d, get(taskID{e.Service, taskOf(e)}), e)
+		}
+	}
+	if d.InitEntries == 0 {
+		return checker.Result{Valid: checker.Unknown, Details: d,
+			Error: "the apply log has no init entry: the task table was never created (or its log is missing), so the tasks to judge are not known"}
+	}
+	judgeTasks(in, &d, tasks, order)
+	n := d.ViolationCounts[KindDuplicate] + d.ViolationCounts[KindMissing]
+	if n == 0 {
+		return checker.Result{Valid: checker.Valid, Details: d}
+	}
+	return checker.Result{Valid: checker.Invalid, Details: d,
+		Error: fmt.Sprintf("%d of %d tasks did not run exactly once (%d more than once, %d never); first: %s",
+			n, d.Tasks, d.ViolationCounts[KindDuplicate], d.ViolationCounts[KindMissing], d.Violations[0].Message)}
+}
+
+func countCall(d *ExactlyOnceDetails, t *taskLog, e register.Entry) {
+	t.calls = append(t.calls, e)
+	t.lastExec = e.Executions
+	if e.ReplyDropped {
+		d.RepliesDropped++
+	}
+	switch {
+	case e.Accepted && e.Op == opComplete:
+		d.AcceptedCompletes++
+		t.completes = append(t.completes, e)
+	case !e.Accepted && e.Reason == "done":
+		d.RefusedDone++
+	}
+}
+
+// judgeTasks records every task that did not run exactly once, in the
+// order the log first names them; the first violation is the earliest
+// second execution.
+func judgeTasks(in checker.Input, d *ExactlyOnceDetails, tasks map[taskID]*taskLog, order []taskID) {
+	limit := in.Limit()
+	d.Tasks = len(order)
+	for _, id := range order {
+		t := tasks[id]
+		if !t.named {
+			d.TasksFromCalls++
+		}
+		v, ok := taskViolation(t)
+		if !ok {
+			d.ExecutedOnce++
+			continue
+		}
+		d.ViolationCounts[v.Kind]++
+		if len(t.completes) > 1 && (d.FirstViolationSeq == 0 || t.completes[1].Seq < d.FirstViolationSeq) {
+			d.FirstViolationSeq = t.completes[1].Seq
+			d.FirstViolationAfterNS = afterStart(in, t.completes[1])
+			d.FirstViolationTimeNS = completeOK(in.History, t.completes[1])
+		}
+		if len(d.Violations) < limit {
+			d.Violations = append(d.Violations, v)
+		} else {
+			d.ViolationsOmitted++
+		}
+	}
+}
+
+// taskViolation judges one task; false when it ran exactly once.
+func taskViolation(t *taskLog) (TaskViolation, bool) {
+	n := max(len(t.completes), t.lastExec)
+	if n == 1 {
+		return TaskViolation{}, false
+	}
+	v := TaskViolation{Kind: KindDuplicate, Service: t.id.service, Task: t.id.task, Executions: n,
+		AcceptedCompletes: len(t.completes), RegisterExecutions: t.lastExec}
+	ev := t.completes
+	if n == 0 {
+		v.Kind, ev = KindMissing, t.calls
+	}
+	for _, e := range ev {
+		v.Terms = append(v.Terms, e.Token)
+		v.Processes = append(v.Processes, e.Process)
+		v.Seqs = append(v.Seqs, e.Seq)
+		if len(v.Entries) < maxTaskEntries {
+			v.Entries = append(v.Entries, e)
+		} else {
+			v.EntriesOmitted++
+		}
+	}
+	if v.Kind == KindMissing {
+		v.Message = fmt.Sprintf("task %s of %s never ran: no complete was accepted (%d calls in the log)", v.Task, v.Service, len(t.calls))
+	} else {
+		v.Message = fmt.Sprintf("task %s of %s ran %d times: accepted completes at seqs %v by processes %v with terms %v (register count %d)",
+			v.Task, v.Service, n, v.Seqs, v.Processes, v.Terms, t.lastExec)
+	}
+	return v, true
+}
