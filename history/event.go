@@ -75,23 +75,32 @@ const (
 	FApplied = "applied"
 )
 
-// Operation names of the election workload (seed 14-17): candidates
-// campaign for leadership of a service; the leader claims and completes
-// tasks in the register's task table under its term.
+// Operation names of the election workload (docs/architecture.md,
+// "Election"): candidates campaign for leadership of a service, and the
+// leader claims and completes tasks in the register's task table, which
+// fences them by the leader's term.
 const (
-	// FCampaign: ok carries the term (Token), Node and Session; the
-	// process leads from then until it resigns, is demoted or retired.
+	// FCampaign is a candidate's campaign: ok (Token: term, Node, Session)
+	// means the process leads from then on, until it resigns, is demoted or
+	// is retired.
 	FCampaign = "campaign"
 	// FDemoted is recorded (invoke and ok at the same instant) when a
-	// leader learns it no longer leads: Token is its term, State why.
+	// leader learns it no longer leads: Token is its term, State the
+	// reason (expired, session-changed, closed, deleted).
 	FDemoted = "demoted"
-	// FResign: the leader gives up leadership.
+	// FResign is a leader giving up leadership.
 	FResign = "resign"
-	// FClaim and FComplete are a leader's task calls (Key is the task);
-	// completions carry the register's reply.
-	FClaim    = "claim"
+	// FClaim is a leader claiming a task (Key) under its term (Token); the
+	// completion carries the register's reply: Current is the service's
+	// term after, State the task's state after, Digest its result id. ok
+	// when accepted, fail when refused definitely (Error is the reason),
+	// info when the reply was lost.
+	FClaim = "claim"
+	// FComplete is a leader completing a task: as FClaim, and the
+	// invocation's Digest holds the result id it presents.
 	FComplete = "complete"
-	// FScan is a new leader's scan of the task table (N: tasks not done).
+	// FScan is a new leader's scan of the task table before it takes over;
+	// ok's N is the number of tasks not SUCCEEDED.
 	FScan = "scan"
 )
 
@@ -146,6 +155,12 @@ func (p Process) String() string {
 //	lost:            Token, Node, State (why: "expired", "session-changed", ...)
 //	session:         State, Session
 //	pause/resume:    PID, Target, Verified
+//	campaign ok:     Token (term), Node, Session
+//	demoted:         Token (term), State (reason)
+//	claim/complete:  Token (term presented); complete invoke: Digest (result
+//	                 id); completions: Current (service term after), State
+//	                 (task state after), Digest (result id)
+//	scan ok:         N (tasks not SUCCEEDED)
 type Value struct {
 	Token   *int64 `json:"token,omitempty"`
 	N       *int64 `json:"n,omitempty"`

@@ -81,28 +81,65 @@ func parseLog(r io.Reader) (entries []Entry, end int64, needNewline bool, err er
 	}
 }
 
-// Replay rebuilds every key's state from an apply log. It also checks that
-// each entry's Prev* fields match the state the entries before it produced,
-// so a log that was edited, or written by a buggy register, is caught here
-// rather than silently trusted by a checker.
+// Replay rebuilds every key's state from an apply log (see ReplayAll).
 func Replay(entries []Entry) (map[string]KeyState, error) {
-	state := make(map[string]KeyState)
-	for _, e := range entries {
-		st, ok := state[e.Key]
-		if !ok {
-			st = initialState
-		}
-		if st.Value != e.PrevValue || st.Token != e.PrevToken || st.Fence != e.PrevFence {
-			return nil, fmt.Errorf("seq %d key %q: entry says previous state value=%d token=%d fence=%d, replay has value=%d token=%d fence=%d",
-				e.Seq, e.Key, e.PrevValue, e.PrevToken, e.PrevFence, st.Value, st.Token, st.Fence)
-		}
-		next, err := applyEntry(st, e)
-		if err != nil {
-			return nil, fmt.Errorf("seq %d: %w", e.Seq, err)
-		}
-		state[e.Key] = next
+	st, err := ReplayAll(entries)
+	if err != nil {
+		return nil, err
 	}
-	return state, nil
+	return st.Keys, nil
+}
+
+// Tables is everything a register holds: the keys of the lock workload and
+// the services' task tables.
+type Tables struct {
+	Keys     map[string]KeyState
+	Services map[string]ServiceState
+}
+
+// ReplayAll rebuilds the keys and the task tables from an apply log. It
+// also checks that each key entry's Prev* fields match the state the
+// entries before it produced, and that each claim and complete is what
+// DecideTask says, so a log that was edited, or written by a buggy
+// register, is caught here rather than silently trusted by a checker.
+func ReplayAll(entries []Entry) (Tables, error) {
+	t := Tables{Keys: make(map[string]KeyState), Services: make(map[string]ServiceState)}
+	for _, e := range entries {
+		if err := t.apply(e); err != nil {
+			return Tables{}, fmt.Errorf("seq %d: %w", e.Seq, err)
+		}
+	}
+	return t, nil
+}
+
+// apply replays one entry onto t.
+func (t Tables) apply(e Entry) error {
+	if isTaskOp(e.Op) {
+		svc, ok := t.Services[e.Service]
+		if !ok {
+			svc = newService()
+		}
+		step, err := stepTaskEntry(svc, e)
+		if err != nil {
+			return err
+		}
+		t.Services[e.Service] = svc.apply(step)
+		return nil
+	}
+	st, ok := t.Keys[e.Key]
+	if !ok {
+		st = initialState
+	}
+	if st.Value != e.PrevValue || st.Token != e.PrevToken || st.Fence != e.PrevFence {
+		return fmt.Errorf("key %q: entry says previous state value=%d token=%d fence=%d, replay has value=%d token=%d fence=%d",
+			e.Key, e.PrevValue, e.PrevToken, e.PrevFence, st.Value, st.Token, st.Fence)
+	}
+	next, err := applyEntry(st, e)
+	if err != nil {
+		return err
+	}
+	t.Keys[e.Key] = next
+	return nil
 }
 
 // applyEntry is the one place that says how an entry changes a key, shared

@@ -89,6 +89,62 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (Reply, error) {
 	return rep, nil
 }
 
+// InitTasks creates (or extends) a service's task table. Tasks already in
+// it are left as they are, so retrying an init of unknown outcome is safe.
+func (c *Client) InitTasks(ctx context.Context, req InitRequest) (InitReply, error) {
+	var rep InitReply
+	if err := c.do(ctx, "tasks/init", http.MethodPost, "/tasks/init", req, &rep); err != nil {
+		return InitReply{}, err
+	}
+	return rep, nil
+}
+
+// Claim claims a task under req.Term (req.Result must be empty). A refused
+// claim is not an error: it is a TaskReply with Accepted false and a
+// Reason. Errors are classified as for Write (IsDefinite): a reply dropped
+// by the lost-reply fault is an indefinite error, since the claim is in
+// the apply log.
+func (c *Client) Claim(ctx context.Context, req TaskRequest) (TaskReply, error) {
+	return c.task(ctx, "task/claim", req)
+}
+
+// Complete completes a task under req.Term with result id req.Result;
+// otherwise as Claim. A refusal with ReasonDone carries the stored result
+// for the caller to reuse.
+func (c *Client) Complete(ctx context.Context, req TaskRequest) (TaskReply, error) {
+	return c.task(ctx, "task/complete", req)
+}
+
+func (c *Client) task(ctx context.Context, op string, req TaskRequest) (TaskReply, error) {
+	var rep TaskReply
+	if err := c.do(ctx, op, http.MethodPost, "/"+op, req, &rep); err != nil {
+		return TaskReply{}, err
+	}
+	return rep, nil
+}
+
+// Scan returns every task of a service and its term (nothing is logged).
+func (c *Client) Scan(ctx context.Context, service string) (ScanReply, error) {
+	var rep ScanReply
+	if err := c.do(ctx, "task/scan", http.MethodPost, "/task/scan", ScanRequest{Service: service}, &rep); err != nil {
+		return ScanReply{}, err
+	}
+	return rep, nil
+}
+
+// SetLostReply sets the lost-reply fault's share of claims and completes
+// whose reply is dropped after they are committed (0 turns it off).
+func (c *Client) SetLostReply(ctx context.Context, share float64) error {
+	var rep LostReplyRequest
+	if err := c.do(ctx, "faults/lost-reply", http.MethodPost, "/faults/lost-reply", LostReplyRequest{Share: share}, &rep); err != nil {
+		return err
+	}
+	if rep.Share != share {
+		return fmt.Errorf("register faults/lost-reply: share is %v, asked for %v", rep.Share, share)
+	}
+	return nil
+}
+
 // State returns every key the register has seen.
 func (c *Client) State(ctx context.Context) (map[string]KeyState, error) {
 	var st map[string]KeyState

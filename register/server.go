@@ -22,8 +22,12 @@ type Config struct {
 	Listen string
 	// LogPath is the apply log; an existing one is replayed and continued.
 	LogPath string
-	// Mode is ModeOff, ModeOn or ModeStrict.
+	// Mode is ModeOff, ModeOn or ModeStrict. For the task table, on and
+	// strict both mean term fencing.
 	Mode string
+	// Idempotency is IdempotencyOn or IdempotencyOff for the task table
+	// (see DecideTask); "" means on.
+	Idempotency string
 	// Secret is what every call must present (see auth.go); "" admits
 	// every call, for in-process tests only.
 	Secret string
@@ -43,16 +47,21 @@ const shutdownGrace = 5 * time.Second
 // log's order is the commit order, so deciding, logging and updating the
 // state must be one critical section.
 type server struct {
-	mode   string
-	logger *slog.Logger
-	gate   gate
+	mode        string
+	idempotency string
+	logger      *slog.Logger
+	gate        gate
 
-	mu     sync.Mutex
-	log    *os.File
-	seq    int64
-	state  map[string]KeyState
-	broken error // set once an append failed; the log's tail is then unknown
-	closed bool
+	mu       sync.Mutex
+	log      *os.File
+	seq      int64
+	state    map[string]KeyState
+	services map[string]ServiceState
+	// lostShare is the lost-reply fault's share of task calls whose reply
+	// is dropped (0: off).
+	lostShare float64
+	broken    error // set once an append failed; the log's tail is then unknown
+	closed    bool
 
 	// fatal carries the first append failure to Serve, which stops: a
 	// register whose ground truth cannot be written must not keep answering.
@@ -66,6 +75,12 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	if !validMode(cfg.Mode) {
 		return fmt.Errorf("register: unknown fencing mode %q (want off, on or strict)", cfg.Mode)
 	}
+	if cfg.Idempotency == "" {
+		cfg.Idempotency = IdempotencyOn
+	}
+	if _, err := idempotent(cfg.Idempotency); err != nil {
+		return fmt.Errorf("register: %w", err)
+	}
 	if cfg.LogPath == "" {
 		return errors.New("register: no apply log path")
 	}
@@ -77,18 +92,20 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 	if err != nil {
 		return fmt.Errorf("register: %w", err)
 	}
-	state, err := Replay(entries)
+	tables, err := ReplayAll(entries)
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("register: replay %s: %w", cfg.LogPath, err)
 	}
 	s := &server{
-		mode:   cfg.Mode,
-		logger: logger,
-		log:    f,
-		state:  state,
-		fatal:  make(chan error, 1),
-		gate:   gate{secret: []byte(cfg.Secret)},
+		mode:        cfg.Mode,
+		idempotency: cfg.Idempotency,
+		logger:      logger,
+		log:         f,
+		state:       tables.Keys,
+		services:    tables.Services,
+		fatal:       make(chan error, 1),
+		gate:        gate{secret: []byte(cfg.Secret)},
 	}
 	if n := len(entries); n > 0 {
 		s.seq = entries[n-1].Seq
@@ -106,8 +123,9 @@ func Serve(ctx context.Context, cfg Config, ready func(addr string)) error {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	addr := ln.Addr().String()
-	logger.Info("register serving", "addr", addr, "mode", cfg.Mode, "log", cfg.LogPath,
-		"replayed", len(entries), "keys", len(state), "secret_required", cfg.Secret != "")
+	logger.Info("register serving", "addr", addr, "mode", cfg.Mode, "idempotency", cfg.Idempotency,
+		"log", cfg.LogPath, "replayed", len(entries), "keys", len(tables.Keys),
+		"services", len(tables.Services), "secret_required", cfg.Secret != "")
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -224,6 +242,11 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("POST /read", s.handleRead)
 	mux.HandleFunc("GET /state", s.handleState)
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
+	mux.HandleFunc("POST /tasks/init", s.handleInit)
+	mux.HandleFunc("POST /task/claim", s.handleClaim)
+	mux.HandleFunc("POST /task/complete", s.handleComplete)
+	mux.HandleFunc("POST /task/scan", s.handleScan)
+	mux.HandleFunc("POST /faults/lost-reply", s.handleLostReply)
 	return s.gate.wrap(mux, s)
 }
 
@@ -300,11 +323,8 @@ func (s *server) serveCommit(w http.ResponseWriter, o op) {
 func (s *server) commit(o op) (Reply, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return Reply{}, fmt.Errorf("%w: shutting down", errUnavailable)
-	}
-	if s.broken != nil {
-		return Reply{}, fmt.Errorf("%w: apply log failed earlier: %v", errUnavailable, s.broken)
+	if err := s.usable(); err != nil {
+		return Reply{}, err
 	}
 	st, ok := s.state[o.key]
 	if !ok {
@@ -338,19 +358,9 @@ func (s *server) commit(o op) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	line, err := encodeLine(e)
-	if err != nil {
-		return Reply{}, fmt.Errorf("encode entry: %w", err)
+	if err := s.appendEntry(e); err != nil {
+		return Reply{}, err
 	}
-	if err := s.appendLine(line); err != nil {
-		s.broken = err
-		select {
-		case s.fatal <- err:
-		default:
-		}
-		return Reply{}, fmt.Errorf("%w: %v", errUnavailable, err)
-	}
-	s.seq = e.Seq
 	s.state[o.key] = next
 	return Reply{
 		Accepted: accepted,
@@ -360,6 +370,37 @@ func (s *server) commit(o op) (Reply, error) {
 		Reason:   reason,
 		Seq:      e.Seq,
 	}, nil
+}
+
+// usable refuses commits once the register is shutting down or its log
+// failed. Called under mu.
+func (s *server) usable() error {
+	if s.closed {
+		return fmt.Errorf("%w: shutting down", errUnavailable)
+	}
+	if s.broken != nil {
+		return fmt.Errorf("%w: apply log failed earlier: %v", errUnavailable, s.broken)
+	}
+	return nil
+}
+
+// appendEntry makes e durable and advances seq; a failed append breaks the
+// register for good and tells Serve to stop. Called under mu.
+func (s *server) appendEntry(e Entry) error {
+	line, err := encodeLine(e)
+	if err != nil {
+		return fmt.Errorf("encode entry: %w", err)
+	}
+	if err := s.appendLine(line); err != nil {
+		s.broken = err
+		select {
+		case s.fatal <- err:
+		default:
+		}
+		return fmt.Errorf("%w: %v", errUnavailable, err)
+	}
+	s.seq = e.Seq
+	return nil
 }
 
 func (s *server) appendLine(line []byte) error {
@@ -384,14 +425,15 @@ func (s *server) handleState(w http.ResponseWriter, _ *http.Request) {
 
 // Health is the body of GET /healthz.
 type Health struct {
-	OK   bool   `json:"ok"`
-	Mode string `json:"mode"`
-	Seq  int64  `json:"seq"`
+	OK          bool   `json:"ok"`
+	Mode        string `json:"mode"`
+	Idempotency string `json:"idempotency,omitempty"`
+	Seq         int64  `json:"seq"`
 }
 
 func (s *server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
-	h := Health{OK: s.broken == nil && !s.closed, Mode: s.mode, Seq: s.seq}
+	h := Health{OK: s.broken == nil && !s.closed, Mode: s.mode, Idempotency: s.idempotency, Seq: s.seq}
 	s.mu.Unlock()
 	if !h.OK {
 		w.Header().Set("Content-Type", "application/json")

@@ -32,15 +32,21 @@ type running struct {
 // start runs Serve on 127.0.0.1:0 and waits (via ready) until it listens.
 func start(t testing.TB, logPath, mode string) *running {
 	t.Helper()
+	return startCfg(t, Config{LogPath: logPath, Mode: mode})
+}
+
+// startCfg is start with a whole Config (Listen and Logger are set here).
+func startCfg(t testing.TB, cfg Config) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	go func() {
-		done <- Serve(ctx, Config{Listen: "127.0.0.1:0", LogPath: logPath, Mode: mode, Logger: logger},
-			func(addr string) { ready <- addr })
+		done <- Serve(ctx, cfg, func(addr string) { ready <- addr })
 	}()
-	r := &running{logPath: logPath, cancel: cancel, done: done}
+	r := &running{logPath: cfg.LogPath, cancel: cancel, done: done}
 	select {
 	case r.addr = <-ready:
 	case err := <-done:

@@ -84,20 +84,27 @@ type Entry struct {
 	PrevToken int64  `json:"prev_token"`
 	PrevFence int64  `json:"prev_fence"`
 	Mode      string `json:"mode"`
-	// The task table's fields (election workload; op "init", "claim" or
-	// "complete"), left out of lock entries. The term presented is in
-	// Token/HasToken.
+
+	// The task table's fields (ops init, claim, complete). All omitempty,
+	// so a lock entry is byte for byte what it was before tasks existed.
+	// A task entry presents its term in Token/HasToken and leaves Key,
+	// Value and Prev* at zero; Mode is the register's fencing mode.
 	Service string `json:"service,omitempty"`
 	Task    string `json:"task,omitempty"`
-	// Result is the result id stored with (or by) the task.
-	Result string `json:"result,omitempty"`
-	// StateAfter is the task's state after the entry (PENDING, RUNNING,
-	// SUCCEEDED, FAILED).
+	// Tasks is what an init presented (new ones become PENDING).
+	Tasks []string `json:"tasks,omitempty"`
+	// Result, StateAfter and Executions are the task's state after the
+	// entry (for an accepted complete, Result is the one presented; for a
+	// complete refused as "done", the stored one the caller reuses).
+	Result     string `json:"result,omitempty"`
 	StateAfter string `json:"state_after,omitempty"`
-	// Executions is how many times the task's effect ran, after the entry.
-	Executions int `json:"executions,omitempty"`
-	// ReplyDropped: the entry was committed and its reply dropped (the
-	// lost-reply fault).
+	Executions int64  `json:"executions,omitempty"`
+	// Idempotency is the register's idempotency mode (IdempotencyOn/Off):
+	// with Mode, what DecideTask needs to re-check the entry.
+	Idempotency string `json:"idempotency,omitempty"`
+	// ReplyDropped: the entry is committed, and then the lost-reply fault
+	// closed the connection without answering; the caller saw an error of
+	// unknown outcome.
 	ReplyDropped bool `json:"reply_dropped,omitempty"`
 }
 
@@ -105,4 +112,126 @@ type Entry struct {
 const (
 	OpWrite = "write"
 	OpRead  = "read"
+	// The task table's ops. A scan is not logged: it changes nothing.
+	OpInit     = "init"
+	OpClaim    = "claim"
+	OpComplete = "complete"
 )
+
+// The task table (election workload). Per service the register keeps Term,
+// the highest term accepted so far (NoToken before any), and per task its
+// TaskState. Fencing for tasks follows the register's mode: on and strict
+// both refuse a call whose term is below Term ("stale term"); off refuses
+// none. Idempotency (IdempotencyOn/Off) says whether a task that already
+// SUCCEEDED is protected from running again: on, a second claim or
+// complete is refused as "done" and answered with the stored result; off,
+// every accepted complete executes the task's effect once more. The rule
+// is DecideTask.
+
+// Idempotency modes of the task table.
+const (
+	IdempotencyOn  = "on"
+	IdempotencyOff = "off"
+)
+
+// Task states.
+const (
+	TaskPending   = "PENDING"
+	TaskRunning   = "RUNNING"
+	TaskSucceeded = "SUCCEEDED"
+	// TaskFailed is part of the format; no call of this register sets it
+	// yet.
+	TaskFailed = "FAILED"
+)
+
+// Reasons of refused task calls, exactly as in Entry.Reason and
+// TaskReply.Reason (checkers match them).
+const (
+	ReasonStaleTerm   = "stale term"
+	ReasonDone        = "done"
+	ReasonUnknownTask = "unknown task"
+)
+
+// InitRequest is the body of POST /tasks/init: the controller creates the
+// service's table before any worker starts. Tasks already in the table are
+// left as they are, so a retried init changes nothing.
+type InitRequest struct {
+	Service string   `json:"service"`
+	Tasks   []string `json:"tasks"`
+}
+
+// InitReply answers POST /tasks/init.
+type InitReply struct {
+	// Added is how many of the tasks were new; Tasks is the table's size
+	// after.
+	Added int   `json:"added"`
+	Tasks int   `json:"tasks"`
+	Seq   int64 `json:"seq"`
+}
+
+// TaskRequest is the body of POST /task/claim and POST /task/complete.
+// Term is the leader's term (its election node's czxid), never negative.
+// Result is the result id of a complete and must be empty on a claim.
+type TaskRequest struct {
+	Service string `json:"service"`
+	Task    string `json:"task"`
+	Term    int64  `json:"term"`
+	Process int    `json:"process"`
+	PID     int    `json:"pid,omitempty"`
+	Result  string `json:"result,omitempty"`
+}
+
+// TaskReply answers a claim or complete. A refused call is not an error:
+// Accepted is false and Reason says why (ReasonStaleTerm, ReasonDone,
+// ReasonUnknownTask). State, Result and Executions are the task's after
+// the call, Term the service's.
+type TaskReply struct {
+	Accepted   bool   `json:"accepted"`
+	Reason     string `json:"reason,omitempty"`
+	State      string `json:"state"`
+	Term       int64  `json:"term"`
+	Result     string `json:"result,omitempty"`
+	Executions int64  `json:"executions"`
+	Seq        int64  `json:"seq"`
+}
+
+// ScanRequest is the body of POST /task/scan.
+type ScanRequest struct {
+	Service string `json:"service"`
+}
+
+// ScanReply is every task of a service (empty for a service never
+// initialised, with Term NoToken). Seq is the last committed entry.
+type ScanReply struct {
+	Service string               `json:"service"`
+	Term    int64                `json:"term"`
+	Tasks   map[string]TaskState `json:"tasks"`
+	Seq     int64                `json:"seq"`
+}
+
+// LostReplyRequest is the body (and the reply) of POST /faults/lost-reply:
+// while Share > 0, that share of claims and completes is committed and
+// then answered by closing the connection. 0 turns the fault off.
+type LostReplyRequest struct {
+	Share float64 `json:"share"`
+}
+
+// TaskState is one task in the table.
+type TaskState struct {
+	State string `json:"state"`
+	// Owner is the term of the last accepted claim or complete (NoToken
+	// before any).
+	Owner int64 `json:"owner"`
+	// Result is the result id stored by the last accepted complete.
+	Result string `json:"result,omitempty"`
+	// Executions counts accepted completes that executed the task's
+	// effect: exactly-once means 1 at the end.
+	Executions int64 `json:"executions"`
+}
+
+// ServiceState is one service's task table.
+type ServiceState struct {
+	// Term is the highest term accepted so far (NoToken before any).
+	Term  int64                `json:"term"`
+	Tasks map[string]TaskState `json:"tasks"`
+}

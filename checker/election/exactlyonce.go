@@ -129,7 +129,7 @@ func CheckExactlyOnce(ctx context.Context, in checker.Input) checker.Result {
 
 func countCall(d *ExactlyOnceDetails, t *taskLog, e register.Entry) {
 	t.calls = append(t.calls, e)
-	t.lastExec = e.Executions
+	t.lastExec = int(e.Executions)
 	if e.ReplyDropped {
 		d.RepliesDropped++
 	}

@@ -24,9 +24,10 @@ func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (port 0 picks a free one)")
 	logPath := fs.String("log", "", "apply log file (required; an existing one is replayed and continued)")
-	mode := fs.String("fencing", register.ModeOn, "fencing mode: off, on or strict")
+	mode := fs.String("fencing", register.ModeOn, "fencing mode: off, on or strict (tasks: on and strict both fence by term)")
+	idem := fs.String("idempotency", register.IdempotencyOn, "task table: on refuses to run a SUCCEEDED task again, off lets it run again")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos register --log PATH [--listen ADDR] [--fencing off|on|strict]")
+		fmt.Fprintln(stderr, "usage: chaos register --log PATH [--listen ADDR] [--fencing off|on|strict] [--idempotency on|off]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -48,6 +49,11 @@ func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	default:
 		return bad(fmt.Sprintf("--fencing %q: want off, on or strict", *mode))
 	}
+	switch *idem {
+	case register.IdempotencyOn, register.IdempotencyOff:
+	default:
+		return bad(fmt.Sprintf("--idempotency %q: want on or off", *idem))
+	}
 	// The secret comes from the environment only (never a flag: ps shows
 	// command lines to everyone); a register without one would answer
 	// anyone who reaches its address.
@@ -59,11 +65,12 @@ func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "register")
 	var announceErr error
 	err := register.Serve(ctx, register.Config{
-		Listen:  *listen,
-		LogPath: *logPath,
-		Mode:    *mode,
-		Secret:  secret,
-		Logger:  logger,
+		Listen:      *listen,
+		LogPath:     *logPath,
+		Mode:        *mode,
+		Idempotency: *idem,
+		Secret:      secret,
+		Logger:      logger,
 	}, func(addr string) {
 		line, err := json.Marshal(struct {
 			Listen string `json:"listen"`

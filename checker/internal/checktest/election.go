@@ -34,7 +34,7 @@ func (b *Log) Init(task string) *Log {
 func (b *Log) Task(op, task string, term int64, p int, accepted bool, reason string, exec int) *Log {
 	seq := int64(len(b.Entries) + 1)
 	b.Entries = append(b.Entries, register.Entry{Seq: seq, Wall: 1_000_000_000 + seq*1000, Op: op, Service: Service,
-		Task: task, Token: term, HasToken: true, Process: p, Accepted: accepted, Reason: reason, Executions: exec,
+		Task: task, Token: term, HasToken: true, Process: p, Accepted: accepted, Reason: reason, Executions: int64(exec),
 		Mode: register.ModeOn})
 	return b
 }
@@ -117,7 +117,7 @@ func (m *elSim) call(op string, i int, term int64, p int, result string, dropped
 			tk.exec++
 		}
 	}
-	e.StateAfter, e.Executions = tk.state, tk.exec
+	e.StateAfter, e.Executions = tk.state, int64(tk.exec)
 	m.log = append(m.log, e)
 	return e.Accepted, e.Reason, tk.result
 }
