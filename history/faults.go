@@ -28,6 +28,10 @@ const (
 	// sequence); the end records what the tampering left.
 	FRogue    = "rogue"
 	FRogueEnd = "rogue-end"
+	// FLostReply and FLostReplyEnd: the register executes a share of the
+	// task calls and drops their replies, until the end.
+	FLostReply    = "lost-reply"
+	FLostReplyEnd = "lost-reply-end"
 	// FRestore is the final phase's sweep of whatever fault is left
 	// (process nemesis), before the final reads. It is not a fault of its
 	// own and has no stop verb.
@@ -50,6 +54,7 @@ var Faults = []FaultVerbs{
 	{FIsolate, FHeal},
 	{FExpire, FExpireEnd},
 	{FRogue, FRogueEnd},
+	{FLostReply, FLostReplyEnd},
 }
 
 // StopVerb is the stop verb of a fault's start verb; false if start starts

@@ -116,6 +116,7 @@ func Default(exe string) []Cell {
 		)
 	}
 	cells = append(cells, configCells()...)
+	cells = append(cells, electionCells()...)
 	return append(cells, dockerCells()...)
 }
 
@@ -159,4 +160,29 @@ func dockerCells() []Cell {
 	return append(cells, Cell{Recipe: "seed", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: short, Cluster: "docker",
 		Smoke: true, Expect: invalid(fence.NameDoubleWriter),
 		Why: "the docker backend: without fencing the paused holder's stale write lands"})
+}
+
+// electionCells are the election workload's rows (seed 14–17, 20, 11.3):
+// fenced and idempotent, the seed's leaders are valid under every fault
+// aimed at the application leader, at the resource and at ZooKeeper;
+// unfenced, a paused leader's stale-term write is accepted; without
+// idempotency, a lost reply's retry runs a task twice.
+func electionCells() []Cell {
+	el := func(c Cell) Cell {
+		c.Workload, c.Recipe = "election", "seed"
+		c.Args = append(slices.Clone(short), c.Args...)
+		return c
+	}
+	gate := []string{"exactly-once", "stale-term"}
+	var cells []Cell
+	for _, f := range []string{"pause-app-leader", "expire-app-leader", "isolate-app-leader", "lost-reply", "pause-zk-leader", "kill-zk"} {
+		cells = append(cells, el(Cell{Nemesis: []string{f}, Fencing: "on", Args: []string{"--tasks", "1000"}, Expect: valid(gate...),
+			Smoke: f == "pause-app-leader", Why: "fenced, idempotent leaders run every task once under " + f}))
+	}
+	return append(cells,
+		el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "off", Args: []string{"--tasks", "1000"}, Expect: invalid("stale-term"),
+			Why: "without fencing the paused leader's write of an old term is accepted"}),
+		el(Cell{Nemesis: []string{"lost-reply"}, Fencing: "on", Variant: "idempotency-off", Args: []string{"--tasks", "1000", "--idempotency", "off"},
+			Expect: invalid("exactly-once"), Why: "without idempotency the retry of a call whose reply was lost runs the task again"}),
+	)
 }

@@ -16,6 +16,9 @@ import (
 type Caps struct {
 	Cluster   cluster.Capabilities
 	WorkerNet bool
+	// Workload is the run's --workload: faults aimed at one workload's
+	// roles (the application leader) or calls (task replies) need it.
+	Workload string
 }
 
 // need says why a run with caps c cannot use a fault, or nil.
@@ -45,6 +48,16 @@ func needWorkerNet(c Caps) error {
 		return nil
 	}
 	return errors.New("the workers have no network namespaces of their own (this run is --net loopback: every process shares 127.0.0.1, and there is no traffic of one worker to cut)")
+}
+
+// needWorkload is a fault's need of the named workload.
+func needWorkload(name string) need {
+	return func(c Caps) error {
+		if c.Workload == name {
+			return nil
+		}
+		return fmt.Errorf("it acts on the %s workload, and this run is --workload %s", name, c.Workload)
+	}
 }
 
 // Usable returns nil when a run with caps can use the named fault, else

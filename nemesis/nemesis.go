@@ -52,6 +52,9 @@ type Env struct {
 	// Cluster is the ensemble; nil when the backend gives no access.
 	Cluster cluster.Cluster
 	Targets Targets
+	// Resource is the run's fenced resource, for faults of its own
+	// (lost-reply); nil when the run has none.
+	Resource Resource
 	// Rand is the run's seeded source for choosing targets; only the
 	// scheduler's goroutine uses it.
 	Rand   *rand.Rand

@@ -162,17 +162,22 @@ func New(name string, cfg Config) (Lock, error) {
 const (
 	WorkloadLock   = "lock"
 	WorkloadConfig = "config"
+	// WorkloadElection runs for leader with the lock recipes: a
+	// candidate's campaign is an acquire of the service's lock under the
+	// election root (the seed's leader election is its lock, seed 14), so
+	// each lock recipe, the zoo's included, is also an election recipe.
+	WorkloadElection = "election"
 )
 
 // NamesFor lists the recipes of workload ("" is the lock workload).
 func NamesFor(workload string) ([]string, error) {
 	switch workload {
-	case "", WorkloadLock:
+	case "", WorkloadLock, WorkloadElection:
 		return Names(), nil
 	case WorkloadConfig:
 		return ConfigNames(), nil
 	}
-	return nil, fmt.Errorf("unknown workload %q (known: %s, %s)", workload, WorkloadLock, WorkloadConfig)
+	return nil, fmt.Errorf("unknown workload %q (known: %s, %s, %s)", workload, WorkloadLock, WorkloadConfig, WorkloadElection)
 }
 
 // registry maps names to the factories of one workload's recipes; recipes

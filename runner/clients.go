@@ -183,6 +183,9 @@ func (l *live) Event(m worker.Message) {
 	case worker.EventLost:
 		l.f.instant(l.process, history.FLost, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State, Session: m.Session}, m.Error)
 		l.f.lost(l, m.Key)
+	case worker.EventDemoted:
+		l.f.instant(l.process, history.FDemoted, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State, Session: m.Session}, m.Error)
+		l.f.lost(l, m.Key)
 	case worker.EventApplied:
 		l.f.instant(l.process, history.FApplied, m.Key, &history.Value{Version: m.Version, Digest: m.Digest, N: m.Value}, m.Error)
 	}
@@ -257,7 +260,7 @@ func resultOf(m worker.Message, err error) workloads.Result {
 
 func valueOf(m worker.Message) *history.Value {
 	return &history.Value{Token: m.Token, N: m.Value, Current: m.CurrentToken, Node: m.Node, Session: m.Session,
-		Wakeups: m.Wakeups, Version: m.Version, Digest: m.Digest}
+		Wakeups: m.Wakeups, Version: m.Version, Digest: m.Digest, State: m.State}
 }
 
 // loop is one logical client: critical sections until gen ends.

@@ -27,7 +27,11 @@ type Config struct {
 	// Workload is what the clients do (workloads.Names): lock, config.
 	Workload string `json:"workload"`
 	// Admins is how many clients update the config (config workload).
-	Admins          int           `json:"admins,omitempty"`
+	Admins int `json:"admins,omitempty"`
+	// Tasks is the election's task table; Idempotency is the register's
+	// task mode (on: a task done is not run again).
+	Tasks       int    `json:"tasks,omitempty"`
+	Idempotency string `json:"idempotency,omitempty"`
 	Workers         int           `json:"workers"`
 	Keys            int           `json:"keys"`
 	TimeLimit       time.Duration `json:"time_limit"`
@@ -86,6 +90,8 @@ func Defaults() Config {
 		Name:            "lock",
 		Workload:        workloads.LockName,
 		Admins:          1,
+		Tasks:           300,
+		Idempotency:     register.IdempotencyOn,
 		Workers:         6,
 		Keys:            3,
 		TimeLimit:       60 * time.Second,
@@ -184,14 +190,14 @@ func (c Config) workerWorkload() string {
 // NewWorkload builds the run's workload from its settings.
 func (c Config) NewWorkload() (workloads.Workload, error) {
 	return workloads.New(c.Workload, workloads.Settings{Workers: c.Workers, Keys: c.Keys, Hold: c.Hold, Think: c.Think,
-		AcquireTimeout: c.AcquireTimeout, LockRoot: c.LockRoot, SessionTimeout: c.SessionTimeout, Admins: c.Admins})
+		AcquireTimeout: c.AcquireTimeout, LockRoot: c.LockRoot, SessionTimeout: c.SessionTimeout, Admins: c.Admins, Tasks: c.Tasks})
 }
 
 // Caps is what the run will be able to do, by its backend and network
 // mode, for validating its faults before anything starts.
 func (c Config) Caps() nemesis.Caps {
 	netns := c.NetMode() == "netns"
-	return nemesis.Caps{Cluster: backend.Capabilities(c.Cluster, netns), WorkerNet: netns}
+	return nemesis.Caps{Cluster: backend.Capabilities(c.Cluster, netns), WorkerNet: netns, Workload: c.Workload}
 }
 
 // MinTimeLimit is the shortest workload of a run without faults: less
@@ -237,6 +243,9 @@ func (c Config) Validate() error {
 	// we raise the maximum to fit, but below two ticks it cannot go.
 	if c.SessionTimeout < 2*c.TickTime {
 		bad("--session-timeout %s: must be at least two ticks (%s)", c.SessionTimeout, 2*c.TickTime)
+	}
+	if c.Idempotency != register.IdempotencyOn && c.Idempotency != register.IdempotencyOff {
+		bad("--idempotency %q: must be on or off", c.Idempotency)
 	}
 	if !slices.Contains([]string{register.ModeOn, register.ModeOff, register.ModeStrict}, c.Fencing) {
 		bad("--fencing %q: must be on, off or strict", c.Fencing)

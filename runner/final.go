@@ -122,6 +122,12 @@ func (c *controller) Clients() []workloads.Client {
 	return out
 }
 
+// InitTasks implements workloads.Resource through the register.
+func (c *controller) InitTasks(ctx context.Context, service string, tasks []string) error {
+	_, err := c.reg.client(10*time.Second).InitTasks(ctx, register.InitRequest{Service: service, Tasks: tasks})
+	return err
+}
+
 // FinalRead implements workloads.End. The read goes to the register
 // directly, without a token, rather than through the worker protocol,
 // because a worker may read only under the lock: a final read must show

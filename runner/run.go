@@ -331,7 +331,7 @@ func (c *controller) startServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reg, err := startRegister(ctx, pl, c.exe, c.env, sec, c.run.Path(store.ApplyLogFile), c.run.Path(store.RegisterLog), c.cfg.Fencing)
+	reg, err := startRegister(ctx, pl, c.exe, c.env, sec, c.run.Path(store.ApplyLogFile), c.run.Path(store.RegisterLog), c.cfg.Fencing, c.cfg.Idempotency)
 	if err != nil {
 		return err
 	}
@@ -354,6 +354,9 @@ func (c *controller) startServices(ctx context.Context) error {
 	if err := prepareNodes(ctx, zk.ConnectString(), c.wl.Nodes(), sec.zk, c.log); err != nil {
 		return err
 	}
+	if err := c.wl.Prepare(ctx, c); err != nil {
+		return fmt.Errorf("prepare the %s workload: %w", c.wl.Name(), err)
+	}
 	c.fleet = newFleet(c.cfg, c.exe, sec.workerEnv(c.env), zk.ConnectString(), reg.url(), pl, c.run, c.hist, c.log, c.runCtx, c.abort)
 	return nil
 }
@@ -373,8 +376,8 @@ func (c *controller) workload(ctx context.Context) {
 	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
 		Schedule: nemesis.Schedule{Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
 		History:  c.hist,
-		Caps:     nemesis.Caps{Cluster: c.zk.Capabilities(), WorkerNet: c.net != nil},
-		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Logger: c.log,
+		Caps:     nemesis.Caps{Cluster: c.zk.Capabilities(), WorkerNet: c.net != nil, Workload: c.wl.Name()},
+		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Resource: c.reg.client(3 * time.Second), Logger: c.log,
 			Rand: rand.New(rand.NewPCG(seed, 0x6e656d))}})
 	if err != nil {
 		c.abort(err)

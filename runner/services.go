@@ -63,7 +63,7 @@ type registerProc struct {
 
 // startRegister launches the register and waits for it to say where it
 // listens. The run's secret goes to it through its environment only.
-func startRegister(ctx context.Context, pl placement, exe string, env []string, sec runSecrets, applyLog, logPath, mode string) (*registerProc, error) {
+func startRegister(ctx context.Context, pl placement, exe string, env []string, sec runSecrets, applyLog, logPath, mode, idempotency string) (*registerProc, error) {
 	listen := "127.0.0.1:0"
 	cmd, host, err := pl.command(ctx, "reg", exe, sec.registerEnv(env), "register")
 	if err != nil {
@@ -72,7 +72,7 @@ func startRegister(ctx context.Context, pl placement, exe string, env []string, 
 	if host != nil {
 		listen = host.IP + ":8080"
 	}
-	cmd.Args = append(cmd.Args, "--listen", listen, "--log", applyLog, "--fencing", mode)
+	cmd.Args = append(cmd.Args, "--listen", listen, "--log", applyLog, "--fencing", mode, "--idempotency", idempotency)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("register log: %w", err)

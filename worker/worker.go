@@ -80,6 +80,8 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		err = w.newLockSubject(rc)
 	case recipes.WorkloadConfig:
 		err = w.newConfigSubject(rc)
+	case recipes.WorkloadElection:
+		err = w.newElectionSubject(rc)
 	default:
 		err = fmt.Errorf("unknown workload %q", cfg.Workload)
 	}

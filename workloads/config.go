@@ -64,6 +64,9 @@ func (w *Config) Nodes() []Node {
 	return []Node{{Path: ConfigRoot}, {Path: ConfigRoot + "/" + ConfigKey, Data: InitialData}}
 }
 
+// Prepare implements Workload: nothing to set up in the resource.
+func (w *Config) Prepare(context.Context, Resource) error { return nil }
+
 // Step is one update for an admin, and for a watcher a watch on a process
 // that has none yet, else a short wait: what a watcher does between
 // notifications the worker reports on its own (applied events).

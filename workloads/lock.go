@@ -84,6 +84,9 @@ func KeyNames(k int) []string {
 	return keys
 }
 
+// Prepare implements Workload: nothing to set up in the resource.
+func (l *Lock) Prepare(context.Context, Resource) error { return nil }
+
 // Step runs one critical section on a random key. It returns early after
 // any info completion: the process that performed it is retired, and what
 // it was doing is no longer this logical process's business.

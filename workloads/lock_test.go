@@ -114,17 +114,17 @@ func TestLockNodes(t *testing.T) {
 // TestRegistry: every workload is built by name, an unknown one is refused
 // naming the known ones, and each gate names only its own checkers.
 func TestRegistry(t *testing.T) {
-	if got := strings.Join(Names(), ","); got != "config,lock" {
+	if got := strings.Join(Names(), ","); got != "config,election,lock" {
 		t.Errorf("names %s", got)
 	}
-	if _, err := New("election-2", Settings{}); err == nil || !strings.Contains(err.Error(), "known: config, lock") {
+	if _, err := New("election-2", Settings{}); err == nil || !strings.Contains(err.Error(), "known: config, election, lock") {
 		t.Errorf("unknown workload: %v", err)
 	}
 	if _, err := New(ConfigName, Settings{Workers: 3, Admins: 3}); err == nil || !strings.Contains(err.Error(), "--admins 3") {
 		t.Errorf("config with no watcher: %v", err)
 	}
 	for _, name := range Names() {
-		w, err := New(name, Settings{Workers: 6, Admins: 1, Keys: 1, LockRoot: "/l"})
+		w, err := New(name, Settings{Workers: 6, Admins: 1, Keys: 1, LockRoot: "/l", Tasks: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,6 +27,9 @@ type Workload interface {
 	// Nodes are the znodes the controller creates before any client
 	// starts (parents first), protected with the run's ACL under --acl on.
 	Nodes() []Node
+	// Prepare sets up the resource before any client starts (the
+	// election's task table); most workloads need nothing.
+	Prepare(ctx context.Context, r Resource) error
 	// Step runs one unit of a client's work; the runner calls it in a
 	// loop until the workload's time is up. It returns early after an info
 	// completion (the process that performed it is retired).
@@ -97,6 +100,12 @@ type Client interface {
 	Process() int
 }
 
+// Resource is the run's fenced resource as a workload's Prepare sees it.
+type Resource interface {
+	// InitTasks creates the task table of service, every task PENDING.
+	InitTasks(ctx context.Context, service string, tasks []string) error
+}
+
 // End is what a workload's Final may use besides its clients.
 type End interface {
 	Clients() []Client
@@ -117,6 +126,8 @@ type Settings struct {
 	SessionTimeout time.Duration
 	// Admins is how many clients update the config (config workload).
 	Admins int
+	// Tasks is how many tasks the election's leaders run.
+	Tasks int
 }
 
 var (

@@ -48,6 +48,10 @@ func invocations(h []history.Event) map[group][]int64 {
 			g.op = register.OpRead
 		case history.FFinalRead:
 			g.op = final
+		case history.FClaim:
+			g.op = register.OpClaim
+		case history.FComplete:
+			g.op = register.OpComplete
 		default:
 			continue
 		}
@@ -83,6 +87,16 @@ func attribute(ctx context.Context, in checker.Input, d *Details) bool {
 		if timed {
 			at = e.Wall - in.StartWall + int64(clockSlack)
 		}
+		if e.Op == register.OpInit {
+			d.Attributed++ // the controller's setup of the task table
+			continue
+		}
+		if e.ReplyDropped && peek(invs, used, candidates(e), at, timed) {
+			// Its reply was dropped, so the worker sent the same call again:
+			// the invocation that explains the retry explains this one too.
+			d.Attributed++
+			continue
+		}
 		if take(invs, used, candidates(e), at, timed) {
 			d.Attributed++
 			continue
@@ -99,6 +113,9 @@ func bySeq(a, b register.Entry) int { return cmp.Compare(a.Seq, b.Seq) }
 func candidates(e register.Entry) []group {
 	g := group{p: e.Process, key: e.Key, op: e.Op}
 	switch {
+	case e.Op == register.OpClaim || e.Op == register.OpComplete:
+		g.key = e.Task
+		return []group{g}
 	case e.Op == register.OpWrite:
 		g.value = e.Value
 		return []group{g}
@@ -123,8 +140,19 @@ func take(invs map[group][]int64, used map[group]int, gs []group, at int64, time
 	return false
 }
 
+// peek reports whether take would find an invocation, without using it.
+func peek(invs map[group][]int64, used map[group]int, gs []group, at int64, timed bool) bool {
+	for _, g := range gs {
+		ts := invs[g]
+		if n := used[g]; n < len(ts) && (!timed || ts[n] <= at) {
+			return true
+		}
+	}
+	return false
+}
+
 func unattributed(e register.Entry, known bool) string {
-	what := fmt.Sprintf("apply log seq %d: %s %s", e.Seq, e.Op, e.Key)
+	what := fmt.Sprintf("apply log seq %d: %s %s", e.Seq, e.Op, cmp.Or(e.Key, e.Task))
 	if e.Op == register.OpWrite {
 		what += fmt.Sprintf(" of %d", e.Value)
 	}

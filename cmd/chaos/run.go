@@ -58,6 +58,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.BoolVar(&cfg.NoBuild, "no-build", false, "with --cluster docker: fail instead of building a missing ZooKeeper image")
 	fs.StringVar(&cfg.Workload, "workload", cfg.Workload, "what the clients do: "+strings.Join(workloads.Names(), ", "))
 	fs.IntVar(&cfg.Admins, "admins", cfg.Admins, "config workload: how many clients update the config (the others watch it)")
+	fs.IntVar(&cfg.Tasks, "tasks", cfg.Tasks, "election workload: tasks in the table the leaders run")
+	fs.StringVar(&cfg.Idempotency, "idempotency", cfg.Idempotency, "election workload: on (a task done is not run again: its stored result answers) or off")
 	gate := fs.String("gate", "", "checkers that decide the verdict (all run and are reported; default: the workload's gate, for lock "+
 		strings.Join(cfg.Gate, ",")+"); lock: "+strings.Join(suite.Names(), ", "))
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")

@@ -31,13 +31,13 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	reg := fs.String("register", "", "register base URL, e.g. http://127.0.0.1:7000 (required)")
 	process := fs.Int("process", 0, "logical process number (reported to the register)")
 	sessionTimeout := fs.Duration("session-timeout", 3*time.Second, "ZooKeeper session timeout")
-	workload := fs.String("workload", recipes.WorkloadLock, "workload: "+recipes.WorkloadLock+" or "+recipes.WorkloadConfig)
+	workload := fs.String("workload", recipes.WorkloadLock, "workload: "+recipes.WorkloadLock+", "+recipes.WorkloadConfig+" or "+recipes.WorkloadElection)
 	recipe := fs.String("recipe", "seed", "recipe: for lock "+strings.Join(recipes.Names(), ", ")+
 		"; for config "+strings.Join(recipes.ConfigNames(), ", "))
 	token := fs.String("token", recipes.TokenCzxid, "fencing token: czxid or seq")
 	root := fs.String("root", recipes.DefaultRoot, "persistent parent of the lock nodes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos worker --zk HOST:PORT,... --register URL [--workload lock|config] [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
+		fmt.Fprintln(stderr, "usage: chaos worker --zk HOST:PORT,... --register URL [--workload lock|config|election] [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -60,7 +60,7 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	// The config workload has no register; a lock worker cannot work
 	// without one.
-	needReg := *workload == recipes.WorkloadLock
+	needReg := *workload != recipes.WorkloadConfig
 	if u, err := url.Parse(*reg); (*reg == "" && needReg) || (*reg != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
 		return bad("--register must be an http(s) URL, got %q", *reg)
 	}

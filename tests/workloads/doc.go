@@ -1,5 +1,6 @@
 // Package workloads holds the integration tests of the workloads beside
-// the lock (`chaos run --workload ...`): bad input refused before anything
-// starts, a correct client valid under a fault with its checkers' figures
-// in results.json, and a zoo bug caught by the checker that names it.
+// the lock (`chaos run --workload config|election`): bad input refused
+// before anything starts, a worker of another workload stopping the run,
+// correct clients valid under a fault with their checkers' figures, a
+// config zoo bug caught, and the election's fenced and unfenced verdicts.
 package workloads

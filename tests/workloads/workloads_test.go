@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,14 +18,21 @@ func TestBadInputStartsNothing(t *testing.T) {
 		args  []string
 		first string
 	}{
-		{[]string{"--workload", "election-9"}, `--workload: unknown workload "election-9" (known: config, lock)`},
+		{[]string{"--workload", "election-9"}, `--workload: unknown workload "election-9" (known: config, election, lock)`},
+		{[]string{"--workload", "election", "--tasks", "0"}, "--workload: --tasks 0: must be at least 1"},
+		{[]string{"--workload", "election", "--idempotency", "maybe"}, `--idempotency "maybe": must be on or off`},
+		{[]string{"--workload", "lock", "--nemesis", "lost-reply"}, "lost-reply: it acts on the election workload, and this run is --workload lock"},
 		{[]string{"--workload", "config", "--workers", "2", "--admins", "2"}, "--admins 2: must be 1..1 with --workers 2"},
 		{[]string{"--workload", "config", "--recipe", "herd"}, `--recipe: `},
 		{[]string{"--workload", "config", "--gate", "double-writer"}, `--gate: the config workload: unknown gating checker "double-writer" (known: integrity, config-monotonic`},
 	}
 	for _, tc := range cases {
 		results := t.TempDir() + "/results"
-		r := chaostest.Run(t, results, append(tc.args, "--nemesis", "none", "--time-limit", "2s")...)
+		args := append(tc.args, "--time-limit", "2s")
+		if !slices.Contains(tc.args, "--nemesis") {
+			args = append(args, "--nemesis", "none")
+		}
+		r := chaostest.Run(t, results, args...)
 		first, _, _ := strings.Cut(r.Stderr, "\n")
 		if r.Code != 255 || !strings.Contains(first, tc.first) {
 			t.Errorf("%v: exit %d, first line %q; want 255 and %q", tc.args, r.Code, first, tc.first)
@@ -108,5 +116,28 @@ func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
 	}
 	if r.Dir != "" {
 		chaostest.AssertNothingLeft(t, r.Dir)
+	}
+}
+
+// TestElectionFencing: fenced, the seed's leaders run every task once
+// while the application leader is paused past its session; unfenced, the
+// paused leader's write of its old term is accepted after a newer term's
+// and stale-term names it.
+func TestElectionFencing(t *testing.T) {
+	chaostest.NeedEnsemble(t)
+	results := t.TempDir()
+	for _, tc := range []struct {
+		fencing string
+		code    int
+		want    string
+	}{{"on", 0, "exactly-once   true"}, {"off", 1, "stale-term     false"}} {
+		r := chaostest.Run(t, results, "--workload", "election", "--nemesis", "pause-app-leader", "--fencing", tc.fencing,
+			"--tasks", "1000", "--time-limit", "20s", "--nemesis-interval", "2s", "--seed", "11", "--name", "election-"+tc.fencing)
+		if r.Code != tc.code || !strings.Contains(r.Stdout, tc.want) {
+			t.Errorf("--fencing %s: exit %d; want %d with %q\nstdout: %s\nstderr: %s", tc.fencing, r.Code, tc.code, tc.want, r.Stdout, chaostest.Tail(r.Stderr, 2000))
+		}
+		if r.Dir != "" {
+			chaostest.AssertNothingLeft(t, r.Dir)
+		}
 	}
 }

@@ -1,0 +1,188 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/election"
+	"github.com/zkchaos/zkchaos/checker/integrity"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// ElectionName is the election workload's --workload value.
+const ElectionName = "election"
+
+// Service is the one service the candidates run for, /leaders/billing.
+const (
+	ElectionRoot = "/leaders"
+	Service      = "billing"
+)
+
+// Election is the leader-election workload of seed sections 14–17 and 20:
+// every client is a candidate for Service; the one that wins (campaign
+// ok, with its term) scans the task table (seed 17), runs a batch of the
+// tasks it has not seen done (claim, then complete after the task's work,
+// both under its term), and resigns, so leadership moves on. What the
+// user's data saw is judged by exactly-once (every task executed once)
+// and stale-term (no write of an old term accepted after a newer one);
+// leader-overlap and term-order judge the election itself.
+type Election struct {
+	Tasks          []string
+	Batch          int
+	Hold           time.Duration
+	Think          time.Duration
+	AcquireTimeout time.Duration
+
+	mu sync.Mutex
+	// done are the tasks some leader completed (ok): the next leaders
+	// skip them; an unknown outcome leaves a task to be done again.
+	done map[string]bool
+}
+
+func init() {
+	register(ElectionName, func(s Settings) (Workload, error) {
+		if s.Tasks < 1 {
+			return nil, fmt.Errorf("--tasks %d: must be at least 1", s.Tasks)
+		}
+		return &Election{Tasks: TaskNames(s.Tasks), Batch: 5, Hold: s.Hold, Think: s.Think,
+			AcquireTimeout: s.AcquireTimeout, done: map[string]bool{}}, nil
+	})
+}
+
+// TaskNames are the task keys billing:2026-11-30:t1..tn (seed 17's
+// idempotency keys: a task of a tenant on a day).
+func TaskNames(n int) []string {
+	out := make([]string, max(n, 0))
+	for i := range out {
+		out[i] = fmt.Sprintf("%s:2026-11-30:t%d", Service, i+1)
+	}
+	return out
+}
+
+// Name implements Workload.
+func (e *Election) Name() string { return ElectionName }
+
+// Nodes are the election root and the service's node, whose children are
+// the candidates' ephemeral sequential nodes.
+func (e *Election) Nodes() []Node {
+	return []Node{{Path: ElectionRoot}, {Path: ElectionRoot + "/" + Service}}
+}
+
+// Prepare creates the task table, every task PENDING.
+func (e *Election) Prepare(ctx context.Context, r Resource) error {
+	return r.InitTasks(ctx, Service, e.Tasks)
+}
+
+// Step campaigns; a winner runs one batch and resigns.
+func (e *Election) Step(ctx context.Context, c Client, r *rand.Rand) {
+	defer c.SetPhase(Idle, "", 0)
+	camp := c.Do(ctx, Op{F: history.FCampaign, Key: Service, Timeout: e.AcquireTimeout})
+	if camp.Type != history.OK {
+		sleep(ctx, e.Think)
+		return
+	}
+	term := int64(0)
+	if camp.Value != nil && camp.Value.Token != nil {
+		term = *camp.Value.Token
+	}
+	c.SetPhase(Holding, Service, term)
+	if !e.lead(ctx, c, term, e.pick(r, e.Batch), e.Hold) {
+		return // retired: its successor campaigns afresh
+	}
+	if rs := c.Do(ctx, Op{F: history.FResign, Key: Service}); rs.Type == history.Info {
+		return
+	}
+	c.SetPhase(Idle, "", 0)
+	sleep(ctx, e.Think)
+}
+
+// lead is a leader's work: scan, then claim and complete each task; it
+// returns false when an info completion retired the process.
+func (e *Election) lead(ctx context.Context, c Client, term int64, tasks []string, work time.Duration) bool {
+	if sc := c.Do(ctx, Op{F: history.FScan, Key: Service}); sc.Type == history.Info {
+		return false
+	} else if sc.Type != history.OK {
+		return true // not leading any more
+	}
+	for _, t := range tasks {
+		cl := c.Do(ctx, Op{F: history.FClaim, Key: t})
+		if cl.Type == history.Info {
+			return false
+		}
+		if cl.Type != history.OK {
+			return true // fenced off, or not leading: the batch is over
+		}
+		c.SetPhase(Critical, Service, term)
+		co := c.Do(ctx, Op{F: history.FComplete, Key: t, Work: work})
+		if co.Type == history.Info {
+			return false
+		}
+		c.SetPhase(Holding, Service, term)
+		if co.Type == history.OK {
+			e.mu.Lock()
+			e.done[t] = true
+			e.mu.Unlock()
+		}
+	}
+	return true
+}
+
+// pick chooses up to n tasks not known done, in task order from a random
+// start, so leaders spread over the table.
+func (e *Election) pick(r *rand.Rand, n int) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	start := 0
+	if r != nil {
+		start = r.IntN(len(e.Tasks))
+	}
+	for i := 0; i < len(e.Tasks) && len(out) < n; i++ {
+		t := e.Tasks[(start+i)%len(e.Tasks)]
+		if !e.done[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Final has the first client win an election and run every task not
+// known done, without the work time, so that exactly-once judges a table
+// that was meant to be finished: a task missing after this was lost.
+func (e *Election) Final(ctx context.Context, end End) {
+	cs := end.Clients()
+	for _, c := range cs {
+		for ctx.Err() == nil {
+			camp := c.Do(ctx, Op{F: history.FCampaign, Key: Service, Timeout: e.AcquireTimeout})
+			if camp.Type == history.Info {
+				continue // retired: its successor campaigns
+			}
+			if camp.Type != history.OK {
+				break
+			}
+			term := int64(0)
+			if camp.Value != nil && camp.Value.Token != nil {
+				term = *camp.Value.Token
+			}
+			if e.lead(ctx, c, term, e.pick(nil, len(e.Tasks)), 0) {
+				c.Do(ctx, Op{F: history.FResign, Key: Service})
+			}
+			if len(e.pick(nil, 1)) == 0 {
+				return
+			}
+		}
+	}
+}
+
+// Checkers are integrity and the election's.
+func (e *Election) Checkers() []checker.Checker {
+	return append([]checker.Checker{{Name: integrity.Name, Check: integrity.Check, Always: true}}, election.All()...)
+}
+
+// DefaultGate is what the user's data saw: exactly-once and stale-term.
+func (e *Election) DefaultGate() []string { return slices.Clone(election.DefaultGate) }
