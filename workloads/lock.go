@@ -77,7 +77,7 @@ func (l *Lock) DefaultGate() []string { return slices.Clone(suite.DefaultGate) }
 // KeyNames are the keys SKU-1..SKU-k; the lock of SKU-i is
 // <root>/SKU-i, as in the seed's /locks/inventory/SKU-1.
 func KeyNames(k int) []string {
-	keys := make([]string, k)
+	keys := make([]string, max(k, 0)) // a negative count is validation's to report
 	for i := range keys {
 		keys[i] = fmt.Sprintf("SKU-%d", i+1)
 	}
