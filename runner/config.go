@@ -30,8 +30,8 @@ type Config struct {
 	Admins int `json:"admins,omitempty"`
 	// Tasks is the election's task table; Idempotency is the register's
 	// task mode (on: a task done is not run again).
-	Tasks       int    `json:"tasks,omitempty"`
-	Idempotency string `json:"idempotency,omitempty"`
+	Tasks           int           `json:"tasks,omitempty"`
+	Idempotency     string        `json:"idempotency,omitempty"`
 	Workers         int           `json:"workers"`
 	Keys            int           `json:"keys"`
 	TimeLimit       time.Duration `json:"time_limit"`

@@ -109,7 +109,7 @@ func TestWatchRegisterExit(t *testing.T) {
 	start := func() *registerProc {
 		t.Helper()
 		reg, err := startRegister(context.Background(), placement{}, os.Args[0], []string{envFakeRegister + "=" + words}, runSecrets{register: "s"},
-			filepath.Join(dir, "apply.log"), filepath.Join(dir, "register.log"), "on")
+			filepath.Join(dir, "apply.log"), filepath.Join(dir, "register.log"), "on", "on")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,7 +55,7 @@ func TestElectionStepStopsWhenFenced(t *testing.T) {
 	c := &scripted{answers: map[string]Result{
 		history.FCampaign: okWith(&history.Value{Token: history.Int64(1)}),
 		history.FScan:     okWith(nil), history.FClaim: {Type: history.Fail, Error: "rejected: stale term"},
-		history.FResign:   okWith(nil),
+		history.FResign: okWith(nil),
 	}}
 	w.Step(context.Background(), c, nil)
 	if got := strings.Join(opsOf(c), " "); got != "campaign scan claim resign" {
