@@ -115,10 +115,15 @@ func TestIsolateHolder(t *testing.T) {
 	chaostest.NeedRoot(t)
 	t.Run("fenced", func(t *testing.T) {
 		// The heal must be seen flushing rules in a namespace whose worker
-		// still lives: with --op-timeout longer than the hold, the cut-off
-		// holder's release is still waiting when the heal comes, instead
-		// of being retired and taking its namespace (and rules) with it.
-		dir := runAndJudge(t, 0, shortRun("isolate-holder", "on", "14", "--op-timeout", "10s")...)
+		// still lives: the cut-off holder's release waits up to twice the
+		// session timeout (6 s) for ZooKeeper, so with the cut held 4 s
+		// and --op-timeout longer than both the release is still waiting
+		// when the heal comes, instead of giving up and its process being
+		// retired, taking its namespace (and rules) with it. (Held the
+		// default 6 s, the heal and the release's give-up race.) A 3 s
+		// interval fits two whole cycles in the 20 s, and no third
+		// injection is cut short by the end of the workload.
+		dir := runAndJudge(t, 0, shortRun("isolate-holder", "on", "14", "--op-timeout", "10s", "--pause", "4s", "--nemesis-interval", "3s")...)
 		assertFaults(t, dir, "isolate", history.FHeal, "DROP both directions", "worker reported disconnected")
 		healed := 0
 		for _, op := range chaostest.FaultOps(t, dir) {
