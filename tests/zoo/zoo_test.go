@@ -29,6 +29,10 @@ var zooCases = []zooCase{
 	{"release-smallest", "grant-overlap", []string{"--nemesis", "pause-holder", "--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s", "--fencing", "on"}},
 	{"random-token", "token-order", []string{"--nemesis", "none", "--fencing", "on"}},
 	{"clock-token", "token-order", []string{"--nemesis", "none", "--fencing", "on"}},
+	// The config workload's zoo (docs/zoo.md, "Config").
+	{"stale-apply", "config-consistent", []string{"--workload", "config", "--nemesis", "none"}},
+	{"no-rewatch", "config-convergence", []string{"--workload", "config", "--nemesis", "none"}},
+	{"blind-cas", "config-cas", []string{"--workload", "config", "--admins", "2", "--nemesis", "none"}},
 }
 
 // TestZooIsCaught takes about 10 minutes (two runs per row), so it runs
