@@ -144,3 +144,6 @@ func (w *Config) Checkers() []checker.Checker {
 // DefaultGate is every config checker: each answers a question the user
 // of a config client has.
 func (w *Config) DefaultGate() []string { return append([]string(nil), configcheck.DefaultGate...) }
+
+// DefaultFaults implements Workload: a client paused past its session misses notifications it must catch up on.
+func (w *Config) DefaultFaults() []string { return []string{"pause-worker"} }

@@ -186,3 +186,6 @@ func (e *Election) Checkers() []checker.Checker {
 
 // DefaultGate is what the user's data saw: exactly-once and stale-term.
 func (e *Election) DefaultGate() []string { return slices.Clone(election.DefaultGate) }
+
+// DefaultFaults implements Workload: the application leader paused past its session: a deposed leader that acts.
+func (e *Election) DefaultFaults() []string { return []string{"pause-app-leader"} }

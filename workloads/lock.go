@@ -124,3 +124,6 @@ func (l *Lock) Step(ctx context.Context, c Client, r *rand.Rand) {
 }
 
 func (l *Lock) think(ctx context.Context) { sleep(ctx, l.Think) }
+
+// DefaultFaults implements Workload: a holder paused in its critical section past its session (seed 10).
+func (l *Lock) DefaultFaults() []string { return []string{"pause-holder"} }

@@ -43,6 +43,9 @@ type Workload interface {
 	// that decide the verdict when --gate is not given.
 	Checkers() []checker.Checker
 	DefaultGate() []string
+	// DefaultFaults is the --nemesis of a run that names none: the fault
+	// that shows what the workload is about.
+	DefaultFaults() []string
 }
 
 // Node is a znode a workload needs, with its initial data.

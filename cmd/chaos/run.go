@@ -36,7 +36,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&cfg.TimeLimit, "time-limit", cfg.TimeLimit, "how long the workload runs")
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", cfg.SessionTimeout, "ZooKeeper session timeout of each worker")
 	fs.StringVar(&cfg.Fencing, "fencing", cfg.Fencing, "register fencing: on, off or strict")
-	nem := fs.String("nemesis", strings.Join(cfg.Nemesis, ","), "comma-separated faults, one at a time, chosen at random from --seed: "+
+	nem := fs.String("nemesis", strings.Join(cfg.Nemesis, ","), "comma-separated faults, one at a time, chosen at random from --seed (default: the workload's, for lock pause-holder, config pause-worker, election pause-app-leader): "+
 		strings.Join(nemesis.Names(), ", ")+" (partitions need --net netns; a fault the backend cannot perform is refused)")
 	fs.DurationVar(&cfg.NemesisInterval, "nemesis-interval", cfg.NemesisInterval, "quiet time before each fault (a fault: quiet, start, hold for --pause, stop)")
 	fs.DurationVar(&cfg.PauseFor, "pause", 0, "how long each fault is held (default: twice the session timeout)")
@@ -54,7 +54,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "quiet time after healing, before teardown")
 	fs.StringVar(&cfg.Net, "net", cfg.Net, "auto (namespaces when root), netns or loopback")
 	fs.StringVar(&cfg.Cluster, "cluster", cfg.Cluster, "where the ensemble runs: local (JVMs on this machine) or docker (containers; needs --net netns)")
-	fs.StringVar(&cfg.Image, "image", "", "with --cluster docker: the server image (default: the tag `chaos image build` makes here; never pulled)")
+	fs.StringVar(&cfg.Image, "image", "", "with --cluster docker: the server image (default: the tag chaos image build makes here; never pulled)")
 	fs.BoolVar(&cfg.NoBuild, "no-build", false, "with --cluster docker: fail instead of building a missing ZooKeeper image")
 	fs.StringVar(&cfg.Workload, "workload", cfg.Workload, "what the clients do: "+strings.Join(workloads.Names(), ", "))
 	fs.IntVar(&cfg.Admins, "admins", cfg.Admins, "config workload: how many clients update the config (the others watch it)")
@@ -72,6 +72,11 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 		return cfg, usageError(fs, stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	cfg.Nemesis = splitList(*nem)
+	if !flagSet(fs, "nemesis") {
+		if wl, err := cfg.NewWorkload(); err == nil {
+			cfg.Nemesis = wl.DefaultFaults()
+		}
+	}
 	if !flagSet(fs, "name") {
 		cfg.Name = cfg.Workload
 	}
