@@ -184,5 +184,13 @@ func electionCells() []Cell {
 			Why: "without fencing the paused leader's write of an old term is accepted"}),
 		el(Cell{Nemesis: []string{"lost-reply"}, Fencing: "on", Variant: "idempotency-off", Args: []string{"--tasks", "1000", "--idempotency", "off"},
 			Expect: invalid("exactly-once"), Why: "without idempotency the retry of a call whose reply was lost runs the task again"}),
+		// The lock zoo's random-token, as a candidate: a term that does
+		// not order leaders (seed 16's term must come from ZooKeeper).
+		func() Cell {
+			c := el(Cell{Nemesis: []string{"none"}, Fencing: "on", Args: []string{"--tasks", "1000"}, Expect: invalid("term-order"),
+				Why: "a random term does not order the leaders"})
+			c.Recipe = "random-token"
+			return c
+		}(),
 	)
 }
