@@ -230,7 +230,7 @@ final class CuratorElection extends CuratorBase {
     synchronized void demote(Lead l, String why) {
         if (closing || l.demoted) return;
         l.demoted = true;
-        if (why == null) why = lostSeen ? "expired" : (currentSession() != l.session ? "session-changed" : "closed");
+        if (why == null) why = lostSeen ? "expired" : currentSession() != l.session ? "session-changed" : "closed";
         log("demoted from " + l.service + " term " + l.term + ": " + why);
         event(demotedEvent(l, why));
     }
