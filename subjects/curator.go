@@ -4,19 +4,25 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 )
 
-//go:embed curator/CuratorWorker.java
-var curatorSource []byte
+// curatorSources are the Java workers, compiled together: CuratorBase
+// (what they share), CuratorWorker (lock; its main picks the workload) and
+// CuratorElection (election).
+//
+//go:embed curator/*.java
+var curatorSources embed.FS
 
 // JavaLibEnv overrides where the Curator, ZooKeeper, Guava and SLF4J jars
 // are found (default /usr/share/java, Debian's layout).
@@ -93,9 +99,21 @@ func cacheRoot() (string, error) {
 // to a temporary directory renamed into place, so concurrent runs never
 // see half a build.
 func compileCurator(classpath string) (string, error) {
+	srcs, err := fs.Glob(curatorSources, "curator/*.java")
+	if err != nil {
+		return "", fmt.Errorf("embedded Java sources: %w", err)
+	}
 	h := sha256.New()
-	h.Write(curatorSource)
-	h.Write([]byte{0})
+	for _, name := range srcs {
+		b, err := curatorSources.ReadFile(name)
+		if err != nil {
+			return "", fmt.Errorf("embedded Java source: %w", err)
+		}
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		h.Write(b)
+		h.Write([]byte{0})
+	}
 	h.Write([]byte(classpath))
 	key := hex.EncodeToString(h.Sum(nil))[:16]
 	root, err := cacheRoot()
@@ -118,18 +136,26 @@ func compileCurator(classpath string) (string, error) {
 		return "", fmt.Errorf("cache directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	src := filepath.Join(tmp, "CuratorWorker.java")
-	if err := os.WriteFile(src, curatorSource, 0o644); err != nil {
-		return "", fmt.Errorf("write Java source: %w", err)
+	var files []string
+	for _, name := range srcs {
+		b, err := curatorSources.ReadFile(name)
+		if err != nil {
+			return "", fmt.Errorf("embedded Java source: %w", err)
+		}
+		dst := filepath.Join(tmp, path.Base(name))
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			return "", fmt.Errorf("write Java source: %w", err)
+		}
+		files = append(files, dst)
 	}
 	classes := filepath.Join(tmp, "classes")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, javac, "-nowarn", "-cp", classpath, "-d", classes, src)
+	cmd := exec.CommandContext(ctx, javac, append([]string{"-nowarn", "-cp", classpath, "-d", classes}, files...)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("javac CuratorWorker.java: %w\n%s", err, out.String())
+		return "", fmt.Errorf("javac %s: %w\n%s", strings.Join(srcs, " "), err, out.String())
 	}
 	if err := os.Rename(classes, dir); err != nil {
 		// Another run may have finished the same build first.

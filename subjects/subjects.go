@@ -3,9 +3,10 @@
 // and speaks the same protocol (docs/worker-protocol.md):
 //
 //   - a built-in recipe NAME: `chaos worker --recipe NAME <flags>`;
-//   - `curator`: the Java worker of Apache Curator's InterProcessMutex,
-//     compiled on first use (see curator.go) and started as an exec:
-//     subject, the proof that the exec path is enough for a real client;
+//   - `curator`: the Java worker of Apache Curator's InterProcessMutex
+//     (lock workload) or LeaderLatch (election workload), compiled on
+//     first use (see curator.go) and started as an exec: subject, the
+//     proof that the exec path is enough for a real client;
 //   - `exec:PATH [ARGS]`: any executable, PATH and ARGS as given (split on
 //     white space, no quoting), with the protocol flags appended.
 //
@@ -56,6 +57,10 @@ const ExecPrefix = "exec:"
 
 // Curator is the name of the Curator subject.
 const Curator = "curator"
+
+// curatorWorkloads are the workloads the Curator subject serves ("" is
+// lock): InterProcessMutex for the lock, LeaderLatch for the election.
+var curatorWorkloads = []string{"", recipes.WorkloadLock, recipes.WorkloadElection}
 
 // Validate checks a --recipe value of the lock workload without starting
 // or compiling anything, so a bad value costs nothing.
@@ -117,8 +122,8 @@ func parse(workload, spec string) (kind, []string, error) {
 	switch {
 	case spec == "":
 		return 0, nil, errors.New("empty subject")
-	case spec == Curator && workload != "" && workload != recipes.WorkloadLock:
-		return 0, nil, fmt.Errorf("subject curator serves only the %s workload", recipes.WorkloadLock)
+	case spec == Curator && !slices.Contains(curatorWorkloads, workload):
+		return 0, nil, fmt.Errorf("subject curator serves only the %s and %s workloads", recipes.WorkloadLock, recipes.WorkloadElection)
 	case spec == Curator:
 		return kindCurator, nil, nil
 	case strings.HasPrefix(spec, ExecPrefix):

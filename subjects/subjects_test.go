@@ -63,10 +63,7 @@ func TestCuratorCompiles(t *testing.T) {
 	if _, err := os.Stat("/usr/share/java/curator-recipes.jar"); err != nil {
 		t.Skip("no Curator jars (libcurator-recipes-java)")
 	}
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	curatorMu.Lock()
-	curatorProg, curatorArgs = "", nil
-	curatorMu.Unlock()
+	freshCuratorCache(t)
 	prog, args, err := Command("/bin/chaos", "curator", flags)
 	if err != nil {
 		t.Fatal(err)
@@ -108,4 +105,41 @@ func TestConfigWorkload(t *testing.T) {
 			t.Errorf("ValidateFor(%q, %q) = nil, want an error", c[0], c[1])
 		}
 	}
+}
+
+// TestCuratorElection: curator serves the election workload (LeaderLatch),
+// told so by --workload, and still refuses the config workload.
+func TestCuratorElection(t *testing.T) {
+	if err := ValidateFor("election", Curator); err != nil {
+		t.Fatalf("ValidateFor(election, curator) = %v", err)
+	}
+	if err := ValidateFor("config", Curator); err == nil {
+		t.Fatal("ValidateFor(config, curator) = nil, want an error")
+	}
+	if _, err := os.Stat("/usr/share/java/curator-recipes.jar"); err != nil {
+		t.Skip("no Curator jars (libcurator-recipes-java)")
+	}
+	freshCuratorCache(t)
+	f := flags
+	f.Workload = "election"
+	_, args, err := Command("/bin/chaos", Curator, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.Index(args, "--workload"); i < 0 || args[i+1] != "election" {
+		t.Errorf("curator election command %q lacks --workload election", args)
+	}
+	cp := args[slices.Index(args, "-cp")+1]
+	if _, err := os.Stat(filepath.Join(strings.Split(cp, ":")[0], "CuratorElection.class")); err != nil {
+		t.Errorf("CuratorElection not compiled with the worker: %v", err)
+	}
+}
+
+// freshCuratorCache makes the next Command compile into a cache of the
+// test's own (forgetting the compile of an earlier test, whose cache is gone).
+func freshCuratorCache(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	curatorMu.Lock()
+	curatorProg, curatorArgs = "", nil
+	curatorMu.Unlock()
 }

@@ -33,10 +33,9 @@ const taskRetries = 3
 
 func (w *worker) newElectionSubject(rc recipes.Config) error {
 	rc.Root = ElectionRoot
-	if err := w.newLockSubject(rc); err != nil {
+	if err := w.newLockSubject(rc, w.electionMessage); err != nil {
 		return err
 	}
-	w.events = translate(w.lock.Events(), w.electionMessage)
 	w.handlers = map[string]func(context.Context, Request) Message{
 		"campaign": w.acquire, "resign": w.release,
 		"claim": w.taskCall, "complete": w.taskCall, "scan": w.scan,

@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	var err error
 	switch cfg.Workload {
 	case "", recipes.WorkloadLock:
-		err = w.newLockSubject(rc)
+		err = w.newLockSubject(rc, w.lockMessage)
 	case recipes.WorkloadConfig:
 		err = w.newConfigSubject(rc)
 	case recipes.WorkloadElection:
@@ -157,8 +157,10 @@ type worker struct {
 	grants map[string]recipes.Grant
 }
 
-// newLockSubject builds the lock recipe of cfg.Recipe.
-func (w *worker) newLockSubject(rc recipes.Config) error {
+// newLockSubject builds the lock recipe of cfg.Recipe; line turns its
+// events into protocol lines (one translator only: a second reader of the
+// recipe's events would take some of them, the hello's session among them).
+func (w *worker) newLockSubject(rc recipes.Config, line func(recipes.SessionEvent) Message) error {
 	lock, err := recipes.New(w.cfg.Recipe, rc)
 	if err != nil {
 		return err
@@ -167,7 +169,7 @@ func (w *worker) newLockSubject(rc recipes.Config) error {
 	w.reg = register.NewClient(w.cfg.Register, registerTimeout, w.cfg.RegisterSecret)
 	w.closer = lock.Close
 	w.creds, _ = lock.(recipes.SessionCredentials)
-	w.events = translate(lock.Events(), w.lockMessage)
+	w.events = translate(lock.Events(), line)
 	w.handlers = map[string]func(context.Context, Request) Message{
 		"acquire": w.acquire, "release": w.release, "read": w.read, "write": w.write,
 	}

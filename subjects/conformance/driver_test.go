@@ -84,9 +84,15 @@ type wproc struct {
 // each one's hello, which must be its first line.
 func start(t *testing.T, sub subject, root string, n int) []*wproc {
 	t.Helper()
+	return startFor(t, sub, "", root, n)
+}
+
+// startFor is start for a workload's workers ("" is the lock workload).
+func startFor(t *testing.T, sub subject, workload, root string, n int) []*wproc {
+	t.Helper()
 	ws := make([]*wproc, n)
 	for i := range ws {
-		ws[i] = launch(t, sub, root)
+		ws[i] = launch(t, sub, workload, root)
 	}
 	for _, w := range ws {
 		i, h := w.await(30*time.Second, 0, func(m worker.Message) bool { return m.Event != "" || m.ID != 0 })
@@ -99,13 +105,13 @@ func start(t *testing.T, sub subject, root string, n int) []*wproc {
 
 // launch starts one worker process as the controller would: the command
 // of subjects.Command, in a namespace of its own in netns mode.
-func launch(t *testing.T, sub subject, root string) *wproc {
+func launch(t *testing.T, sub subject, workload, root string) *wproc {
 	t.Helper()
 	n := int(processSeq.Add(1))
 	w := &wproc{t: t, sub: sub, n: n, grew: make(chan struct{}), done: make(chan struct{}),
 		stderr: filepath.Join(env.dir, fmt.Sprintf("w%d-%s.log", n, sub.name))}
 	prog, args, err := subjects.Command(env.chaos, sub.spec, subjects.Flags{ZK: env.zk, Register: env.reg, Process: n,
-		SessionTimeout: sessionTimeout, Token: "czxid", Root: root})
+		SessionTimeout: sessionTimeout, Token: "czxid", Root: root, Workload: workload})
 	if err != nil {
 		t.Fatalf("command for %s: %v", sub.name, err)
 	}

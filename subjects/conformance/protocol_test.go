@@ -258,17 +258,24 @@ func TestLostReasonsDocumented(t *testing.T) {
 			t.Errorf("recipes report lost state %q, not a documented reason", s)
 		}
 	}
-	java, err := os.ReadFile("../curator/CuratorWorker.java")
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := regexp.MustCompile(`lostEvent\([^,]+, "([^"]+)"\)`).FindAllStringSubmatch(string(java), -1)
-	if len(used) == 0 {
-		t.Fatal("found no lostEvent(..., \"reason\") in CuratorWorker.java")
-	}
-	for _, m := range used {
-		if !slices.Contains(worker.LostReasons, m[1]) {
-			t.Errorf("CuratorWorker.java reports lost state %q, not a documented reason", m[1])
+	// The election worker's demoted events carry lost reasons too, given
+	// as literals or picked in a conditional.
+	for file, re := range map[string]string{"CuratorWorker.java": `lostEvent\([^,]+, "([^"]+)"\)`,
+		"CuratorElection.java": `(?:demote|demotedEvent)\([^,]+, "([^"]+)"\)|why = lostSeen \? "([^"]+)"|: [^?"]+\? "([^"]+)" : "([^"]+)";`} {
+		java, err := os.ReadFile("../curator/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := regexp.MustCompile(re).FindAllStringSubmatch(string(java), -1)
+		if len(used) == 0 {
+			t.Fatalf("found no reported reason in %s", file)
+		}
+		for _, m := range used {
+			for _, reason := range m[1:] {
+				if reason != "" && !slices.Contains(worker.LostReasons, reason) {
+					t.Errorf("%s reports lost state %q, not a documented reason", file, reason)
+				}
+			}
 		}
 	}
 }

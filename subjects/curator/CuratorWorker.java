@@ -19,24 +19,11 @@
 //   - closing: at the end of stdin it closes the client and reports the
 //     session closed and every grant it ended (lost, state closed).
 //
-// It needs nothing but Curator 5, ZooKeeper and the JDK (java.net.http for
-// the register); the protocol is flat, so the JSON code here is small.
-//
-// Credentials come from the environment (docs/worker-protocol.md,
-// "Credentials"): ZKCHAOS_ZK_AUTH (digest:USER:PASSWORD) is presented to
-// ZooKeeper and every node this worker creates gets CREATOR_ALL plus world
-// read; ZKCHAOS_REGISTER_SECRET goes with every register call.
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
+// It needs nothing but Curator 5, ZooKeeper and the JDK. The line I/O, the
+// flags, the client with its credentials and the register calls are
+// CuratorBase's, shared with the election worker (CuratorElection), which
+// main starts instead with --workload election.
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -44,15 +31,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.framework.api.ACLProvider;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.state.ConnectionState;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.utils.ZookeeperFactory;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
@@ -60,11 +42,9 @@ import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.admin.ZooKeeperAdmin;
 import org.apache.zookeeper.client.ZKClientConfig;
-import org.apache.zookeeper.ZooDefs;
-import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Stat;
 
-public final class CuratorWorker {
+public final class CuratorWorker extends CuratorBase {
     // The mutex's own node is only reachable from a subclass.
     static final class Mutex extends InterProcessMutex {
         Mutex(CuratorFramework c, String path) { super(c, path); }
@@ -121,15 +101,6 @@ public final class CuratorWorker {
         }
     };
 
-    static final PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
-    static final Object outLock = new Object();
-
-    final String register;
-    final int process;
-    final String root;
-    final String tokenKind;
-    final CuratorFramework client;
-    final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     final Map<String, Mutex> mutexes = new HashMap<>();
     // grants are guarded by this; the listener thread marks them lost.
     final Map<String, Grant> grants = new HashMap<>();
@@ -141,98 +112,21 @@ public final class CuratorWorker {
     // stops the listener once shutdown has begun. Both guarded by this.
     long generation;
     boolean closing;
-    volatile boolean usable; // connected and not suspended/lost
-    volatile long session;
-    final long sessionMs;
     long acquireSeq;
-    final long pid = ProcessHandle.current().pid();
 
-    // The environment variables of docs/worker-protocol.md, "Credentials".
-    static final String ZK_AUTH_ENV = "ZKCHAOS_ZK_AUTH";
-    static final String REGISTER_SECRET_ENV = "ZKCHAOS_REGISTER_SECRET";
+    final String root;
+    final String tokenKind;
 
-    // registerAuth is the Authorization header of register calls, null
-    // without a secret.
-    final String registerAuth;
-
-    CuratorWorker(String zk, String register, int process, long sessionMs, String tokenKind, String root) {
-        this.register = register.replaceAll("/+$", "");
-        this.process = process;
-        this.root = root;
-        this.tokenKind = tokenKind;
-        this.sessionMs = sessionMs;
-        String secret = System.getenv(REGISTER_SECRET_ENV);
-        this.registerAuth = secret == null || secret.isEmpty() ? null : "Bearer " + secret;
-        CuratorFrameworkFactory.Builder b = CuratorFrameworkFactory.builder().connectString(zk)
-            .zookeeperFactory(countingFactory)
-            .sessionTimeoutMs((int) sessionMs).connectionTimeoutMs((int) Math.max(sessionMs, 1000))
-            .retryPolicy(new ExponentialBackoffRetry(100, 3));
-        String auth = System.getenv(ZK_AUTH_ENV);
-        if (auth != null && !auth.isEmpty()) {
-            String[] parts = auth.split(":", 3);
-            if (parts.length != 3 || !parts[0].equals("digest") || parts[1].isEmpty() || parts[2].isEmpty()) {
-                log(ZK_AUTH_ENV + ": want digest:USER:PASSWORD");
-                System.exit(255);
-            }
-            // Curator hands the credential to every ZooKeeper handle it
-            // makes, before any request, and re-adds it after an expiry.
-            b = b.authorization("digest", (parts[1] + ":" + parts[2]).getBytes(StandardCharsets.UTF_8))
-                .aclProvider(new ProtectedAcl());
-            log("authenticating to ZooKeeper as digest:" + parts[1]);
-        }
-        this.client = b.build();
-    }
-
-    // ProtectedAcl gives every node this worker creates (lock nodes, and a
-    // key node should it be missing) all rights for the authenticated
-    // creator and read for everyone: the ACL the controller gives the lock
-    // root, so no anonymous client can delete or forge a lock node.
-    static final class ProtectedAcl implements ACLProvider {
-        static final List<ACL> ACLS = new ArrayList<>();
-        static {
-            ACLS.addAll(ZooDefs.Ids.CREATOR_ALL_ACL);
-            ACLS.addAll(ZooDefs.Ids.READ_ACL_UNSAFE);
-        }
-        @Override public List<ACL> getDefaultAcl() { return ACLS; }
-        @Override public List<ACL> getAclForPath(String path) { return ACLS; }
-    }
-
-    // helloSent holds session events back until hello is out: the protocol
-    // promises hello as the first line.
-    static volatile boolean helloSent;
-
-    static void event(Map<String, Object> m) { if (helloSent) emit(m); }
-
-    static void log(String msg) { System.err.println("curator-worker: " + msg); }
-
-    static void emit(Map<String, Object> m) {
-        String line = Json.encode(m);
-        synchronized (outLock) { out.println(line); out.flush(); }
-    }
-
-    static Map<String, Object> obj(Object... kv) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        for (int i = 0; i + 1 < kv.length; i += 2) if (kv[i + 1] != null) m.put((String) kv[i], kv[i + 1]);
-        return m;
-    }
-
-    static String hex(long id) { return "0x" + Long.toHexString(id); }
-
-    String password() {
-        try {
-            byte[] pw = client.getZookeeperClient().getZooKeeper().getSessionPasswd();
-            return pw == null ? null : Base64.getEncoder().encodeToString(pw);
-        } catch (Exception e) { return null; }
-    }
-
-    long currentSession() {
-        try { return client.getZookeeperClient().getZooKeeper().getSessionId(); } catch (Exception e) { return 0; }
+    CuratorWorker(Flags f) {
+        super(f, countingFactory);
+        this.root = f.root;
+        this.tokenKind = f.tokenKind;
     }
 
     // onState reports session changes, and grants lost with a session.
     // It emits under the worker's lock so that a session event and the
     // lost events it causes are written together and in that order.
-    synchronized void onState(ConnectionState st) {
+    @Override synchronized void onState(ConnectionState st) {
         if (closing) return;
         switch (st) {
             case CONNECTED:
@@ -279,49 +173,7 @@ public final class CuratorWorker {
         return obj("event", "lost", "key", g.key, "token", g.token, "node", g.node, "state", why, "session", hex(g.session));
     }
 
-    void run() throws Exception {
-        client.getConnectionStateListenable().addListener((c, st) -> onState(st));
-        client.start();
-        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
-            log("no ZooKeeper session within 20s");
-            System.exit(1);
-        }
-        // The listener's CONNECTED may come before or after this point;
-        // hello carries the session either way.
-        session = currentSession();
-        usable = true;
-        emit(obj("event", "hello", "pid", pid, "session", hex(session), "password", password()));
-        helloSent = true;
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (line.isBlank()) continue;
-            Map<String, Object> resp;
-            long id = 0;
-            try {
-                Object parsed = Json.parse(line);
-                if (!(parsed instanceof Map)) throw new IllegalArgumentException("not an object");
-                @SuppressWarnings("unchecked") Map<String, Object> req = (Map<String, Object>) parsed;
-                id = num(req.get("id"));
-                resp = handle(req);
-            } catch (Exception e) {
-                resp = obj("type", "fail", "error", "malformed request: " + e.getMessage());
-            }
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("id", id);
-            m.putAll(resp);
-            emit(m);
-        }
-        shutdown();
-    }
-
-    static long num(Object o) {
-        if (o instanceof Long) return (Long) o;
-        if (o instanceof Double) return (long) (double) (Double) o;
-        return 0;
-    }
-
-    Map<String, Object> handle(Map<String, Object> req) {
+    @Override Map<String, Object> handle(Map<String, Object> req) {
         Object f = req.get("f");
         Object key = req.get("key");
         if (!(f instanceof String)) return obj("type", "fail", "error", "missing f");
@@ -421,26 +273,12 @@ public final class CuratorWorker {
     }
 
     Map<String, Object> registerCall(String path, Map<String, Object> body, long token, Long written) {
-        HttpResponse<String> resp;
-        try {
-            HttpRequest.Builder rb = HttpRequest.newBuilder(URI.create(register + path)).timeout(Duration.ofSeconds(5))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(Json.encode(body)));
-            if (registerAuth != null) rb.header("Authorization", registerAuth);
-            resp = http.send(rb.build(), HttpResponse.BodyHandlers.ofString());
-        } catch (Exception e) {
-            return obj("type", "info", "token", token, "value", written, "error", "register " + path + ": " + e);
-        }
-        if (resp.statusCode() >= 400 && resp.statusCode() < 500)
-            return obj("type", "fail", "token", token, "value", written, "error", "register " + path + ": HTTP " + resp.statusCode() + ": " + resp.body().trim());
-        if (resp.statusCode() != 200)
-            return obj("type", "info", "token", token, "value", written, "error", "register " + path + ": HTTP " + resp.statusCode());
-        Map<String, Object> rep;
-        try {
-            @SuppressWarnings("unchecked") Map<String, Object> r = (Map<String, Object>) Json.parse(resp.body());
-            rep = r;
-        } catch (Exception e) {
-            return obj("type", "info", "token", token, "value", written, "error", "register " + path + ": bad reply: " + e);
-        }
+        Posted p = post(path, body);
+        if (p.error != null) return obj("type", "info", "token", token, "value", written, "error", p.describe(path));
+        if (p.definite()) return obj("type", "fail", "token", token, "value", written, "error", p.describe(path));
+        if (p.status != 200) return obj("type", "info", "token", token, "value", written, "error", p.describe(path));
+        Map<String, Object> rep = p.reply();
+        if (rep == null) return obj("type", "info", "token", token, "value", written, "error", "register " + path + ": bad reply: " + p.body);
         if (Boolean.TRUE.equals(rep.get("accepted"))) {
             if (written != null) return obj("type", "ok", "token", token, "accepted", true, "value", written);
             // A read reports which write it observed: the reply's token,
@@ -517,10 +355,6 @@ public final class CuratorWorker {
         }
     }
 
-    static void sleep(long ms) {
-        try { Thread.sleep(ms); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
-    }
-
     // forget settles the grant and clears Curator's own record of the lock.
     // Connected, mu.release() does it (its delete finds the node gone). Not
     // connected, it would block on Curator's retries; the mutex is dropped
@@ -543,7 +377,7 @@ public final class CuratorWorker {
     // shutdown closes the client, which closes the session: the server
     // deletes every node of it at once. The close and the grants it ended
     // are reported after it, the session first.
-    void shutdown() {
+    @Override void shutdown() {
         List<Grant> gone = new ArrayList<>();
         long sess;
         synchronized (this) {
@@ -561,190 +395,15 @@ public final class CuratorWorker {
         }
     }
 
-    // parseDuration reads a Go duration such as 3s, 1.5s, 500ms, 1m0s.
-    static long parseDuration(String s) {
-        Matcher m = Pattern.compile("(\\d+(?:\\.\\d+)?)(ns|us|µs|ms|s|m|h)").matcher(s);
-        double ms = 0;
-        int end = 0;
-        while (m.find()) {
-            if (m.start() != end) throw new IllegalArgumentException("bad duration " + s);
-            end = m.end();
-            double v = Double.parseDouble(m.group(1));
-            switch (m.group(2)) {
-                case "ns": ms += v / 1e6; break;
-                case "us": case "µs": ms += v / 1e3; break;
-                case "ms": ms += v; break;
-                case "s": ms += v * 1e3; break;
-                case "m": ms += v * 60e3; break;
-                default: ms += v * 3600e3;
-            }
-        }
-        if (end != s.length() || end == 0) throw new IllegalArgumentException("bad duration " + s);
-        return (long) ms;
-    }
-
+    // main starts the worker of the workload named by --workload: this
+    // class for the lock, CuratorElection for the election.
     public static void main(String[] args) throws Exception {
-        Map<String, String> fl = new HashMap<>();
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            if (!a.startsWith("--")) { log("unexpected argument " + a); System.exit(255); }
-            a = a.replaceFirst("^--?", "");
-            int eq = a.indexOf('=');
-            if (eq >= 0) fl.put(a.substring(0, eq), a.substring(eq + 1));
-            else if (i + 1 < args.length) fl.put(a, args[++i]);
-            else { log("flag --" + a + " needs a value"); System.exit(255); }
+        Flags f = parseFlags(args);
+        switch (f.workload) {
+            case "lock": new CuratorWorker(f).run(); break;
+            case "election": new CuratorElection(f).run(); break;
+            default: log("unknown workload " + f.workload + " (lock, election)"); System.exit(255);
         }
-        if (!fl.containsKey("zk") || !fl.containsKey("register")) {
-            log("usage: CuratorWorker --zk HOST:PORT,... --register URL [--process N] [--session-timeout D] [--token czxid|seq] [--root PATH]");
-            System.exit(255);
-        }
-        long st = parseDuration(fl.getOrDefault("session-timeout", "3s"));
-        new CuratorWorker(fl.get("zk"), fl.get("register"), Integer.parseInt(fl.getOrDefault("process", "0")), st,
-            fl.getOrDefault("token", "czxid"), fl.getOrDefault("root", "/locks/inventory")).run();
         System.exit(0);
-    }
-
-    // Json is just enough JSON for the protocol: objects, arrays, strings,
-    // integers (as Long), other numbers (as Double), booleans and null.
-    static final class Json {
-        private final String s;
-        private int i;
-        private Json(String s) { this.s = s; }
-
-        static Object parse(String s) {
-            Json j = new Json(s);
-            Object v = j.value();
-            j.ws();
-            if (j.i != s.length()) throw new IllegalArgumentException("trailing data at " + j.i);
-            return v;
-        }
-
-        private void ws() { while (i < s.length() && Character.isWhitespace(s.charAt(i))) i++; }
-
-        private Object value() {
-            ws();
-            if (i >= s.length()) throw new IllegalArgumentException("unexpected end");
-            char c = s.charAt(i);
-            if (c == '{') {
-                i++;
-                Map<String, Object> m = new LinkedHashMap<>();
-                ws();
-                if (peek('}')) { i++; return m; }
-                while (true) {
-                    ws();
-                    Object k = value();
-                    if (!(k instanceof String)) throw new IllegalArgumentException("object key must be a string");
-                    ws();
-                    expect(':');
-                    m.put((String) k, value());
-                    ws();
-                    if (peek(',')) { i++; continue; }
-                    expect('}');
-                    return m;
-                }
-            }
-            if (c == '[') {
-                i++;
-                List<Object> l = new ArrayList<>();
-                ws();
-                if (peek(']')) { i++; return l; }
-                while (true) {
-                    l.add(value());
-                    ws();
-                    if (peek(',')) { i++; continue; }
-                    expect(']');
-                    return l;
-                }
-            }
-            if (c == '"') return string();
-            if (s.startsWith("true", i)) { i += 4; return Boolean.TRUE; }
-            if (s.startsWith("false", i)) { i += 5; return Boolean.FALSE; }
-            if (s.startsWith("null", i)) { i += 4; return null; }
-            int st = i;
-            while (i < s.length() && "+-0123456789.eE".indexOf(s.charAt(i)) >= 0) i++;
-            String n = s.substring(st, i);
-            if (n.isEmpty()) throw new IllegalArgumentException("unexpected '" + c + "' at " + st);
-            if (n.matches("-?\\d+")) return Long.parseLong(n);
-            return Double.parseDouble(n);
-        }
-
-        private boolean peek(char c) { return i < s.length() && s.charAt(i) == c; }
-
-        private void expect(char c) {
-            if (!peek(c)) throw new IllegalArgumentException("expected '" + c + "' at " + i);
-            i++;
-        }
-
-        private String string() {
-            expect('"');
-            StringBuilder b = new StringBuilder();
-            while (true) {
-                if (i >= s.length()) throw new IllegalArgumentException("unterminated string");
-                char c = s.charAt(i++);
-                if (c == '"') return b.toString();
-                if (c != '\\') { b.append(c); continue; }
-                char e = s.charAt(i++);
-                switch (e) {
-                    case 'n': b.append('\n'); break;
-                    case 't': b.append('\t'); break;
-                    case 'r': b.append('\r'); break;
-                    case 'b': b.append('\b'); break;
-                    case 'f': b.append('\f'); break;
-                    case 'u': b.append((char) Integer.parseInt(s.substring(i, i + 4), 16)); i += 4; break;
-                    default: b.append(e);
-                }
-            }
-        }
-
-        static String encode(Object v) {
-            StringBuilder b = new StringBuilder();
-            enc(b, v);
-            return b.toString();
-        }
-
-        private static void enc(StringBuilder b, Object v) {
-            if (v == null) { b.append("null"); return; }
-            if (v instanceof String) { str(b, (String) v); return; }
-            if (v instanceof Number || v instanceof Boolean) { b.append(v); return; }
-            if (v instanceof Map) {
-                b.append('{');
-                boolean first = true;
-                for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
-                    if (!first) b.append(',');
-                    first = false;
-                    str(b, String.valueOf(e.getKey()));
-                    b.append(':');
-                    enc(b, e.getValue());
-                }
-                b.append('}');
-                return;
-            }
-            if (v instanceof List) {
-                b.append('[');
-                boolean first = true;
-                for (Object o : (List<?>) v) { if (!first) b.append(','); first = false; enc(b, o); }
-                b.append(']');
-                return;
-            }
-            str(b, v.toString());
-        }
-
-        private static void str(StringBuilder b, String s) {
-            b.append('"');
-            for (int k = 0; k < s.length(); k++) {
-                char c = s.charAt(k);
-                switch (c) {
-                    case '"': b.append("\\\""); break;
-                    case '\\': b.append("\\\\"); break;
-                    case '\n': b.append("\\n"); break;
-                    case '\r': b.append("\\r"); break;
-                    case '\t': b.append("\\t"); break;
-                    default:
-                        if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
-                        else b.append(c);
-                }
-            }
-            b.append('"');
-        }
     }
 }
