@@ -184,6 +184,19 @@ func electionCells() []Cell {
 			Why: "without fencing the paused leader's write of an old term is accepted"}),
 		el(Cell{Nemesis: []string{"lost-reply"}, Fencing: "on", Variant: "idempotency-off", Args: []string{"--tasks", "1000", "--idempotency", "off"},
 			Expect: invalid("exactly-once"), Why: "without idempotency the retry of a call whose reply was lost runs the task again"}),
+		// Curator's LeaderLatch as the candidate (a Java worker).
+		func() Cell {
+			c := el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "on", Args: []string{"--tasks", "1000"}, Expect: valid(gate...),
+				Why: "Curator's LeaderLatch, fenced and idempotent: every task once"})
+			c.Recipe = "curator"
+			return c
+		}(),
+		func() Cell {
+			c := el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "off", Args: []string{"--tasks", "1000"}, Expect: invalid("stale-term"),
+				Why: "Curator's LeaderLatch without fencing: a deposed leader's write of its old term lands"})
+			c.Recipe = "curator"
+			return c
+		}(),
 		// The lock zoo's random-token, as a candidate: a term that does
 		// not order leaders (seed 16's term must come from ZooKeeper).
 		func() Cell {
