@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 // Client-side faults (pause-worker, isolate-holder, expire-holder) act on
@@ -120,7 +121,7 @@ func waitWorker(ctx context.Context, env *Env, ws Workers, within, preferFor tim
 		} else if w, found := pickWorker(env, all, ok); found {
 			return w, true
 		}
-		if time.Since(start) > within || !sleep(ctx, 5*time.Millisecond) {
+		if time.Since(start) > within || !ctxsleep.Sleep(ctx, 5*time.Millisecond) {
 			return Worker{}, false
 		}
 	}
@@ -137,7 +138,7 @@ func waitState(ctx context.Context, ws Workers, pid int, session int64, timeout 
 				return st, time.Since(start), true
 			}
 		}
-		if time.Since(start) > timeout || !sleep(ctx, 2*time.Millisecond) {
+		if time.Since(start) > timeout || !ctxsleep.Sleep(ctx, 2*time.Millisecond) {
 			return st, time.Since(start), false
 		}
 	}

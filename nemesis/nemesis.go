@@ -25,6 +25,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 // Holder is a worker process that holds a lock right now.
@@ -281,12 +282,12 @@ func (s *Scheduler) Faults() []string { return slices.Clone(s.names) }
 func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.finish(ctx)
 	for {
-		if !sleep(ctx, s.cfg.Schedule.Quiet) {
+		if !ctxsleep.Sleep(ctx, s.cfg.Schedule.Quiet) {
 			return nil
 		}
 		i := s.cfg.Env.Rand.IntN(len(s.faults))
 		s.injectOne(ctx, s.names[i], s.faults[i])
-		sleep(ctx, s.cfg.Schedule.Hold)
+		ctxsleep.Sleep(ctx, s.cfg.Schedule.Hold)
 		s.Heal(ctx)
 	}
 }
@@ -461,20 +462,4 @@ func (s *Scheduler) instant(f string, v *history.Value) {
 	defer s.op.Unlock()
 	s.record(history.Invoke, f, v, "")
 	s.record(history.OK, f, v, "")
-}
-
-// sleep waits d or until ctx ends; false means ctx ended. An ended ctx
-// wins over a short d, so no fault starts after the run has ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

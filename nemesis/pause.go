@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 func init() { register("pause-holder", func() Fault { return pauseHolder{} }) }
@@ -110,7 +111,7 @@ func waitHolder(ctx context.Context, env *Env, prefer time.Duration) (Holder, bo
 			sort.Slice(hs, func(i, j int) bool { return hs[i].Process < hs[j].Process })
 			return hs[env.Rand.IntN(len(hs))], true
 		}
-		if !sleep(ctx, 5*time.Millisecond) {
+		if !ctxsleep.Sleep(ctx, 5*time.Millisecond) {
 			return Holder{}, false
 		}
 	}

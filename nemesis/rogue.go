@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 func init() { register("rogue-client", func() Fault { return rogueClient{} }) }
@@ -107,7 +108,7 @@ func dialRogue(ctx context.Context, addrs []string, log *slog.Logger) (*zk.Conn,
 	closeConn := func() { stop(); conn.Close() }
 	start := time.Now()
 	for conn.State() != zk.StateHasSession {
-		if time.Since(start) > rogueConnectWait || !sleep(ctx, 10*time.Millisecond) {
+		if time.Since(start) > rogueConnectWait || !ctxsleep.Sleep(ctx, 10*time.Millisecond) {
 			closeConn()
 			return nil, nil, fmt.Errorf("rogue client: no session within %s", rogueConnectWait)
 		}
@@ -184,7 +185,7 @@ func findVictim(ctx context.Context, env *Env, conn *zk.Conn, root string) (vict
 		if len(found) > 0 {
 			return found[env.Rand.IntN(len(found))], true
 		}
-		if time.Since(start) > rogueVictimWait || !sleep(ctx, 5*time.Millisecond) {
+		if time.Since(start) > rogueVictimWait || !ctxsleep.Sleep(ctx, 5*time.Millisecond) {
 			return victim{}, false
 		}
 	}

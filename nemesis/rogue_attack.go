@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 // The attempts of rogue-client and how they are recorded. Each attempt is
@@ -126,7 +127,7 @@ func (a *attack) waitIntruder(ctx context.Context) string {
 					h.Process, a.vic.key, time.Since(start).Round(time.Millisecond), h.Token, a.vic.process)
 			}
 		}
-		if time.Since(start) > rogueGrantWait || !sleep(ctx, 2*time.Millisecond) {
+		if time.Since(start) > rogueGrantWait || !ctxsleep.Sleep(ctx, 2*time.Millisecond) {
 			return fmt.Sprintf("no other process granted %s within %s", a.vic.key, time.Since(start).Round(time.Millisecond))
 		}
 	}

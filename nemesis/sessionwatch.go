@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 // The client faults that can cost a worker its session (pause-holder,
@@ -92,7 +93,7 @@ func (s *Scheduler) watch(ctx context.Context, addrs []string, spec watchSpec) {
 				len(addrs), sessionHex(spec.Session), polls, watchEvery, time.Since(start).Round(time.Millisecond)))
 			return
 		}
-		if !sleep(ctx, watchEvery) {
+		if !ctxsleep.Sleep(ctx, watchEvery) {
 			if lastSeen == nil {
 				s.cfg.Env.Logger.Warn("nemesis: session never seen on the servers while the fault was in effect; no expiry recorded",
 					"session", sessionHex(spec.Session), "process", spec.Process)

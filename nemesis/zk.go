@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 // Bounds of the ZooKeeper faults. An injection waits up to effectWait to
@@ -108,7 +109,7 @@ func observe(ctx context.Context, c cluster.Cluster, bound time.Duration, want e
 		if time.Since(start) > bound {
 			return "", time.Since(start), fmt.Errorf("not seen within %s (servers: %s)", bound, cluster.Summary(sts))
 		}
-		if !sleep(ctx, 100*time.Millisecond) {
+		if !ctxsleep.Sleep(ctx, 100*time.Millisecond) {
 			return "", time.Since(start), fmt.Errorf("stopped watching after %s: %w", time.Since(start).Round(time.Millisecond), ctx.Err())
 		}
 	}

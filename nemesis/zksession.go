@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 // The minimal ZooKeeper client handshake, for expiring a session from
@@ -187,7 +188,7 @@ func waitUnlisted(ctx context.Context, addrs []string, session int64, timeout ti
 	for {
 		listing, silent = serversListing(ctx, addrs, session)
 		waited = time.Since(start)
-		if len(listing) == 0 || waited >= timeout || !sleep(ctx, watchEvery) {
+		if len(listing) == 0 || waited >= timeout || !ctxsleep.Sleep(ctx, watchEvery) {
 			return listing, silent, waited
 		}
 	}

@@ -26,6 +26,11 @@ import (
 // before any worker starts.
 const ConfigRoot = "/config"
 
+// ElectionRoot is the parent of every service's candidates in the
+// election workload: the candidates of service S are children of
+// ElectionRoot/S (a campaign is a lock recipe's acquire of S under it).
+const ElectionRoot = "/leaders"
+
 // ConfigVersion is one version of a config node as this client saw it:
 // the Stat's version and exactly the data bytes read or written with it.
 type ConfigVersion struct {

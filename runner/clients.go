@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/store"
@@ -180,11 +181,14 @@ func (l *live) Event(m worker.Message) {
 	case worker.EventSession:
 		l.sessionEvent(m.State, m.Session, m.Password)
 		l.f.instant(l.process, history.FSession, "", &history.Value{State: m.State, Session: m.Session, PID: l.p.PID()}, "")
-	case worker.EventLost:
-		l.f.instant(l.process, history.FLost, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State, Session: m.Session}, m.Error)
-		l.f.lost(l, m.Key)
-	case worker.EventDemoted:
-		l.f.instant(l.process, history.FDemoted, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State, Session: m.Session}, m.Error)
+	case worker.EventLost, worker.EventDemoted:
+		// A lost lock and a lost leadership end the same holder view;
+		// the history keeps the workload's own name for it.
+		f := history.FLost
+		if m.Event == worker.EventDemoted {
+			f = history.FDemoted
+		}
+		l.f.instant(l.process, f, m.Key, &history.Value{Token: m.Token, Node: m.Node, State: m.State, Session: m.Session}, m.Error)
 		l.f.lost(l, m.Key)
 	case worker.EventApplied:
 		l.f.instant(l.process, history.FApplied, m.Key, &history.Value{Version: m.Version, Digest: m.Digest, N: m.Value}, m.Error)
@@ -270,7 +274,7 @@ func (s *slot) loop(gen context.Context, wl workloads.Workload, r *rand.Rand) {
 			l, err := s.f.spawn(s.f.hardCtx, s.process)
 			if err != nil {
 				s.f.log.Warn("cannot start worker; retrying", "process", s.process, "err", err)
-				sleepCtx(gen, time.Second)
+				ctxsleep.Sleep(gen, time.Second)
 				continue
 			}
 			s.mu.Lock()
@@ -395,14 +399,5 @@ wait:
 			_ = l.p.Kill()
 			<-l.p.Done()
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/janitor"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
@@ -427,7 +428,7 @@ func (c *controller) workload(ctx context.Context) {
 		return
 	}
 	c.log.Info("workload over; recovering", "for", c.cfg.Recovery.String())
-	sleepCtx(c.runCtx, c.cfg.Recovery)
+	ctxsleep.Sleep(c.runCtx, c.cfg.Recovery)
 	c.final()
 	c.finalState()
 	if c.runCtx.Err() == nil {

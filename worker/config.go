@@ -2,47 +2,17 @@ package worker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/recipes"
 )
 
 // The config workload's side of the worker (docs/worker-protocol.md,
 // "Config"): admins read-config and update, clients watch and report what
 // they applied.
-
-// ConfigDigest identifies config data: the first 16 hex digits of the
-// SHA-256 of exactly the bytes written or read. A client's applied
-// (version, digest) pair must be one an admin wrote.
-func ConfigDigest(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8])
-}
-
-// ConfigData is the data an admin writes for value n: "n=<n>\n". The
-// controller writes ConfigData(0) as version 0.
-func ConfigData(n int64) []byte { return []byte("n=" + strconv.FormatInt(n, 10) + "\n") }
-
-// ParseConfigData is the n of data written by ConfigData; ok is false for
-// any other data.
-func ParseConfigData(data []byte) (n int64, ok bool) {
-	s, found := strings.CutPrefix(string(data), "n=")
-	if !found {
-		return 0, false
-	}
-	s, found = strings.CutSuffix(s, "\n")
-	if !found {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return n, err == nil
-}
 
 // configHandlers are the config workload's verbs.
 func (w *worker) configHandlers() map[string]func(context.Context, Request) Message {
@@ -56,8 +26,8 @@ func (w *worker) configHandlers() map[string]func(context.Context, Request) Mess
 // versionMessage reports v: version, digest, and the value when the data
 // is in the admins' format.
 func versionMessage(typ string, v recipes.ConfigVersion) Message {
-	m := Message{Type: typ, Version: ptr(int64(v.Version)), Digest: ConfigDigest(v.Data)}
-	if n, ok := ParseConfigData(v.Data); ok {
+	m := Message{Type: typ, Version: ptr(int64(v.Version)), Digest: history.ConfigDigest(v.Data)}
+	if n, ok := history.ParseConfigData(v.Data); ok {
 		m.Value = &n
 	}
 	return m
@@ -84,7 +54,7 @@ func (w *worker) update(ctx context.Context, req Request) Message {
 	}
 	uctx, cancel := context.WithTimeout(ctx, w.zkTimeout())
 	defer cancel()
-	v, err := w.conf.Update(uctx, req.Key, ConfigData(*req.Value), int32(*exp))
+	v, err := w.conf.Update(uctx, req.Key, history.ConfigData(*req.Value), int32(*exp))
 	switch {
 	case err == nil:
 		m := versionMessage(OK, v)

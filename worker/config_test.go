@@ -9,33 +9,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/recipes"
 )
-
-func TestConfigData(t *testing.T) {
-	if got := string(ConfigData(-17)); got != "n=-17\n" {
-		t.Fatalf("ConfigData(-17) = %q", got)
-	}
-	for _, bad := range []string{"", "n=", "n=1", "n=x\n", "m=1\n", "n=1\nx"} {
-		if _, ok := ParseConfigData([]byte(bad)); ok {
-			t.Errorf("ParseConfigData(%q) ok", bad)
-		}
-	}
-	if n, ok := ParseConfigData(ConfigData(42)); !ok || n != 42 {
-		t.Fatalf("round trip: %d %v", n, ok)
-	}
-	// The values docs/worker-protocol.md gives (printf 'n=0\n' | sha256sum).
-	if d := ConfigDigest(ConfigData(0)); d != "3574b3ebe3573588" {
-		t.Fatalf("digest of version 0 data = %q", d)
-	}
-	if d := ConfigDigest(ConfigData(17)); d != "dd163237d55eb8e5" {
-		t.Fatalf("digest of n=17 = %q", d)
-	}
-	if d := ConfigDigest([]byte("abc")); d != "ba7816bf8f01cfea" {
-		t.Fatalf("digest of abc = %s, want ba7816bf8f01cfea (sha256 prefix)", d)
-	}
-}
 
 func configWorker(t *testing.T, process int, recipe string) *Proc {
 	t.Helper()
@@ -52,7 +29,7 @@ func configKey(t *testing.T, obs *zk.Conn) string {
 	if _, err := obs.Create(recipes.ConfigRoot, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		t.Fatal(err)
 	}
-	if _, err := obs.Create(recipes.ConfigRoot+"/"+key, ConfigData(0), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := obs.Create(recipes.ConfigRoot+"/"+key, history.ConfigData(0), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	return key
@@ -65,8 +42,8 @@ func update(t *testing.T, p *Proc, key string, value, expected int64) Message {
 
 func expectVersion(t *testing.T, m Message, version int64, data []byte) {
 	t.Helper()
-	if m.Version == nil || *m.Version != version || m.Digest != ConfigDigest(data) {
-		t.Fatalf("got %+v, want version %d digest %s (%q)", m, version, ConfigDigest(data), data)
+	if m.Version == nil || *m.Version != version || m.Digest != history.ConfigDigest(data) {
+		t.Fatalf("got %+v, want version %d digest %s (%q)", m, version, history.ConfigDigest(data), data)
 	}
 }
 
@@ -97,19 +74,19 @@ func TestConfigAdmin(t *testing.T) {
 
 	r := do(t, a, Request{F: "read-config", Key: key})
 	expect(t, r, OK, "")
-	expectVersion(t, r, 0, ConfigData(0))
+	expectVersion(t, r, 0, history.ConfigData(0))
 	if r.Value == nil || *r.Value != 0 || r.Key != key {
 		t.Fatalf("read-config: %+v", r)
 	}
 	u := update(t, a, key, 17, 0)
 	expect(t, u, OK, "")
-	expectVersion(t, u, 1, ConfigData(17))
+	expectVersion(t, u, 1, history.ConfigData(17))
 	expect(t, update(t, a, key, 18, 0), Fail, "bad version")
 	data, st, err := obs.Get(recipes.ConfigRoot + "/" + key)
 	if err != nil || st.Version != 1 || string(data) != "n=17\n" {
 		t.Fatalf("node after a failed CAS: %q version %d %v", data, st.Version, err)
 	}
-	expectVersion(t, do(t, a, Request{F: "read-config", Key: key}), 1, ConfigData(17))
+	expectVersion(t, do(t, a, Request{F: "read-config", Key: key}), 1, history.ConfigData(17))
 
 	expect(t, do(t, a, Request{F: "update", Key: key, Value: val(1)}), Fail, "expected_version")
 	expect(t, do(t, a, Request{F: "update", Key: key, ExpectedVersion: val(1)}), Fail, "missing value")
@@ -128,7 +105,7 @@ func TestConfigWatchApplies(t *testing.T) {
 	a, c := configWorker(t, 0, "seed"), configWorker(t, 1, "seed")
 	wa := do(t, c, Request{F: "watch", Key: key})
 	expect(t, wa, OK, "")
-	expectVersion(t, wa, 0, ConfigData(0))
+	expectVersion(t, wa, 0, history.ConfigData(0))
 	expect(t, do(t, c, Request{F: "watch", Key: key}), Fail, "already watching")
 	for i := int64(1); i <= 3; i++ {
 		u := update(t, a, key, 100+i, i-1)
@@ -206,9 +183,9 @@ func TestConfigZoo(t *testing.T) {
 		if !ok {
 			t.Fatal("stale-apply applied nothing")
 		}
-		if *m.Version != 1 || m.Digest == u.Digest || m.Digest != ConfigDigest(ConfigData(0)) {
+		if *m.Version != 1 || m.Digest == u.Digest || m.Digest != history.ConfigDigest(history.ConfigData(0)) {
 			t.Fatalf("stale-apply applied %+v; want version 1 with the digest of version 0 (%s), not %s",
-				m, ConfigDigest(ConfigData(0)), u.Digest)
+				m, history.ConfigDigest(history.ConfigData(0)), u.Digest)
 		}
 	})
 	t.Run("no-rewatch", func(t *testing.T) {

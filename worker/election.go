@@ -2,29 +2,22 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/register"
 )
 
 // The election workload's worker side (docs/worker-protocol.md,
 // "Election"): a candidate campaigns by taking the service's lock under
-// ElectionRoot with the run's recipe (seed 14: the smallest ephemeral
+// recipes.ElectionRoot with the run's recipe (seed 14: the smallest ephemeral
 // sequential node leads, each candidate watches its predecessor, the term
 // is the node's czxid, and the seed confirms its node's ephemeralOwner is
 // its own session before it acts); as leader it claims and completes tasks
 // in the register's task table under its term. A lost leadership is a
 // demoted event.
-
-// ElectionRoot is the parent of every service's candidates.
-const ElectionRoot = "/leaders"
-
-// EventDemoted (election workload) reports that the worker no longer
-// leads service Key (State says why), as lost does for a lock.
-const EventDemoted = "demoted"
 
 // taskRetries is how many times a task call whose reply was lost is sent
 // again, as a real client retries a call that timed out: with idempotency
@@ -32,7 +25,7 @@ const EventDemoted = "demoted"
 const taskRetries = 3
 
 func (w *worker) newElectionSubject(rc recipes.Config) error {
-	rc.Root = ElectionRoot
+	rc.Root = recipes.ElectionRoot
 	if err := w.newLockSubject(rc, w.electionMessage); err != nil {
 		return err
 	}
@@ -81,8 +74,8 @@ func (w *worker) taskCall(ctx context.Context, req Request) Message {
 	if req.F == "complete" {
 		tr.Result = fmt.Sprintf("r-%d-%s", g.Token, req.Key)
 		call = w.reg.Complete
-		if err := sleepCtx(ctx, time.Duration(req.WorkMS)*time.Millisecond); err != nil {
-			return Message{Type: Fail, Token: ptr(g.Token), Error: "complete: cancelled during work: " + err.Error()}
+		if req.WorkMS > 0 && !ctxsleep.Sleep(ctx, time.Duration(req.WorkMS)*time.Millisecond) {
+			return Message{Type: Fail, Token: ptr(g.Token), Error: "complete: cancelled during work: " + ctx.Err().Error()}
 		}
 	}
 	var rep register.TaskReply
@@ -142,19 +135,4 @@ func (w *worker) scan(ctx context.Context, req Request) Message {
 		}
 	}
 	return Message{Type: OK, Token: ptr(g.Token), Value: ptr(pending), CurrentToken: ptr(rep.Term)}
-}
-
-// sleepCtx waits d or until ctx ends (its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return errors.Join(ctx.Err())
-	case <-t.C:
-		return nil
-	}
 }

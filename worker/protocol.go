@@ -46,6 +46,9 @@ const (
 	// EventLost reports that the recipe learned it no longer holds the
 	// lock on Key (State says why).
 	EventLost = "lost"
+	// EventDemoted (election workload) reports that the worker no
+	// longer leads service Key (State says why), as lost does for a lock.
+	EventDemoted = "demoted"
 	// EventApplied (config workload) reports that the client applied
 	// version Version of config Key, whose data has digest Digest.
 	EventApplied = "applied"

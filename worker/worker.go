@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/register"
 )
@@ -425,14 +426,8 @@ func (w *worker) write(ctx context.Context, req Request) Message {
 		return Message{Type: Fail, Error: "not holding " + req.Key}
 	}
 	tok := g.Token
-	if req.WorkMS > 0 {
-		t := time.NewTimer(time.Duration(req.WorkMS) * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Message{Type: Fail, Token: ptr(tok), Error: "write: cancelled during work: " + ctx.Err().Error()}
-		case <-t.C:
-		}
+	if req.WorkMS > 0 && !ctxsleep.Sleep(ctx, time.Duration(req.WorkMS)*time.Millisecond) {
+		return Message{Type: Fail, Token: ptr(tok), Error: "write: cancelled during work: " + ctx.Err().Error()}
 	}
 	rep, err := w.reg.Write(ctx, register.WriteRequest{Key: req.Key, Value: *req.Value, Token: &tok, Process: w.cfg.Process, PID: w.pid})
 	return registerReply(rep, err, tok, req.Value)

@@ -25,6 +25,7 @@ import (
 	"github.com/shirou/gopsutil/v4/process"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 )
@@ -191,7 +192,7 @@ func waitStatus(ctx context.Context, p *process.Process, stopped bool) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("pid %d: state %v, want stopped=%v after %s", p.Pid, st, stopped, verifyTimeout)
 		}
-		if !sleep(ctx, 2*time.Millisecond) {
+		if !ctxsleep.Sleep(ctx, 2*time.Millisecond) {
 			return fmt.Errorf("pid %d: state %v, want stopped=%v: %w", p.Pid, st, stopped, context.Cause(ctx))
 		}
 	}
@@ -256,7 +257,7 @@ func (p *Proc) Heal(ctx context.Context) (string, error) {
 	// included: retry until the flush works or the namespace is gone.
 	var herr error
 	for attempt := 0; attempt < healAttempts; attempt++ {
-		if attempt > 0 && !sleep(ctx, healRetry) {
+		if attempt > 0 && !ctxsleep.Sleep(ctx, healRetry) {
 			break
 		}
 		if herr = p.host.Heal(ctx); herr == nil {
@@ -282,16 +283,4 @@ func (p *Proc) Heal(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("namespace %s still has rules after heal: %s", ns, strings.Join(rules, "; "))
 	}
 	return fmt.Sprintf("flushed chain in namespace %s, no rule left (%s)", ns, time.Since(start).Round(time.Millisecond)), nil
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -11,19 +11,19 @@ import (
 	configcheck "github.com/zkchaos/zkchaos/checker/config"
 	"github.com/zkchaos/zkchaos/checker/integrity"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
+	"github.com/zkchaos/zkchaos/recipes"
 )
 
 // ConfigName is the config workload's --workload value.
 const ConfigName = "config"
 
-// ConfigKey is the one config of the workload, the znode ConfigRoot/app.
-const (
-	ConfigRoot = "/config"
-	ConfigKey  = "app"
-)
+// ConfigKey is the one config of the workload, the znode
+// recipes.ConfigRoot/app.
+const ConfigKey = "app"
 
 // Config is the configuration-notification workload of seed section 18:
-// the first Admins clients update ConfigRoot/ConfigKey by compare-and-set
+// the first Admins clients update recipes.ConfigRoot/ConfigKey by compare-and-set
 // (read the version, setData with it as the expected version); every
 // other client watches it, re-reads data and Stat on every notification,
 // and reports each version it applied (an applied event, with the data's
@@ -57,11 +57,11 @@ func (w *Config) Name() string { return ConfigName }
 
 // InitialData is version 0 of the config, which the controller writes: the
 // admins' data format (docs/worker-protocol.md, "Config").
-var InitialData = configcheck.UpdateData(0)
+var InitialData = history.ConfigData(0)
 
 // Nodes are the config's parent and the config itself at version 0.
 func (w *Config) Nodes() []Node {
-	return []Node{{Path: ConfigRoot}, {Path: ConfigRoot + "/" + ConfigKey, Data: InitialData}}
+	return []Node{{Path: recipes.ConfigRoot}, {Path: recipes.ConfigRoot + "/" + ConfigKey, Data: InitialData}}
 }
 
 // Prepare implements Workload: nothing to set up in the resource.
@@ -73,14 +73,14 @@ func (w *Config) Prepare(context.Context, Resource) error { return nil }
 func (w *Config) Step(ctx context.Context, c Client, _ *rand.Rand) {
 	if c.Index() < w.Admins {
 		w.update(ctx, c)
-		sleep(ctx, w.Think)
+		ctxsleep.Sleep(ctx, w.Think)
 		return
 	}
 	if !w.ensureWatching(ctx, c) {
-		sleep(ctx, w.Think)
+		ctxsleep.Sleep(ctx, w.Think)
 		return
 	}
-	sleep(ctx, 100*time.Millisecond)
+	ctxsleep.Sleep(ctx, 100*time.Millisecond)
 }
 
 // update reads the config and writes a new value based on the version
@@ -131,9 +131,9 @@ func (w *Config) Final(ctx context.Context, e End) {
 		w.ensureWatching(ctx, c)
 	}
 	for ctx.Err() == nil && !w.update(ctx, cs[0]) {
-		sleep(ctx, 100*time.Millisecond)
+		ctxsleep.Sleep(ctx, 100*time.Millisecond)
 	}
-	sleep(ctx, w.ConvergenceBound())
+	ctxsleep.Sleep(ctx, w.ConvergenceBound())
 }
 
 // Checkers are integrity and the config checkers.

@@ -12,16 +12,16 @@ import (
 	"github.com/zkchaos/zkchaos/checker/election"
 	"github.com/zkchaos/zkchaos/checker/integrity"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
+	"github.com/zkchaos/zkchaos/recipes"
 )
 
 // ElectionName is the election workload's --workload value.
 const ElectionName = "election"
 
-// Service is the one service the candidates run for, /leaders/billing.
-const (
-	ElectionRoot = "/leaders"
-	Service      = "billing"
-)
+// Service is the one service the candidates run for: its candidates
+// are children of recipes.ElectionRoot/billing.
+const Service = "billing"
 
 // Election is the leader-election workload of seed sections 14–17 and 20:
 // every client is a candidate for Service; the one that wins (campaign
@@ -70,7 +70,7 @@ func (e *Election) Name() string { return ElectionName }
 // Nodes are the election root and the service's node, whose children are
 // the candidates' ephemeral sequential nodes.
 func (e *Election) Nodes() []Node {
-	return []Node{{Path: ElectionRoot}, {Path: ElectionRoot + "/" + Service}}
+	return []Node{{Path: recipes.ElectionRoot}, {Path: recipes.ElectionRoot + "/" + Service}}
 }
 
 // Prepare creates the task table, every task PENDING.
@@ -83,7 +83,7 @@ func (e *Election) Step(ctx context.Context, c Client, r *rand.Rand) {
 	defer c.SetPhase(Idle, "", 0)
 	camp := c.Do(ctx, Op{F: history.FCampaign, Key: Service, Timeout: e.AcquireTimeout})
 	if camp.Type != history.OK {
-		sleep(ctx, e.Think)
+		ctxsleep.Sleep(ctx, e.Think)
 		return
 	}
 	term := int64(0)
@@ -98,7 +98,7 @@ func (e *Election) Step(ctx context.Context, c Client, r *rand.Rand) {
 		return
 	}
 	c.SetPhase(Idle, "", 0)
-	sleep(ctx, e.Think)
+	ctxsleep.Sleep(ctx, e.Think)
 }
 
 // lead is a leader's work: scan, then claim and complete each task; it

@@ -11,6 +11,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 // Lock is the lock workload of the design: K keys, each lock guarding the
@@ -123,7 +124,7 @@ func (l *Lock) Step(ctx context.Context, c Client, r *rand.Rand) {
 	l.think(ctx)
 }
 
-func (l *Lock) think(ctx context.Context) { sleep(ctx, l.Think) }
+func (l *Lock) think(ctx context.Context) { ctxsleep.Sleep(ctx, l.Think) }
 
 // DefaultFaults implements Workload: a holder paused in its critical section past its session (seed 10).
 func (l *Lock) DefaultFaults() []string { return []string{"pause-holder"} }

@@ -187,19 +187,6 @@ func ValidateGate(w Workload, gate []string) error {
 	return nil
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
 func errAdmins(s Settings) error {
 	return fmt.Errorf("--admins %d: must be 1..%d with --workers %d (at least one client must watch)", s.Admins, max(s.Workers-1, 1), s.Workers)
 }

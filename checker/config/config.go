@@ -14,10 +14,7 @@ package config
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
-	"strconv"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/lockview"
@@ -43,21 +40,6 @@ func All() []checker.Checker {
 		{Name: NameConvergence, Check: CheckConvergence},
 		{Name: NameCAS, Check: CheckCAS},
 	}
-}
-
-// Digest identifies config data: the first 16 hex digits of its SHA-256.
-// The worker computes the same over the data it read (and an admin over
-// the data it wrote), so the checker can name the data of an update whose
-// answer was lost (see UpdateData).
-func Digest(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8])
-}
-
-// UpdateData is the data an admin writes for an update of value n:
-// "n=<n>\n", as the worker writes it.
-func UpdateData(n int64) []byte {
-	return []byte("n=" + strconv.FormatInt(n, 10) + "\n")
 }
 
 // applied is one version a client applied: its watch's first version or

@@ -14,9 +14,9 @@ import (
 const key = "app"
 
 // d0 is the initial config's digest, whatever the controller wrote.
-var d0 = Digest([]byte("initial\n"))
+var d0 = history.ConfigDigest([]byte("initial\n"))
 
-func dig(n int64) string { return Digest(UpdateData(n)) }
+func dig(n int64) string { return history.ConfigDigest(history.ConfigData(n)) }
 
 func run(t *testing.T, c func(context.Context, checker.Input) checker.Result, b *checktest.Timeline, details any) checker.Result {
 	t.Helper()
@@ -53,13 +53,6 @@ func clean() *checktest.Timeline {
 	b.Add(5000, 0, history.Invoke, history.FReadConfig, key, nil, "")
 	b.Add(5001, 0, history.OK, history.FReadConfig, key, checktest.ConfigV(3, dig(4)), "")
 	return b
-}
-
-func TestDigest(t *testing.T) {
-	// printf 'n=1\n' | sha256sum | cut -c1-16
-	if got := Digest(UpdateData(1)); got != "097fda1929fc1bf1" {
-		t.Fatalf("Digest(n=1) = %q", got)
-	}
 }
 
 func TestAllMatchesGate(t *testing.T) {
@@ -161,7 +154,7 @@ func TestConsistentInfoUpdate(t *testing.T) {
 func TestConsistentConflicts(t *testing.T) {
 	// Clients disagree on the initial config.
 	b := clean()
-	b.Watch(5010, 5011, 12, key, 0, Digest([]byte("other\n")))
+	b.Watch(5010, 5011, 12, key, 0, history.ConfigDigest([]byte("other\n")))
 	var d ConsistentDetails
 	r := run(t, CheckConsistent, b, &d)
 	if r.Valid != checker.Invalid || d.ViolationCount != 1 || d.Violations[0].Kind != KindConflictingDigest ||

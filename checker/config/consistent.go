@@ -6,6 +6,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/lockview"
+	"github.com/zkchaos/zkchaos/history"
 )
 
 // Kinds of config-consistent violations.
@@ -67,7 +68,7 @@ type keyWrites struct {
 // and each applied event): it must have been written, that is be the
 // (version, digest) of an ok update, or version 0 (the initial config,
 // whatever its data), or carry the digest of the data of an update whose
-// outcome is unknown (Digest(UpdateData(n))), which may have been
+// outcome is unknown (history.ConfigDigest(history.ConfigData(n))), which may have been
 // written under any version. One version has one data: a version seen
 // with two digests (by two clients, or by a client and the ok update that
 // wrote it) is a violation too, which also makes all clients agree on the
@@ -132,7 +133,7 @@ func (w *keyWrites) note(o lockview.Op, d *ConsistentDetails) {
 	}
 	if unknownOutcome(o) && o.Invoked != nil && o.Invoked.N != nil {
 		d.UnknownUpdates++
-		w.unknown[Digest(UpdateData(*o.Invoked.N))] = true
+		w.unknown[history.ConfigDigest(history.ConfigData(*o.Invoked.N))] = true
 	}
 }
 
