@@ -197,13 +197,35 @@ func electionCells() []Cell {
 			c.Recipe = "curator"
 			return c
 		}(),
-		// The lock zoo's random-token, as a candidate: a term that does
-		// not order leaders (seed 16's term must come from ZooKeeper).
-		func() Cell {
-			c := el(Cell{Nemesis: []string{"none"}, Fencing: "on", Args: []string{"--tasks", "1000"}, Expect: invalid("term-order"),
-				Why: "a random term does not order the leaders"})
-			c.Recipe = "random-token"
-			return c
-		}(),
 	)
+	return append(cells, electionZooCells()...)
+}
+
+// electionZooCells are the election's zoo rows, each beside the seed
+// under the same settings: every mistake caught by the checker named for
+// it, the seed not.
+func electionZooCells() []Cell {
+	zoo := func(recipe string, c Cell) Cell {
+		c.Workload, c.Recipe, c.Fencing = "election", recipe, "on"
+		c.Args = append(slices.Clone(short), append([]string{"--tasks", "1000"}, c.Args...)...)
+		return c
+	}
+	quiet := []string{"term-order", "leader-overlap", "herd", "demoted-work", "exactly-once", "stale-term"}
+	longWork := []string{"--hold", "1s"}
+	return []Cell{
+		zoo("seed", Cell{Nemesis: []string{"none"}, Expect: valid(quiet...), Why: "control for the zoo rows without faults"}),
+		zoo("seed", Cell{Nemesis: []string{"expire-app-leader"}, Variant: "long-work", Args: longWork,
+			Expect: valid("demoted-work", "exactly-once", "stale-term"), Why: "control for no-cancel and callback-done: work cancelled on demotion, and not reported done"}),
+		// The lock zoo's token mistakes, as candidates: a term that does
+		// not order leaders (seed 16's term must come from ZooKeeper).
+		zoo("random-token", Cell{Nemesis: []string{"none"}, Expect: invalid("term-order"), Why: "a random term does not order the leaders"}),
+		zoo("no-term", Cell{Nemesis: []string{"none"}, Expect: invalid("term-order"), Why: "without a term every leader presents the same zero"}),
+		zoo("herd", Cell{Nemesis: []string{"none"}, Expect: invalid("herd"), Why: "every candidate watches the leader's node: each resign wakes them all"}),
+		zoo("callback-done", Cell{Nemesis: []string{"expire-app-leader"}, Args: longWork, Expect: invalid("exactly-once"),
+			Why: "a task whose work the demotion cancelled is reported done: it is never run"}),
+		zoo("no-cancel", Cell{Nemesis: []string{"expire-app-leader"}, Args: longWork, Expect: invalid("demoted-work"),
+			Why: "the task's work goes on after the demotion and its call goes out"}),
+		zoo("ignore-session", Cell{Nemesis: []string{"expire-app-leader"}, Args: longWork, Expect: invalid("demoted-work"),
+			Why: "a leader that ignores its session's expiry keeps calling"}),
+	}
 }

@@ -46,10 +46,19 @@ func (expireHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
 	}
 	expirable := func(w Worker) bool { return w.Holding && w.Session != 0 && len(w.Password) > 0 }
+	// Prefer a holder just past its check, as isolate-holder does: the
+	// expiry then lands with the work still ahead of it, wherever the
+	// holder's cadence and the schedule's happen to line up (a fault that
+	// lands at the end of a long work shows nothing of what the holder
+	// does after it learns its session is gone).
 	inWindow := func(w Worker) bool {
-		return w.InCriticalSection && !w.CriticalSince.IsZero() && time.Since(w.CriticalSince) >= expireAfterCheck
+		if !w.InCriticalSection || w.CriticalSince.IsZero() {
+			return false
+		}
+		age := time.Since(w.CriticalSince)
+		return age >= expireAfterCheck && age < expireAfterCheck+freshCheckAge
 	}
-	w, ok := waitWorker(ctx, env, ws, holderWait+time.Second, holderWait, inWindow, expirable)
+	w, ok := waitWorker(ctx, env, ws, freshWait+time.Second, freshWait, inWindow, expirable)
 	if !ok {
 		if hs := env.Targets.Holders(); len(hs) > 0 {
 			return nil, fmt.Errorf("%w: %d holders, none reported its session password", ErrNoTarget, len(hs))

@@ -172,8 +172,10 @@ const (
 // NamesFor lists the recipes of workload ("" is the lock workload).
 func NamesFor(workload string) ([]string, error) {
 	switch workload {
-	case "", WorkloadLock, WorkloadElection:
+	case "", WorkloadLock:
 		return Names(), nil
+	case WorkloadElection:
+		return CandidateNames(), nil
 	case WorkloadConfig:
 		return ConfigNames(), nil
 	}

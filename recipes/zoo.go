@@ -40,13 +40,15 @@ type bugs struct {
 	// noDeleteOnTimeout: an acquire that times out gives up without
 	// deleting its queue node.
 	noDeleteOnTimeout bool
-	// token is "" (czxid/seq as configured), tokenRandom or tokenClock.
+	// token is "" (czxid/seq as configured), tokenRandom, tokenClock or
+	// tokenNone.
 	token string
 }
 
 const (
 	tokenRandom = "random"
 	tokenClock  = "clock"
+	tokenNone   = "none"
 )
 
 func (b bugs) recipeName() string {
@@ -65,6 +67,9 @@ func (b bugs) badToken() (int64, bool) {
 	case tokenClock:
 		// Seconds, as time.Now().Unix() or currentTimeMillis()/1000 give.
 		return time.Now().Unix(), true
+	case tokenNone:
+		// No token at all: every grant presents the same zero.
+		return 0, true
 	}
 	return 0, false
 }

@@ -300,7 +300,9 @@ func (s *slot) SetPhase(p workloads.Phase, key string, token int64) {
 	s.mu.Lock()
 	switch {
 	case p == workloads.Critical && s.phase != workloads.Critical:
-		s.critical = time.Now()
+		// A new critical window (a leader's next task): its write is
+		// not over yet.
+		s.critical, s.wrote = time.Now(), false
 	case p == workloads.Holding && s.phase == workloads.Critical:
 		s.wrote = true
 	case p != workloads.Critical:

@@ -239,6 +239,12 @@ func TestHolderView(t *testing.T) {
 	if ws := tf.Workers(); ws[0].Holding {
 		t.Fatalf("a holder whose write is over is still a client-fault target: %+v", ws[0])
 	}
+	// A leader's next task is a new critical window: a target again.
+	s.SetPhase(workloads.Critical, "SKU-3", *acq.Value.Token)
+	if ws := tf.Workers(); !ws[0].Holding || !ws[0].InCriticalSection {
+		t.Fatalf("a second critical window of the same holding is no target: %+v", ws[0])
+	}
+	s.SetPhase(workloads.Holding, "SKU-3", *acq.Value.Token)
 	// The lost event comes before the release answer: by the time Do
 	// returns, the view was cleared by the event, not by the workload.
 	mustOK(t, s.Do(context.Background(), release("SKU-3")))

@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	var err error
 	switch cfg.Workload {
 	case "", recipes.WorkloadLock:
-		err = w.newLockSubject(rc, w.lockMessage)
+		err = w.newLockSubject(rc)
 	case recipes.WorkloadConfig:
 		err = w.newConfigSubject(rc)
 	case recipes.WorkloadElection:
@@ -152,20 +152,30 @@ type worker struct {
 	outMu sync.Mutex
 	out   io.Writer
 
+	// leader is how an election candidate runs its tasks (the zero value
+	// outside the election).
+	leader recipes.Leader
+
 	// grants are the locks granted and not yet released (including ones
 	// since lost), for the release reply. Only the serving goroutine
 	// touches it.
 	grants map[string]recipes.Grant
 }
 
-// newLockSubject builds the lock recipe of cfg.Recipe; line turns its
-// events into protocol lines (one translator only: a second reader of the
-// recipe's events would take some of them, the hello's session among them).
-func (w *worker) newLockSubject(rc recipes.Config, line func(recipes.SessionEvent) Message) error {
+// newLockSubject builds the lock recipe of cfg.Recipe.
+func (w *worker) newLockSubject(rc recipes.Config) error {
 	lock, err := recipes.New(w.cfg.Recipe, rc)
 	if err != nil {
 		return err
 	}
+	w.useLock(lock, w.lockMessage)
+	return nil
+}
+
+// useLock makes lock the subject; line turns its events into protocol
+// lines (one translator only: a second reader of the recipe's events would
+// take some of them, the hello's session among them).
+func (w *worker) useLock(lock recipes.Lock, line func(recipes.SessionEvent) Message) {
 	w.lock = lock
 	w.reg = register.NewClient(w.cfg.Register, registerTimeout, w.cfg.RegisterSecret)
 	w.closer = lock.Close
@@ -174,7 +184,6 @@ func (w *worker) newLockSubject(rc recipes.Config, line func(recipes.SessionEven
 	w.handlers = map[string]func(context.Context, Request) Message{
 		"acquire": w.acquire, "release": w.release, "read": w.read, "write": w.write,
 	}
-	return nil
 }
 
 // translate turns a subject's events into protocol lines, in order, until

@@ -11,6 +11,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/election"
 	"github.com/zkchaos/zkchaos/checker/integrity"
+	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/recipes"
@@ -179,9 +180,12 @@ func (e *Election) Final(ctx context.Context, end End) {
 	}
 }
 
-// Checkers are integrity and the election's.
+// Checkers are integrity, the election's, and the lock's herd measure on
+// the campaigns (a campaign is a queue entry like an acquire, and the
+// zoo's herd recipe is also a candidate).
 func (e *Election) Checkers() []checker.Checker {
-	return append([]checker.Checker{{Name: integrity.Name, Check: integrity.Check, Always: true}}, election.All()...)
+	cs := append([]checker.Checker{{Name: integrity.Name, Check: integrity.Check, Always: true}}, election.All()...)
+	return append(cs, checker.Checker{Name: lock.NameHerd, Check: lock.HerdOf(history.FCampaign, history.FResign)})
 }
 
 // DefaultGate is what the user's data saw: exactly-once and stale-term.

@@ -4,14 +4,15 @@
 // czxid, and the leader runs tasks against the register's task table
 // (claim, then complete with a result id), fenced by its term.
 //
-// Five questions, one checker each: did two processes lead at once by
+// Six questions, one checker each: did two processes lead at once by
 // their own account (leader-overlap), is there one leader per term and do
 // terms grow (term-order), did every task's effect run exactly once
 // (exactly-once), did the register accept a task call under a term older
-// than one it had already accepted (stale-term), and how long did
+// than one it had already accepted (stale-term), did a leader send task
+// calls after it knew it was deposed (demoted-work), and how long did
 // takeovers take and how long did deposed leaders keep working
 // (election-stats, figures only). The first two read the history, the
-// next two the apply log, the last both.
+// next two the apply log, the last two both.
 package election
 
 import (
@@ -30,6 +31,7 @@ const (
 	NameExactlyOnce   = "exactly-once"
 	NameStaleTerm     = "stale-term"
 	NameStats         = "election-stats"
+	NameDemotedWork   = "demoted-work"
 )
 
 // DefaultGate is the gate of an election run: what the resource did
@@ -46,6 +48,7 @@ func All() []checker.Checker {
 		{Name: NameTermOrder, Check: CheckTermOrder},
 		{Name: NameExactlyOnce, Check: CheckExactlyOnce},
 		{Name: NameStaleTerm, Check: CheckStaleTerm},
+		{Name: NameDemotedWork, Check: CheckDemotedWork},
 		{Name: NameStats, Check: CheckStats},
 	}
 }

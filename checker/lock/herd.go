@@ -96,9 +96,20 @@ type HerdDetails struct {
 // per acquire): seed with one key and a 300 ms acquire timeout 0.76
 // (1.51 per hand-off by the old rule), the herd recipe 4.94.
 func CheckHerd(ctx context.Context, in checker.Input) checker.Result {
+	return herdOf(ctx, in, history.FAcquire, history.FRelease)
+}
+
+// HerdOf is CheckHerd for a workload whose queue is entered with verb
+// enter and left with leave (the election's campaign and resign: a
+// candidate's campaign is its lock's acquire).
+func HerdOf(enter, leave string) func(context.Context, checker.Input) checker.Result {
+	return func(ctx context.Context, in checker.Input) checker.Result { return herdOf(ctx, in, enter, leave) }
+}
+
+func herdOf(ctx context.Context, in checker.Input, enter, leave string) checker.Result {
 	v := lockview.Of(in.History)
 	d := HerdDetails{Keys: map[string]HerdKey{}, Threshold: HerdThreshold}
-	keys, byKey := wakeupsByKey(v)
+	keys, byKey := wakeupsByKey(v, enter)
 	var waitersSum int
 	for _, k := range slices.Sorted(maps.Keys(byKey)) {
 		if ctx.Err() != nil {
@@ -126,7 +137,7 @@ func CheckHerd(ctx context.Context, in checker.Input) checker.Result {
 		d.Reason = "no wake-up counts in the history: the subject does not report them"
 		return checker.Result{Valid: checker.Unknown, Error: d.Reason, Details: d}
 	}
-	d.Implausible = implausible(byKey, v.Ops)
+	d.Implausible = implausible(byKey, v.Ops, enter, leave)
 	if d.Implausible > max(2, d.Acquires/10) {
 		d.Reason = fmt.Sprintf("%d of %d acquire answers report more wake-ups than the queue could cause during them: the subject counts something else than wake-ups per acquire (a running count?), see docs/worker-protocol.md",
 			d.Implausible, d.Acquires)
@@ -147,7 +158,7 @@ func CheckHerd(ctx context.Context, in checker.Input) checker.Result {
 
 // wakeupsByKey sums the wake-ups acquire answers (ok, fail, a worker's
 // info, late) reported per key, and lists each key's acquires.
-func wakeupsByKey(v lockview.View) (map[string]*HerdKey, map[string][]lockview.Op) {
+func wakeupsByKey(v lockview.View, enter string) (map[string]*HerdKey, map[string][]lockview.Op) {
 	keys := map[string]*HerdKey{}
 	count := func(k string, w *int64) {
 		if w == nil {
@@ -161,7 +172,7 @@ func wakeupsByKey(v lockview.View) (map[string]*HerdKey, map[string][]lockview.O
 	}
 	byKey := map[string][]lockview.Op{}
 	for _, o := range v.Ops {
-		if o.F != history.FAcquire {
+		if o.F != enter {
 			continue
 		}
 		byKey[o.Key] = append(byKey[o.Key], o)
@@ -170,7 +181,7 @@ func wakeupsByKey(v lockview.View) (map[string]*HerdKey, map[string][]lockview.O
 		}
 	}
 	for _, e := range v.Instants {
-		if e.F == history.FLate && e.Value != nil && e.Value.Of == history.FAcquire {
+		if e.F == history.FLate && e.Value != nil && e.Value.Of == enter {
 			count(e.Key, e.Value.Wakeups)
 		}
 	}
@@ -209,14 +220,14 @@ func waiters(acqs []lockview.Op) (grants, sum int) {
 // node deleted meanwhile, and every deletion is a release, an abandoned
 // or failed acquire, or a lost session, each answered around it (the
 // slack covers answers recorded just after the deletion they follow).
-func implausible(byKey map[string][]lockview.Op, ops []lockview.Op) int {
+func implausible(byKey map[string][]lockview.Op, ops []lockview.Op, enter, leave string) int {
 	type done struct {
 		t int64
 		p history.Process
 	}
 	dones := map[string][]done{}
 	for _, o := range ops {
-		if o.Type != "" && (o.F == history.FAcquire || o.F == history.FRelease) {
+		if o.Type != "" && (o.F == enter || o.F == leave) {
 			dones[o.Key] = append(dones[o.Key], done{o.Done, o.Process})
 		}
 	}
