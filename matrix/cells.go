@@ -179,25 +179,21 @@ func electionCells() []Cell {
 		cells = append(cells, el(Cell{Nemesis: []string{f}, Fencing: "on", Args: []string{"--tasks", "1000"}, Expect: valid(gate...),
 			Smoke: f == "pause-app-leader", Why: "fenced, idempotent leaders run every task once under " + f}))
 	}
-	return append(cells,
+	cells = append(cells,
 		el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "off", Args: []string{"--tasks", "1000"}, Expect: invalid("stale-term"),
 			Why: "without fencing the paused leader's write of an old term is accepted"}),
 		el(Cell{Nemesis: []string{"lost-reply"}, Fencing: "on", Variant: "idempotency-off", Args: []string{"--tasks", "1000", "--idempotency", "off"},
-			Expect: invalid("exactly-once"), Why: "without idempotency the retry of a call whose reply was lost runs the task again"}),
-		// Curator's LeaderLatch as the candidate (a Java worker).
-		func() Cell {
-			c := el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "on", Args: []string{"--tasks", "1000"}, Expect: valid(gate...),
-				Why: "Curator's LeaderLatch, fenced and idempotent: every task once"})
-			c.Recipe = "curator"
-			return c
-		}(),
-		func() Cell {
-			c := el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "off", Args: []string{"--tasks", "1000"}, Expect: invalid("stale-term"),
-				Why: "Curator's LeaderLatch without fencing: a deposed leader's write of its old term lands"})
-			c.Recipe = "curator"
-			return c
-		}(),
-	)
+			Expect: invalid("exactly-once"), Why: "without idempotency the retry of a call whose reply was lost runs the task again"}))
+	// Curator's election recipes as the candidate (the Java worker):
+	// LeaderLatch (curator) and LeaderSelector (curator-selector).
+	for _, cur := range []struct{ recipe, name string }{{"curator", "LeaderLatch"}, {"curator-selector", "LeaderSelector"}} {
+		on := el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "on", Args: []string{"--tasks", "1000"}, Expect: valid(gate...),
+			Why: "Curator's " + cur.name + ", fenced and idempotent: every task once"})
+		off := el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "off", Args: []string{"--tasks", "1000"}, Expect: invalid("stale-term"),
+			Why: "Curator's " + cur.name + " without fencing: a deposed leader's write of its old term lands"})
+		on.Recipe, off.Recipe = cur.recipe, cur.recipe
+		cells = append(cells, on, off)
+	}
 	return append(cells, electionZooCells()...)
 }
 

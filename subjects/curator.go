@@ -18,8 +18,9 @@ import (
 )
 
 // curatorSources are the Java workers, compiled together: CuratorBase
-// (what they share), CuratorWorker (lock; its main picks the workload) and
-// CuratorElection (election).
+// (what they share), CuratorWorker (lock; its main picks the workload and,
+// for the election, the recipe), CuratorCandidate (the election protocol)
+// with CuratorElection (LeaderLatch) and CuratorSelector (LeaderSelector).
 //
 //go:embed curator/*.java
 var curatorSources embed.FS

@@ -7,6 +7,9 @@
 //     (lock workload) or LeaderLatch (election workload), compiled on
 //     first use (see curator.go) and started as an exec: subject, the
 //     proof that the exec path is enough for a real client;
+//   - `curator-selector`: the same Java worker serving the election with
+//     Curator's LeaderSelector instead (election workload only: it is no
+//     lock recipe);
 //   - `exec:PATH [ARGS]`: any executable, PATH and ARGS as given (split on
 //     white space, no quoting), with the protocol flags appended.
 //
@@ -58,9 +61,27 @@ const ExecPrefix = "exec:"
 // Curator is the name of the Curator subject.
 const Curator = "curator"
 
-// curatorWorkloads are the workloads the Curator subject serves ("" is
-// lock): InterProcessMutex for the lock, LeaderLatch for the election.
-var curatorWorkloads = []string{"", recipes.WorkloadLock, recipes.WorkloadElection}
+// CuratorSelector is the name of the Curator LeaderSelector subject.
+const CuratorSelector = "curator-selector"
+
+// curatorSubject is one way to run the Curator worker: the workloads it
+// serves ("" is lock) and the arguments that pick its recipe (before the
+// protocol flags; not protocol flags themselves).
+type curatorSubject struct {
+	workloads []string
+	args      []string
+	serves    string // for the error of another workload
+}
+
+// curatorSubjects: InterProcessMutex for the lock and LeaderLatch for the
+// election (curator); LeaderSelector for the election (curator-selector),
+// which has no lock to offer, so the lock workload refuses it.
+var curatorSubjects = map[string]curatorSubject{
+	Curator: {workloads: []string{"", recipes.WorkloadLock, recipes.WorkloadElection},
+		serves: "the " + recipes.WorkloadLock + " and " + recipes.WorkloadElection + " workloads"},
+	CuratorSelector: {workloads: []string{recipes.WorkloadElection}, args: []string{"--curator-recipe", "selector"},
+		serves: "the " + recipes.WorkloadElection + " workload (LeaderSelector is an election recipe; the lock's Curator subject is " + Curator + ")"},
+}
 
 // Validate checks a --recipe value of the lock workload without starting
 // or compiling anything, so a bad value costs nothing.
@@ -75,13 +96,13 @@ func ValidateFor(workload, spec string) error {
 
 // Names lists the built-in subjects, for help texts.
 func Names() []string {
-	return append(recipes.Names(), Curator, ExecPrefix+"PATH [ARGS]")
+	return append(recipes.Names(), Curator, CuratorSelector, ExecPrefix+"PATH [ARGS]")
 }
 
 // Command returns the program and arguments that start one worker for the
 // subject spec. exe is the chaos binary (for built-in recipes). The first
-// call for curator compiles the Java worker, which takes a few seconds; the
-// result is cached on disk and in the process.
+// call for curator (or curator-selector) compiles the Java worker, which
+// takes a few seconds; the result is cached on disk and in the process.
 //
 // A built-in recipe is looked up among f.Workload's recipes.
 func Command(exe, spec string, f Flags) (string, []string, error) {
@@ -95,9 +116,9 @@ func Command(exe, spec string, f Flags) (string, []string, error) {
 	case kindCurator:
 		prog, args, err := curatorCommand()
 		if err != nil {
-			return "", nil, fmt.Errorf("subject curator: %w", err)
+			return "", nil, fmt.Errorf("subject %s: %w", spec, err)
 		}
-		return prog, append(args, f.Args()...), nil
+		return prog, append(append(args, rest...), f.Args()...), nil
 	default:
 		return rest[0], append(slices.Clone(rest[1:]), f.Args()...), nil
 	}
@@ -111,7 +132,8 @@ const (
 	kindExec
 )
 
-// parse classifies spec; rest is the recipe name (builtin) or the
+// parse classifies spec; rest is the recipe name (builtin), the
+// arguments that pick the Curator worker's recipe (curator), or the
 // absolute program and its arguments (exec).
 func parse(workload, spec string) (kind, []string, error) {
 	builtin, err := recipes.NamesFor(workload)
@@ -122,10 +144,12 @@ func parse(workload, spec string) (kind, []string, error) {
 	switch {
 	case spec == "":
 		return 0, nil, errors.New("empty subject")
-	case spec == Curator && !slices.Contains(curatorWorkloads, workload):
-		return 0, nil, fmt.Errorf("subject curator serves only the %s and %s workloads", recipes.WorkloadLock, recipes.WorkloadElection)
-	case spec == Curator:
-		return kindCurator, nil, nil
+	case curatorSubjects[spec].serves != "":
+		c := curatorSubjects[spec]
+		if !slices.Contains(c.workloads, workload) {
+			return 0, nil, fmt.Errorf("subject %s serves only %s", spec, c.serves)
+		}
+		return kindCurator, slices.Clone(c.args), nil
 	case strings.HasPrefix(spec, ExecPrefix):
 		fields := strings.Fields(strings.TrimPrefix(spec, ExecPrefix))
 		if len(fields) == 0 {
@@ -139,8 +163,8 @@ func parse(workload, spec string) (kind, []string, error) {
 	case slices.Contains(builtin, spec):
 		return kindBuiltin, []string{spec}, nil
 	}
-	return 0, nil, fmt.Errorf("unknown subject %q (built-in recipes: %s; or %s, or %sPATH [ARGS])",
-		spec, strings.Join(builtin, ", "), Curator, ExecPrefix)
+	return 0, nil, fmt.Errorf("unknown subject %q (built-in recipes: %s; or %s, %s (election), or %sPATH [ARGS])",
+		spec, strings.Join(builtin, ", "), Curator, CuratorSelector, ExecPrefix)
 }
 
 // executable resolves prog to an absolute path of an executable file: the

@@ -135,6 +135,53 @@ func TestCuratorElection(t *testing.T) {
 	}
 }
 
+// TestCuratorSelector: curator-selector serves the election only
+// (LeaderSelector), refusing the lock and config workloads by name; its
+// command is the Curator worker told --curator-recipe selector before the
+// protocol flags, with CuratorSelector compiled beside the others.
+func TestCuratorSelector(t *testing.T) {
+	if err := ValidateFor("election", CuratorSelector); err != nil {
+		t.Fatalf("ValidateFor(election, curator-selector) = %v", err)
+	}
+	for _, w := range []string{"", "lock", "config"} {
+		err := ValidateFor(w, CuratorSelector)
+		if err == nil || !strings.Contains(err.Error(), "serves only the election workload") {
+			t.Errorf("ValidateFor(%q, curator-selector) = %v, want it refused as election-only", w, err)
+		}
+	}
+	if !slices.Contains(Names(), CuratorSelector) {
+		t.Errorf("Names() %v lacks %s", Names(), CuratorSelector)
+	}
+	if _, err := os.Stat("/usr/share/java/curator-recipes.jar"); err != nil {
+		t.Skip("no Curator jars (libcurator-recipes-java)")
+	}
+	freshCuratorCache(t)
+	f := flags
+	f.Workload = "election"
+	_, args, err := Command("/bin/chaos", CuratorSelector, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main, sel, zk := slices.Index(args, "CuratorWorker"), slices.Index(args, "--curator-recipe"), slices.Index(args, "--zk")
+	if main < 0 || sel != main+1 || args[sel+1] != "selector" || zk != sel+2 {
+		t.Errorf("curator-selector command %q: want CuratorWorker --curator-recipe selector, then the protocol flags", args)
+	}
+	if i := slices.Index(args, "--workload"); i < 0 || args[i+1] != "election" {
+		t.Errorf("curator-selector command %q lacks --workload election", args)
+	}
+	// curator itself picks no recipe: its main's default.
+	_, args, err = Command("/bin/chaos", Curator, f)
+	if err != nil || slices.Contains(args, "--curator-recipe") {
+		t.Errorf("curator command %q, %v: want no --curator-recipe", args, err)
+	}
+	cp := args[slices.Index(args, "-cp")+1]
+	for _, class := range []string{"CuratorSelector.class", "CuratorCandidate.class", "CuratorElection.class"} {
+		if _, err := os.Stat(filepath.Join(strings.Split(cp, ":")[0], class)); err != nil {
+			t.Errorf("%s not compiled with the worker: %v", class, err)
+		}
+	}
+}
+
 // freshCuratorCache makes the next Command compile into a cache of the
 // test's own (forgetting the compile of an earlier test, whose cache is gone).
 func freshCuratorCache(t *testing.T) {

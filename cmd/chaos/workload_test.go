@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +31,24 @@ func TestWorkloadDefaults(t *testing.T) {
 		if !slices.Equal(cfg.Nemesis, tc.nemesis) || !slices.Equal(cfg.Gate, tc.gate) || cfg.Name != tc.name {
 			t.Errorf("%v: nemesis %v, gate %v, name %q; want %v, %v, %q", tc.args, cfg.Nemesis, cfg.Gate, cfg.Name, tc.nemesis, tc.gate, tc.name)
 		}
+	}
+}
+
+// TestCuratorSelectorIsAnElectionSubject: curator-selector (Curator's
+// LeaderSelector) is accepted for the election and refused for the lock
+// workload with an error that says so, before anything starts (exit 255).
+func TestCuratorSelectorIsAnElectionSubject(t *testing.T) {
+	if _, err := parseRunFlags([]string{"--workload", "election", "--recipe", "curator-selector", "--results", t.TempDir()}, io.Discard); err != nil {
+		t.Fatalf("election with curator-selector: %v", err)
+	}
+	for _, args := range [][]string{{"--recipe", "curator-selector"}, {"--workload", "lock", "--recipe", "curator-selector"},
+		{"--workload", "config", "--recipe", "curator-selector"}} {
+		_, err := parseRunFlags(append(args, "--results", t.TempDir()), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "serves only the election workload") {
+			t.Errorf("%v: error %v, want one saying curator-selector serves only the election workload", args, err)
+		}
+	}
+	if code := cmdRun(context.Background(), context.Background(), []string{"--recipe", "curator-selector", "--results", t.TempDir()}); code != exitHarness {
+		t.Errorf("chaos run --recipe curator-selector (lock): exit %d, want %d", code, exitHarness)
 	}
 }

@@ -39,6 +39,11 @@ var (
 	// conformant are the workers every answer of the protocol is checked
 	// against: the Go reference and a worker not written in Go.
 	conformant = []subject{seed, curator}
+	// curatorSelector is Curator's LeaderSelector, an election worker only.
+	curatorSelector = subject{"curator-selector", subjects.CuratorSelector}
+	// candidates are the workers the election's answers are checked
+	// against: the conformant ones and LeaderSelector.
+	candidates = []subject{seed, curator, curatorSelector}
 )
 
 // forEach runs f as a subtest per subject.

@@ -3,10 +3,12 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/worker"
@@ -23,7 +25,7 @@ func campaign(service string, timeout time.Duration) worker.Request {
 // task under it (result id r-TERM-TASK); the deposed one no longer leads,
 // and a repeated complete answers ok with the stored result (done).
 func TestElection(t *testing.T) {
-	forEach(t, conformant, func(t *testing.T, sub subject) {
+	forEach(t, candidates, func(t *testing.T, sub subject) {
 		service := keyOf(t)
 		task := service + ":t1"
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -93,4 +95,74 @@ func checkTask(t *testing.T, what string, m worker.Message, term int64, state, d
 		m.Accepted == nil || !*m.Accepted || m.State != state || m.Digest != digest {
 		t.Fatalf("%s: %+v, want term %d, current_token %d, accepted, state %s, digest %q", what, m, term, term, state, digest)
 	}
+}
+
+// TestElectionDemoted (protocol: "Election events"): a leader stopped
+// (SIGSTOP) until the server expires its session loses its node; another
+// candidate wins with a higher term meanwhile. Resumed, the old leader
+// reports demoted for its term (with a lost reason), no longer claims,
+// answers its resign revoked, and, once the other resigns, campaigns
+// again and wins with a term higher than both: a candidate demoted by a
+// session loss can run again.
+func TestElectionDemoted(t *testing.T) {
+	forEach(t, candidates, func(t *testing.T, sub subject) {
+		service := keyOf(t)
+		task := service + ":t1"
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		reg := register.NewClient(env.reg, 5*time.Second, regSecret)
+		if _, err := reg.InitTasks(ctx, register.InitRequest{Service: service, Tasks: []string{task}}); err != nil {
+			t.Fatal(err)
+		}
+		obs := observer(t)
+		ws := startFor(t, sub, recipes.WorkloadElection, rootOf(t), 2)
+		a, b := ws[0], ws[1]
+		ca := a.do(campaign(service, 5*time.Second), 20*time.Second)
+		expect(t, "a campaigns", ca, worker.OK)
+		ta := tok(t, ca)
+		_, _, gone, err := obs.ExistsW(ca.Node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := proc.Pause(a.cmd.Process.Pid, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-gone:
+		case <-time.After(15 * time.Second):
+			t.Fatal("the server did not expire the stopped leader's session")
+		}
+		cb := b.do(campaign(service, 10*time.Second), 20*time.Second)
+		expect(t, "b campaigns while a is stopped", cb, worker.OK)
+		tb := tok(t, cb)
+		if tb <= ta {
+			t.Fatalf("terms %d then %d: not increasing", ta, tb)
+		}
+		if err := proc.Resume(a.cmd.Process.Pid, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		_, dm := a.await(20*time.Second, 0, func(m worker.Message) bool { return m.Event == worker.EventDemoted && m.Key == service })
+		if dm.Token == nil || *dm.Token != ta || dm.Node != ca.Node || !slices.Contains(worker.LostReasons, dm.State) {
+			t.Fatalf("demoted %+v: want term %d, node %s and a lost reason %v", dm, ta, ca.Node, worker.LostReasons)
+		}
+		t.Logf("demoted: %s", dm.State)
+		expect(t, "a claims after its demotion", a.do(worker.Request{F: "claim", Key: task}, 20*time.Second), worker.Fail)
+		ra := a.do(worker.Request{F: "resign", Key: service}, 20*time.Second)
+		expect(t, "a resigns after its demotion", ra, worker.Fail)
+		if !strings.Contains(ra.Error, "revoked") {
+			t.Fatalf("resign after demotion: %+v, want revoked", ra)
+		}
+		cl := b.do(worker.Request{F: "claim", Key: task}, 20*time.Second)
+		expect(t, "b claims", cl, worker.OK)
+		checkTask(t, "b's claim", cl, tb, register.TaskRunning, "")
+		expect(t, "b resigns", b.do(worker.Request{F: "resign", Key: service}, 20*time.Second), worker.OK)
+		// a's client reconnects with a new session by itself; its
+		// campaign may have to wait for that.
+		ca2 := a.do(campaign(service, 10*time.Second), 20*time.Second)
+		expect(t, "a campaigns again", ca2, worker.OK)
+		if ta2 := tok(t, ca2); ta2 <= tb {
+			t.Fatalf("terms %d, %d then %d: not increasing", ta, tb, ta2)
+		}
+		expect(t, "a resigns", a.do(worker.Request{F: "resign", Key: service}, 20*time.Second), worker.OK)
+	})
 }

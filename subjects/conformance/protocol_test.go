@@ -258,23 +258,33 @@ func TestLostReasonsDocumented(t *testing.T) {
 			t.Errorf("recipes report lost state %q, not a documented reason", s)
 		}
 	}
-	// The election worker's demoted events carry lost reasons too, given
-	// as literals or picked in a conditional.
-	for file, re := range map[string]string{"CuratorWorker.java": `lostEvent\([^,]+, "([^"]+)"\)`,
-		"CuratorElection.java": `(?:demote|demotedEvent)\([^,]+, "([^"]+)"\)|why = lostSeen \? "([^"]+)"|: [^?"]+\? "([^"]+)" : "([^"]+)";`} {
+	// The election workers' demoted events carry lost reasons too: every
+	// string literal in a demote or demotedEvent call's reason, or in the
+	// assignment of a reason (why = ...). The election files without one
+	// (CuratorElection) pass null, which asks CuratorCandidate.
+	lit := regexp.MustCompile(`"([^"]*)"`)
+	for file, re := range map[string]string{"CuratorWorker.java": `lostEvent\([^,]+, ("[^"]+")\)`,
+		"CuratorCandidate.java": `(?:demote|demotedEvent)\(\w+, ([^;]+)\);|why = ([^;]+);`,
+		"CuratorSelector.java":  `(?:demote|demotedEvent)\(\w+, ([^;]+)\);|why = ([^;]+);`} {
 		java, err := os.ReadFile("../curator/" + file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		used := regexp.MustCompile(re).FindAllStringSubmatch(string(java), -1)
-		if len(used) == 0 {
+		var reasons []string
+		for _, m := range regexp.MustCompile(re).FindAllStringSubmatch(string(java), -1) {
+			for _, arg := range m[1:] {
+				for _, l := range lit.FindAllStringSubmatch(arg, -1) {
+					reasons = append(reasons, l[1])
+				}
+			}
+		}
+		t.Logf("%s reports %v", file, reasons)
+		if len(reasons) == 0 {
 			t.Fatalf("found no reported reason in %s", file)
 		}
-		for _, m := range used {
-			for _, reason := range m[1:] {
-				if reason != "" && !slices.Contains(worker.LostReasons, reason) {
-					t.Errorf("%s reports lost state %q, not a documented reason", file, reason)
-				}
+		for _, reason := range reasons {
+			if !slices.Contains(worker.LostReasons, reason) {
+				t.Errorf("%s reports lost state %q, not a documented reason", file, reason)
 			}
 		}
 	}

@@ -1,5 +1,6 @@
 // CuratorBase is what the Curator workers (CuratorWorker for the lock
-// workload, CuratorElection for the election workload) share: the worker
+// workload; CuratorElection and CuratorSelector, by way of
+// CuratorCandidate, for the election workload) share: the worker
 // protocol's line I/O (requests on stdin, responses and events on stdout,
 // one JSON object per line, logs on stderr), the start-up flags, the
 // Curator client with the credentials of docs/worker-protocol.md
@@ -231,6 +232,9 @@ abstract class CuratorBase {
     // Flags are the protocol's start-up flags.
     static final class Flags {
         String zk, register, tokenKind, root, workload;
+        // curatorRecipe is not a protocol flag: the subject curator-selector
+        // passes --curator-recipe selector (LeaderSelector for the election).
+        String curatorRecipe;
         int process;
         long sessionMs;
     }
@@ -248,7 +252,7 @@ abstract class CuratorBase {
             else { log("flag --" + a + " needs a value"); System.exit(255); }
         }
         if (!fl.containsKey("zk") || !fl.containsKey("register")) {
-            log("usage: CuratorWorker --zk HOST:PORT,... --register URL [--process N] [--session-timeout D] [--token czxid|seq] [--root PATH] [--workload lock|election]");
+            log("usage: CuratorWorker --zk HOST:PORT,... --register URL [--process N] [--session-timeout D] [--token czxid|seq] [--root PATH] [--workload lock|election] [--curator-recipe latch|selector]");
             System.exit(255);
         }
         Flags f = new Flags();
@@ -259,6 +263,7 @@ abstract class CuratorBase {
         f.tokenKind = fl.getOrDefault("token", "czxid");
         f.root = fl.getOrDefault("root", "/locks/inventory");
         f.workload = fl.getOrDefault("workload", "lock");
+        f.curatorRecipe = fl.getOrDefault("curator-recipe", "default");
         return f;
     }
 

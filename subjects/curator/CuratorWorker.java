@@ -21,8 +21,9 @@
 //
 // It needs nothing but Curator 5, ZooKeeper and the JDK. The line I/O, the
 // flags, the client with its credentials and the register calls are
-// CuratorBase's, shared with the election worker (CuratorElection), which
-// main starts instead with --workload election.
+// CuratorBase's, shared with the election workers (CuratorElection, or
+// CuratorSelector with --curator-recipe selector), which main starts
+// instead with --workload election.
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -396,13 +397,19 @@ public final class CuratorWorker extends CuratorBase {
     }
 
     // main starts the worker of the workload named by --workload: this
-    // class for the lock, CuratorElection for the election.
+    // class for the lock; for the election, CuratorElection (LeaderLatch)
+    // or, with --curator-recipe selector, CuratorSelector (LeaderSelector),
+    // which is an election recipe only.
     public static void main(String[] args) throws Exception {
         Flags f = parseFlags(args);
-        switch (f.workload) {
-            case "lock": new CuratorWorker(f).run(); break;
-            case "election": new CuratorElection(f).run(); break;
-            default: log("unknown workload " + f.workload + " (lock, election)"); System.exit(255);
+        String which = f.workload + "/" + f.curatorRecipe;
+        switch (which) {
+            case "lock/default": new CuratorWorker(f).run(); break;
+            case "election/default": case "election/latch": new CuratorElection(f).run(); break;
+            case "election/selector": new CuratorSelector(f).run(); break;
+            default:
+                log("unknown workload and Curator recipe " + which + " (lock with the default; election with latch, the default, or selector)");
+                System.exit(255);
         }
         System.exit(0);
     }
