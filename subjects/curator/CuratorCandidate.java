@@ -180,17 +180,31 @@ abstract class CuratorCandidate<H> extends CuratorBase {
     }
 
     // taskCall claims or completes a task under the term. A complete
-    // spends workMs on the task's work first without checking again (the
-    // window a pause turns stale) and presents the result id r-TERM-TASK.
-    // A call whose reply was lost is sent again, up to TASK_RETRIES times.
+    // spends workMs on the task's work first, cancelled as soon as the
+    // leadership ends (seed 15: the task executor must be cancellable; the
+    // protocol's demoted-work rule), and presents the result id
+    // r-TERM-TASK. Leadership is checked again before the call and before
+    // each of the up to TASK_RETRIES resends of a call whose reply was lost.
     Map<String, Object> taskCall(String f, String task, long workMs) {
         Lead<H> l = leading();
         if (l == null) return obj("type", "fail", "error", "not leading");
         String result = f.equals("complete") ? "r-" + l.term + "-" + task : null;
-        if (workMs > 0) sleep(workMs);
+        long end = System.nanoTime() + workMs * 1_000_000L;
+        while (leading() == l) {
+            long left = end - System.nanoTime();
+            if (left <= 0) break;
+            sleep(Math.min(5, Math.max(1, left / 1_000_000L)));
+        }
+        if (leading() != l) {
+            return obj("type", "fail", "token", l.term, "error", f + ": leadership lost during the work: task cancelled, nothing sent");
+        }
         Map<String, Object> body = obj("service", l.service, "task", task, "term", l.term, "process", (long) process, "pid", pid, "result", result);
         Posted p = null;
         for (int attempt = 0; attempt <= TASK_RETRIES; attempt++) {
+            if (attempt > 0 && leading() != l) {
+                log("task call: reply lost and leadership gone: not retrying " + f + " " + task);
+                break;
+            }
             p = post("/task/" + f, body);
             if (p.definite() || p.reply() != null) break;
             log("task call: reply lost, retrying: " + f + " " + task + " try " + (attempt + 1) + ": " + p.describe("task/" + f));
