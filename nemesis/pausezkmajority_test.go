@@ -92,7 +92,7 @@ func TestPauseZKMajority(t *testing.T) {
 	// resumed follower may answer for a moment as if it still followed
 	// the old epoch and then drop the connection: try again on that.
 	var (
-		res closeResult
+		res  closeResult
 		err2 error
 	)
 	for ctx.Err() == nil {
