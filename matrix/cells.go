@@ -162,6 +162,13 @@ func dockerCells() []Cell {
 		Why: "the docker backend: without fencing the paused holder's stale write lands"})
 }
 
+// curator696 are the settings that expose CURATOR-696 under
+// pause-zk-majority (docs/zoo.md): an outage of 8 s plus its onset, past
+// Curator's own expiry of a suspended session (one session timeout, 3 s,
+// after it noticed); campaigns that outwait it; leaderships of about 5 s,
+// longer than the old session's fresh timeout.
+var curator696 = []string{"--tasks", "1000", "--time-limit", "45s", "--pause", "8s", "--acquire-timeout", "30s", "--hold", "1s"}
+
 // electionCells are the election workload's rows (seed 14–17, 20, 11.3):
 // fenced and idempotent, the seed's leaders are valid under every fault
 // aimed at the application leader, at the resource and at ZooKeeper;
@@ -194,6 +201,21 @@ func electionCells() []Cell {
 		on.Recipe, off.Recipe = cur.recipe, cur.recipe
 		cells = append(cells, on, off)
 	}
+	// CURATOR-696 (fixed in Curator 5.7; Debian ships 5.4): after a
+	// quorum loss longer than the session timeout, Curator has given up
+	// its session and comes back with a new one while the old one lives a
+	// fresh timeout under the newly elected leader; a waiting latch then
+	// leads with its old node, which the old session's expiry deletes
+	// under it, and the next candidate leads too. Candidates must outwait
+	// the outage (--acquire-timeout) and a leader outlive the old session
+	// (--hold 1s: five tasks of 1 s). The seed checks its node's
+	// ephemeralOwner: valid.
+	c696 := el(Cell{Nemesis: []string{"pause-zk-majority"}, Fencing: "on", Args: curator696, Expect: invalid("leader-overlap"),
+		Why: "CURATOR-696: Curator 5.4's LeaderLatch leads with its old session's node after a quorum loss; two leaders"})
+	c696.Recipe = "curator"
+	cells = append(cells, c696,
+		el(Cell{Nemesis: []string{"pause-zk-majority"}, Fencing: "on", Args: curator696, Expect: valid(append([]string{"leader-overlap"}, gate...)...),
+			Why: "the seed's candidates check their node's owner: one leader at a time after a quorum loss"}))
 	return append(cells, electionZooCells()...)
 }
 

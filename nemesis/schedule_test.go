@@ -40,7 +40,7 @@ func TestValidateForRefusesWhatTheRunCannotDo(t *testing.T) {
 func TestExpandAll(t *testing.T) {
 	with := Expand([]string{All, "pause-zk"}, netnsRun)
 	without := Expand([]string{All}, loopbackRun)
-	for _, f := range []string{"pause-zk-leader", "pause-zk", "kill-zk", "partition-zk-leader",
+	for _, f := range []string{"pause-zk-leader", "pause-zk", "pause-zk-majority", "kill-zk", "partition-zk-leader",
 		"partition-zk-halves", "partition-zk-ring", "partition-zk-bridge", "pause-holder", "isolate-holder"} {
 		if !slices.Contains(with, f) {
 			t.Errorf("all (netns) lacks %s: %v", f, with)

@@ -4,9 +4,9 @@
 // decides who leads. A subclass runs the campaign with its recipe, tells
 // whether a leadership it won still holds (stillLeads) and gives one up
 // (giveUp); this class keeps the leaderships the campaigns answered ok,
-// resigns them, checks a winner's node is owned by the current session
-// before it answers, serves scan, claim and complete under the term, and
-// reports demotions.
+// resigns them, serves scan, claim and complete under the term (a
+// complete's work cancelled when the leadership ends), and reports
+// demotions.
 //
 // Demotions are reported as the protocol's demoted event. Its state says
 // why, from the lost reasons: expired when Curator reported LOST (or the
@@ -25,7 +25,6 @@ import java.util.Map;
 import java.util.function.BooleanSupplier;
 
 import org.apache.curator.framework.state.ConnectionState;
-import org.apache.zookeeper.data.Stat;
 
 abstract class CuratorCandidate<H> extends CuratorBase {
     // ROOT is the parent of every service's candidates (recipes' election root).
@@ -106,18 +105,6 @@ abstract class CuratorCandidate<H> extends CuratorBase {
             leads.remove(service);
         }
         if (old != null) giveUp(old.handle);
-        return null;
-    }
-
-    // notOurs is the check the protocol asks of a winner before it acts:
-    // its node exists and is owned by the client's current session. null
-    // if so, else why not.
-    String notOurs(String node, Stat st) {
-        if (st == null) return "node " + node + " is gone";
-        long cur = currentSession();
-        if (st.getEphemeralOwner() != cur) {
-            return "node " + node + " is owned by session " + hex(st.getEphemeralOwner()) + ", not by ours " + hex(cur);
-        }
         return null;
     }
 

@@ -174,6 +174,8 @@ func TestZKFaults(t *testing.T) {
 		{"partition-zk-leader", true, history.FPartition, "new leader", "5"},
 		{"partition-zk-ring", true, history.FPartition, "", "6"},
 		{"partition-zk-bridge", true, history.FPartition, "", "7"},
+		// Both followers stopped: the running leader loses its quorum.
+		{"pause-zk-majority", false, history.FPause, "no server serves", "9"},
 		{"all", true, "", "", "8"},
 	}
 	for _, tc := range cases {
