@@ -150,8 +150,8 @@ func herdOf(ctx context.Context, in checker.Input, enter, leave string) checker.
 	}
 	if d.WakeupsPerAcquire > HerdThreshold && d.WakeupsPerAcquire > (d.MeanWaiters+1)/2 {
 		return checker.Result{Valid: checker.Invalid, Details: d,
-			Error: fmt.Sprintf("herd effect: %.2f watch wake-ups per acquire (over %.0f) with %.2f other waiters at each grant on average (a predecessor watch wakes at most about one per acquire)",
-				d.WakeupsPerAcquire, HerdThreshold, d.MeanWaiters)}
+			Error: fmt.Sprintf("herd effect: %.2f watch wake-ups per %s (over %.0f) with %.2f other waiters at each grant on average (a predecessor watch wakes at most about one per %[2]s)",
+				d.WakeupsPerAcquire, enter, HerdThreshold, d.MeanWaiters)}
 	}
 	return checker.Result{Valid: checker.Valid, Details: d}
 }
