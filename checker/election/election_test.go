@@ -281,3 +281,23 @@ func TestRetiredLeaderEndsAtUnknownCall(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// TestMissingReportedDone: a task the register never ran, which a worker
+// answered done, is missing with that answer as its evidence and time.
+func TestMissingReportedDone(t *testing.T) {
+	in := cleanRun()
+	// The register refused t2's complete as stale; the worker said ok.
+	in.ApplyLog = in.ApplyLog[:len(in.ApplyLog)-1]
+	in.ApplyLog = append(in.ApplyLog, in.ApplyLog[len(in.ApplyLog)-1])
+	last := &in.ApplyLog[len(in.ApplyLog)-1]
+	last.Seq, last.Op, last.Accepted, last.Reason, last.StateAfter = last.Seq+1, opComplete, false, "stale_term", "RUNNING"
+	d := run(t, CheckExactlyOnce, in, checker.Invalid).Details.(ExactlyOnceDetails)
+	if d.ViolationCounts[KindMissing] != 1 {
+		t.Fatalf("violations %+v", d.ViolationCounts)
+	}
+	v := d.Violations[0]
+	if v.Task != checktest.TaskKey(2) || v.ReportedDone == nil || v.ReportedDone.Process != 1 || v.ReportedDone.TimeNS != 16*ms ||
+		*v.ReportedDone.Term != 200 || d.FirstViolationTimeNS == nil || *d.FirstViolationTimeNS != 16*ms {
+		t.Fatalf("violation %+v, first %v", v, d.FirstViolationTimeNS)
+	}
+}

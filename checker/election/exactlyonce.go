@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 )
 
@@ -39,7 +40,18 @@ type TaskViolation struct {
 	// Entries are the apply-log lines (at most 20).
 	Entries        []register.Entry `json:"entries"`
 	EntriesOmitted int              `json:"entries_omitted,omitempty"`
-	Message        string           `json:"message"`
+	// ReportedDone is, for a missing task, the first complete a worker
+	// answered ok although the register never ran it: a client that took
+	// something other than the resource's word for success.
+	ReportedDone *ReportedDone `json:"reported_done,omitempty"`
+	Message      string        `json:"message"`
+}
+
+// ReportedDone is a complete answered ok: who, when, under which term.
+type ReportedDone struct {
+	Process int    `json:"process"`
+	TimeNS  int64  `json:"time_ns"`
+	Term    *int64 `json:"term,omitempty"`
 }
 
 // ExactlyOnceDetails is the evidence of the exactly-once checker.
@@ -63,7 +75,9 @@ type ExactlyOnceDetails struct {
 	ViolationsOmitted int             `json:"violations_omitted,omitempty"`
 	// FirstViolationSeq is the accepted complete that first ran a task a
 	// second time (0: none); FirstViolationAfterNS its commit after the
-	// run's start, FirstViolationTimeNS the worker's ok for it.
+	// run's start. FirstViolationTimeNS is the earliest evidence on the
+	// history's clock: the worker's ok for that second run, or a missing
+	// task's ok that reported it done.
 	FirstViolationSeq     int64  `json:"first_violation_seq,omitempty"`
 	FirstViolationAfterNS *int64 `json:"first_violation_after_ns,omitempty"`
 	FirstViolationTimeNS  *int64 `json:"first_violation_time_ns,omitempty"`
@@ -159,10 +173,19 @@ func judgeTasks(in checker.Input, d *ExactlyOnceDetails, tasks map[taskID]*taskL
 			continue
 		}
 		d.ViolationCounts[v.Kind]++
+		if v.Kind == KindMissing {
+			if r, ok := reportedDone(in.History, t.id.task); ok {
+				v.ReportedDone = &r
+				v.Message += fmt.Sprintf("; process %d reported it done at %s", r.Process, checker.Seconds(r.TimeNS))
+				d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, r.TimeNS)
+			}
+		}
 		if len(t.completes) > 1 && (d.FirstViolationSeq == 0 || t.completes[1].Seq < d.FirstViolationSeq) {
 			d.FirstViolationSeq = t.completes[1].Seq
 			d.FirstViolationAfterNS = afterStart(in, t.completes[1])
-			d.FirstViolationTimeNS = completeOK(in.History, t.completes[1])
+			if at := completeOK(in.History, t.completes[1]); at != nil {
+				d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, *at)
+			}
 		}
 		if len(d.Violations) < limit {
 			d.Violations = append(d.Violations, v)
@@ -201,4 +224,19 @@ func taskViolation(t *taskLog) (TaskViolation, bool) {
 			v.Task, v.Service, n, v.Seqs, v.Processes, v.Terms, t.lastExec)
 	}
 	return v, true
+}
+
+// reportedDone finds the first complete of task answered ok in the
+// history.
+func reportedDone(h []history.Event, task string) (ReportedDone, bool) {
+	for _, x := range h {
+		if x.F == history.FComplete && x.Type == history.OK && x.Key == task {
+			r := ReportedDone{Process: int(x.Process), TimeNS: x.Time}
+			if x.Value != nil && x.Value.Token != nil {
+				r.Term = history.Int64(*x.Value.Token)
+			}
+			return r, true
+		}
+	}
+	return ReportedDone{}, false
 }
