@@ -3,7 +3,8 @@
 # Java 17 (headless, with javac), ZooKeeper 3.8 jars (libzookeeper-java),
 # Curator 5.4 jars for the curator subject, an SLF4J binding so the
 # servers log, iproute2 and iptables for network namespaces, mmdebstrap to
-# build the docker backend's ZooKeeper image offline (chaos image build).
+# build the docker backend's ZooKeeper image offline (chaos image build),
+# python3-kazoo for the conformance tests' Python election worker.
 # Go modules are fetched by `go mod download`. Safe to run again: it does
 # nothing when everything is there.
 set -euo pipefail
@@ -17,6 +18,9 @@ fi
 # The curator subject: Curator 5.4 jars, and javac to compile its worker once.
 [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
 command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+# The Python election worker of the conformance tests
+# (subjects/conformance/testdata/election_worker.py): kazoo for Debian's python3.
+/usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)

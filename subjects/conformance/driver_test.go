@@ -41,16 +41,50 @@ var (
 	conformant = []subject{seed, curator}
 	// curatorSelector is Curator's LeaderSelector, an election worker only.
 	curatorSelector = subject{"curator-selector", subjects.CuratorSelector}
+	// pyElection is an election worker written in Python (kazoo) from
+	// docs/worker-protocol.md alone: the proof that a third party can.
+	pyElection = subject{"python-kazoo", "exec:" + pythonExe + " " + pyElectionWorker}
 	// candidates are the workers the election's answers are checked
-	// against: the conformant ones and LeaderSelector.
-	candidates = []subject{seed, curator, curatorSelector}
+	// against: the conformant ones, LeaderSelector and the Python worker.
+	candidates = []subject{seed, curator, curatorSelector, pyElection}
 )
+
+// pythonExe is Debian's interpreter, where python3-kazoo is installed
+// (scripts/install-deps.sh); not the python3 first on PATH.
+const pythonExe = "/usr/bin/python3"
+
+// pyElectionWorker is the Python worker's absolute path (go test runs in
+// the package's folder).
+var pyElectionWorker = func() string {
+	p, err := filepath.Abs(filepath.Join("testdata", "election_worker.py"))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// skipUnavailable skips a subject whose runtime is not installed here,
+// saying what is missing; the Go and Java subjects are never skipped (the
+// package's TestMain needs Java anyway).
+func skipUnavailable(t *testing.T, sub subject) {
+	t.Helper()
+	if sub != pyElection {
+		return
+	}
+	if out, err := exec.Command(pythonExe, "-c", "import kazoo").CombinedOutput(); err != nil {
+		t.Skipf("%s cannot import kazoo (apt-get install python3-kazoo, or run scripts/install-deps.sh): %v: %s",
+			pythonExe, err, strings.TrimSpace(string(out)))
+	}
+}
 
 // forEach runs f as a subtest per subject.
 func forEach(t *testing.T, subs []subject, f func(t *testing.T, sub subject)) {
 	needEnv(t)
 	for _, sub := range subs {
-		t.Run(sub.name, func(t *testing.T) { f(t, sub) })
+		t.Run(sub.name, func(t *testing.T) {
+			skipUnavailable(t, sub)
+			f(t, sub)
+		})
 	}
 }
 

@@ -263,10 +263,12 @@ func TestLostReasonsDocumented(t *testing.T) {
 	// assignment of a reason (why = ...). The election files without one
 	// (CuratorElection) pass null, which asks CuratorCandidate.
 	lit := regexp.MustCompile(`"([^"]*)"`)
-	for file, re := range map[string]string{"CuratorWorker.java": `lostEvent\([^,]+, ("[^"]+")\)`,
-		"CuratorCandidate.java": `(?:demote|demotedEvent)\(\w+, ([^;]+)\);|why = ([^;]+);`,
-		"CuratorSelector.java":  `(?:demote|demotedEvent)\(\w+, ([^;]+)\);|why = ([^;]+);`} {
-		java, err := os.ReadFile("../curator/" + file)
+	// The Python election worker's: self.demoted(g, "reason").
+	for file, re := range map[string]string{"../curator/CuratorWorker.java": `lostEvent\([^,]+, ("[^"]+")\)`,
+		"../curator/CuratorCandidate.java": `(?:demote|demotedEvent)\(\w+, ([^;]+)\);|why = ([^;]+);`,
+		"../curator/CuratorSelector.java":  `(?:demote|demotedEvent)\(\w+, ([^;]+)\);|why = ([^;]+);`,
+		"testdata/election_worker.py":      `self\.demoted\(\w+, ("[^"]+")\)`} {
+		java, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
