@@ -223,6 +223,18 @@ func Cancelled(ctx context.Context) Result {
 	return Result{Valid: Unknown, Error: fmt.Sprintf("checker did not finish: %v", context.Cause(ctx))}
 }
 
+// Keep lists x in *list while the list is shorter than limit and counts
+// it in *omitted otherwise: every checker shows its first findings in
+// full and says how many more there were, so evidence never grows
+// without bound and nothing is dropped silently.
+func Keep[T any](list *[]T, omitted *int, x T, limit int) {
+	if len(*list) < limit {
+		*list = append(*list, x)
+		return
+	}
+	*omitted++
+}
+
 // Earliest keeps the earlier of a first-violation time and t, for the
 // first_violation_time_ns every violation-finding checker reports.
 func Earliest(cur *int64, t int64) *int64 {

@@ -6,14 +6,11 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
-	"github.com/zkchaos/zkchaos/cluster/local"
-	"github.com/zkchaos/zkchaos/proc"
 )
 
 // TestPauseZKMajority runs pause-zk-majority on a real three-server
@@ -25,19 +22,7 @@ import (
 // the window in which a client that gave up its session on its own
 // (Curator) comes back beside its old session's nodes.
 func TestPauseZKMajority(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts ZooKeeper")
-	}
-	if err := local.Available(); err != nil {
-		t.Skipf("no ZooKeeper: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := local.Launch(ctx, local.Config{Nodes: 3, Dir: t.TempDir(), Env: proc.Env("test-nemesis-majority", os.Getpid())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	ctx, c := realEnsemble(t, 3, "test-nemesis-majority", 3*time.Minute)
 	leader, err := cluster.Leader(ctx, c)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"path"
 	"strings"
 	"sync"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster/local"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/recipes"
 )
 
@@ -49,19 +47,7 @@ func (r *rogueTargets) LockRoot() string { return r.root }
 // the forgery gives the waiter the lock while the holder's release still
 // answers ok, the sequence is reset, and the end removes nothing left.
 func TestRogueClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts ZooKeeper")
-	}
-	if err := local.Available(); err != nil {
-		t.Skipf("no ZooKeeper: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: t.TempDir(), Env: proc.Env("test-rogue", os.Getpid())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	ctx, c := realEnsemble(t, 1, "test-rogue", 120*time.Second)
 	auth, err := recipes.NewDigestAuth("zkchaos", "test-password")
 	if err != nil {
 		t.Fatal(err)

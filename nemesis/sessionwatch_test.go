@@ -1,18 +1,14 @@
 package nemesis
 
 import (
-	"context"
 	"encoding/binary"
 	"math/rand/v2"
 	"net"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
-	"github.com/zkchaos/zkchaos/cluster/local"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/proc"
 )
 
 // TestSessionWatchOnRealServers runs the session watch against a real
@@ -22,19 +18,7 @@ import (
 // once ZooKeeper expires it, never before its timeout; the pinging one
 // never; and while a server does not answer, nothing is concluded.
 func TestSessionWatchOnRealServers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts ZooKeeper")
-	}
-	if err := local.Available(); err != nil {
-		t.Skipf("no ZooKeeper: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := local.Launch(ctx, local.Config{Nodes: 3, Dir: t.TempDir(), Env: proc.Env("test-nemesis-watch", os.Getpid())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	ctx, c := realEnsemble(t, 3, "test-nemesis-watch", 2*time.Minute)
 	leader, err := cluster.Leader(ctx, c)
 	if err != nil {
 		t.Fatal(err)

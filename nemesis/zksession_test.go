@@ -1,15 +1,11 @@
 package nemesis
 
 import (
-	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/cluster/local"
-	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/recipes"
 )
 
@@ -20,19 +16,7 @@ import (
 // down the facts the fault rests on: a wrong password is refused, and an
 // already closed session cannot be closed twice.
 func TestCloseSessionExpiresTheClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts ZooKeeper")
-	}
-	if err := local.Available(); err != nil {
-		t.Skipf("no ZooKeeper: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: t.TempDir(), Env: proc.Env("test-nemesis", os.Getpid())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	ctx, c := realEnsemble(t, 1, "test-nemesis", 90*time.Second)
 	addr := c.ConnectString()
 
 	lock, err := recipes.NewSeed(recipes.Config{Servers: []string{addr}, SessionTimeout: 4 * time.Second,

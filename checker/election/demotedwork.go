@@ -94,11 +94,7 @@ func CheckDemotedWork(ctx context.Context, in checker.Input) checker.Result {
 			}
 			d.ViolationCount++
 			d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, lc.AfterNS)
-			if len(d.Violations) < limit {
-				d.Violations = append(d.Violations, lc)
-			} else {
-				d.ViolationOmitted++
-			}
+			checker.Keep(&d.Violations, &d.ViolationOmitted, lc, limit)
 		}
 	}
 	if d.ViolationCount == 0 {

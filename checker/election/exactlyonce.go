@@ -187,11 +187,7 @@ func judgeTasks(in checker.Input, d *ExactlyOnceDetails, tasks map[taskID]*taskL
 				d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, *at)
 			}
 		}
-		if len(d.Violations) < limit {
-			d.Violations = append(d.Violations, v)
-		} else {
-			d.ViolationsOmitted++
-		}
+		checker.Keep(&d.Violations, &d.ViolationsOmitted, v, limit)
 	}
 }
 

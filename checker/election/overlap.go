@@ -82,20 +82,12 @@ func CheckLeaderOverlap(ctx context.Context, in checker.Input) checker.Result {
 			if o.Excused != "" {
 				d.ExcusedCount++
 				d.ExcusedByReason[o.Excused]++
-				if len(d.Excused) < limit {
-					d.Excused = append(d.Excused, o)
-				} else {
-					d.ExcusedOmitted++
-				}
+				checker.Keep(&d.Excused, &d.ExcusedOmitted, o, limit)
 				continue
 			}
 			d.OverlapCount++
 			d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, o.OtherFromNS)
-			if len(d.Overlaps) < limit {
-				d.Overlaps = append(d.Overlaps, o)
-			} else {
-				d.OverlapsOmitted++
-			}
+			checker.Keep(&d.Overlaps, &d.OverlapsOmitted, o, limit)
 		}
 	}
 	if d.OverlapCount == 0 {

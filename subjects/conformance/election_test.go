@@ -26,14 +26,7 @@ func campaign(service string, timeout time.Duration) worker.Request {
 // and a repeated complete answers ok with the stored result (done).
 func TestElection(t *testing.T) {
 	forEach(t, candidates, func(t *testing.T, sub subject) {
-		service := keyOf(t)
-		task := service + ":t1"
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		reg := register.NewClient(env.reg, 5*time.Second, regSecret)
-		if _, err := reg.InitTasks(ctx, register.InitRequest{Service: service, Tasks: []string{task}}); err != nil {
-			t.Fatal(err)
-		}
+		service, task := taskTable(t)
 		ws := startFor(t, sub, recipes.WorkloadElection, rootOf(t), 2)
 		a, b := ws[0], ws[1]
 		for _, w := range ws {
@@ -106,14 +99,7 @@ func checkTask(t *testing.T, what string, m worker.Message, term int64, state, d
 // session loss can run again.
 func TestElectionDemoted(t *testing.T) {
 	forEach(t, candidates, func(t *testing.T, sub subject) {
-		service := keyOf(t)
-		task := service + ":t1"
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		reg := register.NewClient(env.reg, 5*time.Second, regSecret)
-		if _, err := reg.InitTasks(ctx, register.InitRequest{Service: service, Tasks: []string{task}}); err != nil {
-			t.Fatal(err)
-		}
+		service, task := taskTable(t)
 		obs := observer(t)
 		ws := startFor(t, sub, recipes.WorkloadElection, rootOf(t), 2)
 		a, b := ws[0], ws[1]
@@ -165,4 +151,19 @@ func TestElectionDemoted(t *testing.T) {
 		}
 		expect(t, "a resigns", a.do(worker.Request{F: "resign", Key: service}, 20*time.Second), worker.OK)
 	})
+}
+
+// taskTable creates the test's service (named for it) with one task in
+// the register's table.
+func taskTable(t *testing.T) (service, task string) {
+	t.Helper()
+	service = keyOf(t)
+	task = service + ":t1"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	reg := register.NewClient(env.reg, 5*time.Second, regSecret)
+	if _, err := reg.InitTasks(ctx, register.InitRequest{Service: service, Tasks: []string{task}}); err != nil {
+		t.Fatal(err)
+	}
+	return service, task
 }
