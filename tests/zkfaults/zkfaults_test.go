@@ -47,7 +47,10 @@ func zkNemesisOps(h history.ReadResult) (ops []*zkFaultOp, restore *history.Even
 	var cur *zkFaultOp
 	for i := range h.Events {
 		e := &h.Events[i]
-		if e.Process != history.Nemesis {
+		if e.Process != history.Nemesis || e.F == history.FSessionGone {
+			// A session seen gone is an observation the nemesis
+			// records while a fault holds, neither a fault's start
+			// nor its stop.
 			continue
 		}
 		switch {
