@@ -8,6 +8,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/plots"
 )
 
 // Link is a relative href to a file of the run, so the results folder can
@@ -58,6 +60,9 @@ type Page struct {
 	// completions); other events are ignored, so passing the whole
 	// history is fine.
 	Nemesis []history.Event
+	// History, when set, is the whole history, from which the figures
+	// are drawn (package plots); without it the page has none.
+	History []history.Event
 	// HistoryTruncated says the history's last line was cut off (the run
 	// was killed mid-write) and dropped; the reader should know.
 	HistoryTruncated bool
@@ -160,6 +165,9 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{else}}<p>No stats result{{if .StatsError}}: {{.StatsError}}{{end}}.</p>
 {{end}}
 
+{{if .Figures}}<h2>Figures</h2>
+{{range .Figures}}<figure>{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
+{{end}}{{end}}
 <h2>Nemesis</h2>
 {{if .Nemesis}}<table>
 <tr><th>time (s)</th><th>f</th><th>outcome</th><th>target</th><th>pid</th><th>verified</th><th>detail</th></tr>
@@ -248,6 +256,7 @@ type view struct {
 	StatsError    string
 	Ops           []opRow
 	Nemesis       []nemesisRow
+	Figures       []figureView
 	Links         []Link
 	GeneratedAt   string
 	FirstAfterSec string
@@ -409,7 +418,34 @@ func build(in Page) view {
 		v.Linear = append(v.Linear, lv)
 	}
 	v.Nemesis = nemesisRows(in.Nemesis)
+	v.Figures = figures(in.History)
 	return v
+}
+
+// figureView is one figure: an inline SVG (plots draws it from the
+// history, html/template trusts it as markup), or why there is none.
+type figureView struct {
+	Title, Note string
+	SVG         template.HTML
+}
+
+// figures draws the page's figures from the history; a figure that cannot
+// be drawn says why instead of disappearing.
+func figures(h []history.Event) []figureView {
+	if len(h) == 0 {
+		return nil
+	}
+	f := figureView{Title: "Latency of every operation"}
+	svg, err := plots.Latency(h)
+	switch {
+	case errors.Is(err, plots.ErrNothingToDraw):
+		f.Note = "nothing to draw: " + err.Error()
+	case err != nil:
+		f.Note = "not drawn: " + err.Error()
+	default:
+		f.SVG = template.HTML(svg) // #nosec: our own renderer's SVG, no user markup
+	}
+	return []figureView{f}
 }
 
 func config(in Page) ([]kv, string) {

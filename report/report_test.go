@@ -45,7 +45,7 @@ func page(t *testing.T) Page {
 	}
 	return Page{Name: "lock-" + hostile, Dir: "results/lock/20250102T030405Z", HistoryTruncated: true, Start: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		Config:  []byte(`{"workers": 8, "fencing": "off", "note": "` + strings.ReplaceAll(hostile, `"`, `\"`) + `"}`),
-		Results: res, Nemesis: hist}
+		Results: res, Nemesis: hist, History: hist}
 }
 
 // parse checks the page is well-formed HTML as far as a tokenizer that
@@ -123,6 +123,10 @@ func TestWrite(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+	// The latency figure, inline: one acquire ok, the pause shaded.
+	if !strings.Contains(html, "<figure><svg") || !strings.Contains(text, "ok (1)") {
+		t.Error("no inline latency figure")
 	}
 	for _, href := range []string{"history.jsonl", "register.jsonl", "test.json", "results.json", "logs/"} {
 		if !strings.Contains(html, `href="`+href+`"`) {

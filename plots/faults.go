@@ -1,0 +1,36 @@
+package plots
+
+import (
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/zkchaos/zkchaos/checker"
+)
+
+// shading is a plotter that shades the fault windows over the whole
+// height of the data area and writes each fault's verb at its top, so
+// every figure of the report lines up with the nemesis the same way.
+type shading struct {
+	windows []checker.FaultWindow
+}
+
+// faultShading shades ws (their To already set: lockview closes a fault
+// never undone at the history's end).
+func faultShading(ws []checker.FaultWindow) plot.Plotter { return shading{windows: ws} }
+
+// Plot implements plot.Plotter.
+func (s shading) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	label := p.Legend.TextStyle
+	label.Font.Size = vg.Points(7)
+	for _, w := range s.windows {
+		from, to := trX(float64(w.From)/1e9), trX(float64(w.To)/1e9)
+		if to-from < vg.Points(1) {
+			to = from + vg.Points(1) // an instant fault stays visible
+		}
+		c.FillPolygon(colourFault, c.ClipPolygonXY([]vg.Point{
+			{X: from, Y: c.Min.Y}, {X: to, Y: c.Min.Y}, {X: to, Y: c.Max.Y}, {X: from, Y: c.Max.Y}}))
+		c.FillText(label, vg.Point{X: from + vg.Points(1), Y: c.Max.Y - vg.Points(8)}, w.F)
+	}
+}

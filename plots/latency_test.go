@@ -1,0 +1,86 @@
+package plots
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// ev is an event at ms.
+func ev(ms int64, p history.Process, typ history.Type, f string) history.Event {
+	return history.Event{Time: ms * 1e6, Process: p, Type: typ, F: f, Key: "SKU-1"}
+}
+
+// sample: ok, fail and info operations, one never completed, and a pause
+// of the nemesis from 100 to 400 ms.
+func sample() []history.Event {
+	return []history.Event{
+		ev(0, 0, history.Invoke, history.FAcquire), ev(5, 0, history.OK, history.FAcquire),
+		ev(10, 1, history.Invoke, history.FAcquire), ev(10, 1, history.Fail, history.FAcquire), // same ns: clamped
+		ev(20, 0, history.Invoke, history.FWrite), ev(30, 0, history.OK, history.FWrite),
+		{Time: 100e6, Process: history.Nemesis, Type: history.Invoke, F: history.FPause, Value: &history.Value{Target: "pause-holder"}},
+		{Time: 101e6, Process: history.Nemesis, Type: history.OK, F: history.FPause, Value: &history.Value{Target: "process 0", PID: 7}},
+		ev(150, 2, history.Invoke, history.FAcquire), ev(350, 2, history.Info, history.FAcquire),
+		ev(360, 3, history.Invoke, history.FRelease),
+		{Time: 399e6, Process: history.Nemesis, Type: history.Invoke, F: history.FResume, Value: &history.Value{PID: 7}},
+		{Time: 400e6, Process: history.Nemesis, Type: history.OK, F: history.FResume, Value: &history.Value{PID: 7}},
+		ev(500, 0, history.Invoke, history.FRelease), ev(505, 0, history.OK, history.FRelease),
+	}
+}
+
+func TestLatency(t *testing.T) {
+	svg, err := Latency(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(svg, []byte("<svg")) {
+		t.Fatalf("not an inline SVG: %.80q", svg)
+	}
+	// Well-formed XML, so it inlines into HTML as it is.
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	for {
+		if _, err := d.Token(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("SVG is not well-formed: %v", err)
+			}
+			break
+		}
+	}
+	s := string(svg)
+	for _, want := range []string{"ok (3)", "fail (1)", "info (1)", "1 never completed", ">pause<", "log scale"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the figure lacks %q", want)
+		}
+	}
+	if strings.Contains(s, ">resume<") {
+		t.Error("a fault's stop drawn as a fault of its own")
+	}
+}
+
+func TestLatencyNothingToDraw(t *testing.T) {
+	h := []history.Event{ev(0, 0, history.Invoke, history.FAcquire)}
+	if _, err := Latency(h); !errors.Is(err, ErrNothingToDraw) {
+		t.Fatalf("a history without completions: %v", err)
+	}
+}
+
+// TestLatencyEscapesLabels: a fault verb is text from the history (which
+// may come from anyone's worker or file); it must not become markup in
+// the page the SVG is inlined into.
+func TestLatencyEscapesLabels(t *testing.T) {
+	h := sample()
+	h[6].F, h[7].F = "<script>x</script>", "<script>x</script>"
+	svg, err := Latency(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(svg)
+	if strings.Contains(s, "<script>") || !strings.Contains(s, "&lt;script&gt;") {
+		t.Fatalf("the label is not escaped text: %q", s[strings.Index(s, "script")-20:][:60])
+	}
+}
