@@ -23,9 +23,10 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 )
 
-// ErrNothingToDraw is returned when the history has no completed
-// operation: a figure without points would only look like one.
-var ErrNothingToDraw = errors.New("no completed operation to draw")
+// ErrNothingToDraw is returned when the history has nothing a figure
+// draws (no completed operation, no session event): a figure without
+// points would only look like one.
+var ErrNothingToDraw = errors.New("no event of this kind in the history")
 
 // minLatencyMS is where latencies are clamped on the log axis: a
 // completion recorded in the same nanosecond as its invocation has no

@@ -84,3 +84,46 @@ func TestLatencyEscapesLabels(t *testing.T) {
 		t.Fatalf("the label is not escaped text: %q", s[strings.Index(s, "script")-20:][:60])
 	}
 }
+
+func TestThroughput(t *testing.T) {
+	svg, err := Throughput(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(svg)
+	for _, want := range []string{">acquire<", ">write<", ">release<", ">pause<", "completions / s"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the throughput figure lacks %q", want)
+		}
+	}
+}
+
+func TestEvents(t *testing.T) {
+	h := sample()
+	if _, err := Events(h); !errors.Is(err, ErrNothingToDraw) {
+		t.Fatalf("a history without session events or refusals: %v", err)
+	}
+	instant := func(ms int64, f, state string) []history.Event {
+		e := history.Event{Time: ms * 1e6, Process: 0, F: f, Value: &history.Value{State: state}}
+		inv := e
+		inv.Type, e.Type = history.Invoke, history.OK
+		return []history.Event{inv, e}
+	}
+	h = append(h, instant(120, history.FSession, "disconnected")...)
+	h = append(h, instant(130, history.FSession, "expired")...)
+	h = append(h, instant(131, history.FLost, "expired")...)
+	h = append(h, ev(600, 0, history.Invoke, history.FWrite))
+	rej := ev(601, 0, history.Fail, history.FWrite)
+	rej.Error = "rejected: token 5 below fence 6"
+	h = append(h, rej)
+	svg, err := Events(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(svg)
+	for _, want := range []string{"disconnected (1)", "expired (1)", "lost / demoted (1)", "rejected by the resource (1)", ">pause<"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the event strip lacks %q", want)
+		}
+	}
+}

@@ -435,17 +435,30 @@ func figures(h []history.Event) []figureView {
 	if len(h) == 0 {
 		return nil
 	}
-	f := figureView{Title: "Latency of every operation"}
-	svg, err := plots.Latency(h)
-	switch {
-	case errors.Is(err, plots.ErrNothingToDraw):
-		f.Note = "nothing to draw: " + err.Error()
-	case err != nil:
-		f.Note = "not drawn: " + err.Error()
-	default:
-		f.SVG = template.HTML(svg) // #nosec: our own renderer's SVG, no user markup
+	var out []figureView
+	for _, fig := range []struct {
+		title string
+		draw  func([]history.Event) ([]byte, error)
+	}{
+		{"Latency of every operation", plots.Latency},
+		{"Completions per second", plots.Throughput},
+		{"Session events and refused calls", plots.Events},
+	} {
+		f := figureView{Title: fig.title}
+		svg, err := fig.draw(h)
+		switch {
+		case errors.Is(err, plots.ErrNothingToDraw):
+			f.Note = "nothing to draw: " + err.Error()
+		case err != nil:
+			f.Note = "not drawn: " + err.Error()
+		default:
+			// Our renderer's SVG: history text in it is escaped (plots'
+			// tests feed it markup), and it names no URL.
+			f.SVG = template.HTML(svg)
+		}
+		out = append(out, f)
 	}
-	return []figureView{f}
+	return out
 }
 
 func config(in Page) ([]kv, string) {
