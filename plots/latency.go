@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -66,8 +65,7 @@ func latencyPlot(h []history.Event) (*plot.Plot, error) {
 			open++
 			continue
 		}
-		ms := math.Max(float64(o.Done-o.Invoke)/1e6, minLatencyMS)
-		byType[o.Type] = append(byType[o.Type], plotter.XY{X: float64(o.Done) / 1e9, Y: ms})
+		byType[o.Type] = append(byType[o.Type], plotter.XY{X: float64(o.Done) / 1e9, Y: ms(o.Done - o.Invoke)})
 	}
 	if len(byType) == 0 {
 		return nil, ErrNothingToDraw

@@ -127,3 +127,29 @@ func TestEvents(t *testing.T) {
 		}
 	}
 }
+
+func TestWaitHold(t *testing.T) {
+	svg, err := WaitHold(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(svg)
+	for _, want := range []string{"wait p50", "wait p99", "hold p50", "hold p99", ">pause<"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the wait/hold figure lacks %q", want)
+		}
+	}
+	// Process 0 waited 5 ms (bin 0) and held 495 ms (released at 500 ms).
+	w := make([][]float64, 1)
+	hd := make([][]float64, 1)
+	collectWaitHold(lockviewOps(sample()), history.FAcquire, history.FRelease, w, hd)
+	if len(w[0]) != 1 || w[0][0] != 5 || len(hd[0]) != 1 || hd[0][0] != 495 {
+		t.Fatalf("waits %v, holds %v", w, hd)
+	}
+	if q := quantiles([][]float64{{4, 1, 3, 2}, nil}, 0.5); len(q) != 1 || q[0].Y != 2 || q[0].X != 0.5 {
+		t.Fatalf("median of 1..4: %v", q)
+	}
+	if _, err := WaitHold([]history.Event{ev(0, 0, history.Invoke, history.FAcquire)}); !errors.Is(err, ErrNothingToDraw) {
+		t.Fatalf("no ok acquire: %v", err)
+	}
+}

@@ -441,6 +441,7 @@ func figures(h []history.Event) []figureView {
 		draw  func([]history.Event) ([]byte, error)
 	}{
 		{"Latency of every operation", plots.Latency},
+		{"Lock wait and hold", plots.WaitHold},
 		{"Completions per second", plots.Throughput},
 		{"Session events and refused calls", plots.Events},
 	} {

@@ -1,0 +1,107 @@
+package plots
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/zkchaos/zkchaos/checker/lockview"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// queueVerbs are the verbs that enter and leave a lock's queue, per
+// workload: a campaign is an election's acquire.
+var queueVerbs = [][2]string{{history.FAcquire, history.FRelease}, {history.FCampaign, history.FResign}}
+
+// WaitHold draws, per one-second bin, the median and the 99th percentile
+// of the lock wait (an ok acquire's invocation to its answer, at the
+// answer) and of the hold (that answer to the same process's next
+// release of the key, at the release), log scale, with the fault windows
+// shaded (seed 22: wait and hold times). A history with no ok acquire
+// (or campaign) gives ErrNothingToDraw.
+func WaitHold(h []history.Event) ([]byte, error) {
+	v := lockview.Of(h)
+	bins := int(v.End/1e9) + 1
+	wait, hold := make([][]float64, bins), make([][]float64, bins)
+	for _, qv := range queueVerbs {
+		collectWaitHold(v.Ops, qv[0], qv[1], wait, hold)
+	}
+	p := plot.New()
+	p.Title.Text = "Lock wait and hold, per second (median and p99)"
+	p.X.Label.Text = "time since start (s)"
+	p.Y.Label.Text = "ms (log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Min, p.X.Max = 0, float64(v.End)/1e9
+	p.Add(faultShading(v.Faults))
+	drawn := 0
+	for i, s := range []struct {
+		name string
+		of   [][]float64
+		q    float64
+	}{{"wait p50", wait, 0.5}, {"wait p99", wait, 0.99}, {"hold p50", hold, 0.5}, {"hold p99", hold, 0.99}} {
+		pts := quantiles(s.of, s.q)
+		if len(pts) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i / 2)
+		p.Add(l)
+		p.Legend.Add(s.name, l)
+		drawn++
+	}
+	if drawn == 0 {
+		return nil, ErrNothingToDraw
+	}
+	p.Legend.Top = true
+	return svgOf(p, 9*vg.Inch, 3*vg.Inch)
+}
+
+// collectWaitHold bins the waits of ok enter operations and the holds
+// that followed them until the process's next leave of the key.
+func collectWaitHold(ops []lockview.Op, enter, leave string, wait, hold [][]float64) {
+	held := map[history.Process]map[string]int64{} // process → key → granted at
+	for _, o := range ops {
+		switch {
+		case o.F == enter && o.Type == history.OK:
+			wait[int(o.Done/1e9)] = append(wait[int(o.Done/1e9)], ms(o.Done-o.Invoke))
+			if held[o.Process] == nil {
+				held[o.Process] = map[string]int64{}
+			}
+			held[o.Process][o.Key] = o.Done
+		case o.F == leave:
+			if at, ok := held[o.Process][o.Key]; ok {
+				hold[int(o.Invoke/1e9)] = append(hold[int(o.Invoke/1e9)], ms(o.Invoke-at))
+				delete(held[o.Process], o.Key)
+			}
+		}
+	}
+}
+
+// ms is a duration in ms, clamped for the log axis.
+func ms(ns int64) float64 { return math.Max(float64(ns)/1e6, minLatencyMS) }
+
+// quantiles is the q-quantile (nearest rank) of each non-empty bin, at
+// the bin's middle.
+func quantiles(bins [][]float64, q float64) plotter.XYs {
+	var out plotter.XYs
+	for b, xs := range bins {
+		if len(xs) == 0 {
+			continue
+		}
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		i := int(math.Ceil(q*float64(len(s)))) - 1
+		out = append(out, plotter.XY{X: float64(b) + 0.5, Y: s[max(i, 0)]})
+	}
+	return out
+}
