@@ -206,3 +206,41 @@ func TestSkippedCellIsReportedNotPassed(t *testing.T) {
 		t.Errorf("junit:\n%s", b)
 	}
 }
+
+// TestIndex: the test-all page has a row per cell with its outcome and
+// detection rate, links each run's report relative to the page, and
+// escapes what it shows.
+func TestIndex(t *testing.T) {
+	dir := t.TempDir()
+	var zoo Cell
+	for _, c := range Default("chaos") {
+		if c.ExpectsViolation() {
+			zoo = c
+			break
+		}
+	}
+	first := 2500 * time.Millisecond
+	rs := []CellResult{
+		{Cell: zoo, Name: zoo.Name(), Outcome: Pass, Detected: 1, MedianFirst: &first, Attempts: []Attempt{
+			{Seed: 1, Outcome: Pass, Elapsed: 30 * time.Second, FirstBug: &first, Dir: filepath.Join(dir, "cell-a", "run-1"),
+				Actual: map[string]checker.Validity{}}}},
+		{Cell: zoo, Name: "<b>hostile</b>", Outcome: Wrong, Attempts: []Attempt{{Seed: 2, Outcome: Wrong}}},
+	}
+	p := filepath.Join(dir, "index.html")
+	if err := WriteIndex(p, rs); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{`href="cell-a/run-1/report.html"`, "1/1", "2.5s", "1 of 2 cells as expected", `class="wrong"`, "&lt;b&gt;hostile"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("index lacks %q", want)
+		}
+	}
+	if strings.Contains(s, "<b>hostile") || strings.Contains(s, "http") {
+		t.Error("index shows markup or names a URL")
+	}
+}

@@ -79,13 +79,17 @@ func cmdTestAll(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
 		code = exitHarness
 	}
+	if err := matrix.WriteIndex(filepath.Join(dir, "index.html"), rs); err != nil {
+		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
+		code = exitHarness
+	}
 	if *junit != "" {
 		if err := matrix.WriteJUnit(*junit, rs); err != nil {
 			fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
 			code = exitHarness
 		}
 	}
-	fmt.Printf("runs: %s\n", dir)
+	fmt.Printf("runs: %s (index: %s)\n", dir, filepath.Join(dir, "index.html"))
 	if runErr != nil {
 		fmt.Fprintf(os.Stderr, "chaos test-all: stopped: %v\n", runErr)
 		if code == 0 {

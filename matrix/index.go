@@ -1,0 +1,94 @@
+package matrix
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// indexSource is the test-all page: one row per cell (what was expected,
+// what happened, how often the bug was caught and how fast), and a link
+// to every attempt's report. Self-contained like report.html: no script,
+// no external asset; html/template escapes every value.
+const indexSource = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8"/>
+<title>zkchaos test-all: {{.Passed}} of {{len .Rows}} as expected</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; }
+td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+.pass { color: #2e7d32; font-weight: bold; }
+.skipped { color: #666; }
+.wrong, .error, .unknown { color: #c62828; font-weight: bold; }
+.n { text-align: right; font-variant-numeric: tabular-nums; }
+</style>
+</head>
+<body>
+<h1>zkchaos test-all</h1>
+<p>{{.Passed}} of {{len .Rows}} cells as expected; written {{.Written}}. Each cell's outcome is judged on all its runs; each run links its report.</p>
+<table>
+<tr><th>cell</th><th>expected</th><th>outcome</th><th>caught</th><th>median first violation</th><th>runs (seed: actual, first violation, time)</th></tr>
+{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Expected}}</td><td class="{{.Outcome}}">{{.Outcome}}{{if .Skipped}}: {{.Skipped}}{{end}}</td><td class="n">{{.Caught}}</td><td class="n">{{.Median}}</td>
+<td>{{range .Runs}}<div>{{if .Href}}<a href="{{.Href}}">seed {{.Seed}}</a>{{else}}seed {{.Seed}}{{end}}: {{.Actual}}, {{.First}}, {{.Elapsed}}</div>{{end}}</td></tr>
+{{end}}</table>
+</body>
+</html>
+`
+
+var indexPage = template.Must(template.New("index").Parse(indexSource))
+
+type indexRow struct {
+	Name, Expected, Outcome, Skipped, Caught, Median string
+	Runs                                             []indexRun
+}
+
+type indexRun struct {
+	Seed                          int64
+	Href, Actual, First, Elapsed string
+}
+
+// WriteIndex writes the matrix as index.html at path; links to the runs'
+// reports are relative to path's folder, so the folder can be moved or
+// kept as a CI artifact whole.
+func WriteIndex(path string, rs []CellResult) error {
+	base := filepath.Dir(path)
+	view := struct {
+		Rows    []indexRow
+		Passed  int
+		Written string
+	}{Written: time.Now().UTC().Format(time.RFC3339)}
+	for _, r := range rs {
+		row := indexRow{Name: r.Name, Expected: r.Cell.ExpectString(), Outcome: string(r.Outcome), Skipped: r.SkippedBecause,
+			Median: durString(r.MedianFirst)}
+		if r.Outcome == Pass {
+			view.Passed++
+		}
+		if r.Cell.ExpectsViolation() {
+			row.Caught = fmt.Sprintf("%d/%d", r.Detected, len(r.Attempts))
+		}
+		for _, a := range r.Attempts {
+			run := indexRun{Seed: a.Seed, Actual: actualString(r.Cell, a), First: durString(a.FirstBug),
+				Elapsed: a.Elapsed.Round(time.Second).String()}
+			if a.Dir != "" {
+				if rel, err := filepath.Rel(base, filepath.Join(a.Dir, "report.html")); err == nil {
+					run.Href = filepath.ToSlash(rel)
+				}
+			}
+			row.Runs = append(row.Runs, run)
+		}
+		view.Rows = append(view.Rows, row)
+	}
+	var b bytes.Buffer
+	if err := indexPage.Execute(&b, view); err != nil {
+		return fmt.Errorf("render test-all index: %w", err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write test-all index: %w", err)
+	}
+	return nil
+}
