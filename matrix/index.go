@@ -48,7 +48,7 @@ type indexRow struct {
 }
 
 type indexRun struct {
-	Seed                          int64
+	Seed                         int64
 	Href, Actual, First, Elapsed string
 }
 
