@@ -65,13 +65,9 @@ func Events(h []history.Event) ([]byte, error) {
 			rows[r] = append(rows[r], plotter.XY{X: float64(o.Done) / 1e9, Y: float64(r + 1)})
 		}
 	}
-	p := plot.New()
-	p.Title.Text = "Session events and refused calls"
-	p.X.Label.Text = "time since start (s)"
-	p.X.Min, p.X.Max = 0, float64(v.End)/1e9
+	p := timeFigure(v, "Session events and refused calls", "", false)
 	p.Y.Min, p.Y.Max = 0.5, float64(len(eventRows))+0.5
 	ticks := make([]plot.Tick, len(eventRows))
-	p.Add(faultShading(v.Faults))
 	drawn := 0
 	for i, row := range eventRows {
 		ticks[i] = plot.Tick{Value: float64(i + 1), Label: fmt.Sprintf("%s (%d)", row.label, len(rows[i]))}

@@ -6,7 +6,26 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/lockview"
 )
+
+// timeFigure is the frame every figure shares: the run's clock on the x
+// axis from 0 to the history's end, the fault windows shaded under the
+// data, and a log y axis when asked (latencies span microseconds to
+// seconds).
+func timeFigure(v lockview.View, title, yLabel string, logY bool) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time since start (s)"
+	p.Y.Label.Text = yLabel
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	p.X.Min, p.X.Max = 0, float64(v.End)/1e9
+	p.Add(faultShading(v.Faults))
+	return p
+}
 
 // shading is a plotter that shades the fault windows over the whole
 // height of the data area and writes each fault's verb at its top, so

@@ -70,17 +70,11 @@ func latencyPlot(h []history.Event) (*plot.Plot, error) {
 	if len(byType) == 0 {
 		return nil, ErrNothingToDraw
 	}
-	p := plot.New()
-	p.Title.Text = "Latency of every operation"
+	title := "Latency of every operation"
 	if open > 0 {
-		p.Title.Text += fmt.Sprintf(" (%d never completed, not drawn)", open)
+		title += fmt.Sprintf(" (%d never completed, not drawn)", open)
 	}
-	p.X.Label.Text = "time since start (s)"
-	p.Y.Label.Text = "latency (ms, log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.X.Min, p.X.Max = 0, float64(v.End)/1e9
-	p.Add(faultShading(v.Faults))
+	p := timeFigure(v, title, "latency (ms, log scale)", true)
 	for _, s := range []struct {
 		t history.Type
 		c color.Color

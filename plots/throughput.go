@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
@@ -32,12 +31,7 @@ func Throughput(h []history.Event) ([]byte, error) {
 	if len(perF) == 0 {
 		return nil, ErrNothingToDraw
 	}
-	p := plot.New()
-	p.Title.Text = "Completions per second, by operation"
-	p.X.Label.Text = "time since start (s)"
-	p.Y.Label.Text = "completions / s"
-	p.X.Min, p.X.Max = 0, float64(v.End)/1e9
-	p.Add(faultShading(v.Faults))
+	p := timeFigure(v, "Completions per second, by operation", "completions / s", false)
 	fs := make([]string, 0, len(perF))
 	for f := range perF {
 		fs = append(fs, f)

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
@@ -31,14 +30,7 @@ func WaitHold(h []history.Event) ([]byte, error) {
 	for _, qv := range queueVerbs {
 		collectWaitHold(v.Ops, qv[0], qv[1], wait, hold)
 	}
-	p := plot.New()
-	p.Title.Text = "Lock wait and hold, per second (median and p99)"
-	p.X.Label.Text = "time since start (s)"
-	p.Y.Label.Text = "ms (log scale)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.X.Min, p.X.Max = 0, float64(v.End)/1e9
-	p.Add(faultShading(v.Faults))
+	p := timeFigure(v, "Lock wait and hold, per second (median and p99)", "ms (log scale)", true)
 	drawn := 0
 	for i, s := range []struct {
 		name string
