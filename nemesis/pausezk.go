@@ -58,17 +58,24 @@ func (p pauseZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
 func resumeZK(c cluster.Cluster, n cluster.Node, before cluster.Process, target string) func(context.Context) (history.Value, error) {
 	return func(ctx context.Context) (history.Value, error) {
 		v := history.Value{PID: before.PID, Target: target}
-		now, err := n.Process(ctx)
-		switch {
-		case err != nil:
+		var err error
+		if v.Detail, err = resumeServer(ctx, n, before); err != nil {
 			return v, err
-		case now.Instance != before.Instance:
-			v.Detail = fmt.Sprintf("%s gone (server now %q)", before.Instance, now.Instance)
-		default:
-			if v.Detail, err = n.Resume(ctx); err != nil {
-				return v, err
-			}
 		}
 		return healed(ctx, c, v)
 	}
+}
+
+// resumeServer continues the server paused as before, unless it was
+// restarted meanwhile (another incarnation, not paused any more), which
+// it says instead; the detail is what it did.
+func resumeServer(ctx context.Context, n cluster.Node, before cluster.Process) (string, error) {
+	now, err := n.Process(ctx)
+	switch {
+	case err != nil:
+		return "", err
+	case now.Instance != before.Instance:
+		return fmt.Sprintf("%s gone (server now %q)", before.Instance, now.Instance), nil
+	}
+	return n.Resume(ctx)
 }

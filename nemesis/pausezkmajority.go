@@ -122,20 +122,12 @@ func resumeZKMajority(c cluster.Cluster, paused []pausedZK, target string) func(
 			errs []error
 		)
 		for _, pz := range paused {
-			now, err := pz.node.Process(ctx)
-			switch {
-			case err != nil:
+			d, err := resumeServer(ctx, pz.node, pz.before)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("n%d: %w", pz.node.ID(), err))
-			case now.Instance != pz.before.Instance:
-				did = append(did, fmt.Sprintf("n%d: %s gone (server now %q)", pz.node.ID(), pz.before.Instance, now.Instance))
-			default:
-				d, err := pz.node.Resume(ctx)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("n%d: %w", pz.node.ID(), err))
-					continue
-				}
-				did = append(did, fmt.Sprintf("n%d: %s", pz.node.ID(), d))
+				continue
 			}
+			did = append(did, fmt.Sprintf("n%d: %s", pz.node.ID(), d))
 		}
 		v.Detail = strings.Join(did, "; ")
 		if err := errors.Join(errs...); err != nil {

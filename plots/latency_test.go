@@ -140,13 +140,13 @@ func TestWaitHold(t *testing.T) {
 		}
 	}
 	// Process 0 waited 5 ms (bin 0) and held 495 ms (released at 500 ms).
-	w := make([][]float64, 1)
-	hd := make([][]float64, 1)
+	w := make([][]int64, 1)
+	hd := make([][]int64, 1)
 	collectWaitHold(lockviewOps(sample()), history.FAcquire, history.FRelease, w, hd)
-	if len(w[0]) != 1 || w[0][0] != 5 || len(hd[0]) != 1 || hd[0][0] != 495 {
+	if len(w[0]) != 1 || w[0][0] != 5e6 || len(hd[0]) != 1 || hd[0][0] != 495e6 {
 		t.Fatalf("waits %v, holds %v", w, hd)
 	}
-	if q := quantiles([][]float64{{4, 1, 3, 2}, nil}, 0.5); len(q) != 1 || q[0].Y != 2 || q[0].X != 0.5 {
+	if q := quantiles([][]int64{{4e6, 1e6, 3e6, 2e6}, nil}, 0.5); len(q) != 1 || q[0].Y != 2 || q[0].X != 0.5 {
 		t.Fatalf("median of 1..4: %v", q)
 	}
 	if _, err := WaitHold([]history.Event{ev(0, 0, history.Invoke, history.FAcquire)}); !errors.Is(err, ErrNothingToDraw) {

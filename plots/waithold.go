@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/zkchaos/zkchaos/checker/lockview"
+	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
 )
 
@@ -26,7 +27,7 @@ var queueVerbs = [][2]string{{history.FAcquire, history.FRelease}, {history.FCam
 func WaitHold(h []history.Event) ([]byte, error) {
 	v := lockview.Of(h)
 	bins := int(v.End/1e9) + 1
-	wait, hold := make([][]float64, bins), make([][]float64, bins)
+	wait, hold := make([][]int64, bins), make([][]int64, bins)
 	for _, qv := range queueVerbs {
 		collectWaitHold(v.Ops, qv[0], qv[1], wait, hold)
 	}
@@ -34,7 +35,7 @@ func WaitHold(h []history.Event) ([]byte, error) {
 	drawn := 0
 	for i, s := range []struct {
 		name string
-		of   [][]float64
+		of   [][]int64
 		q    float64
 	}{{"wait p50", wait, 0.5}, {"wait p99", wait, 0.99}, {"hold p50", hold, 0.5}, {"hold p99", hold, 0.99}} {
 		pts := quantiles(s.of, s.q)
@@ -60,19 +61,19 @@ func WaitHold(h []history.Event) ([]byte, error) {
 
 // collectWaitHold bins the waits of ok enter operations and the holds
 // that followed them until the process's next leave of the key.
-func collectWaitHold(ops []lockview.Op, enter, leave string, wait, hold [][]float64) {
+func collectWaitHold(ops []lockview.Op, enter, leave string, wait, hold [][]int64) {
 	held := map[history.Process]map[string]int64{} // process → key → granted at
 	for _, o := range ops {
 		switch {
 		case o.F == enter && o.Type == history.OK:
-			wait[int(o.Done/1e9)] = append(wait[int(o.Done/1e9)], ms(o.Done-o.Invoke))
+			wait[int(o.Done/1e9)] = append(wait[int(o.Done/1e9)], o.Done-o.Invoke)
 			if held[o.Process] == nil {
 				held[o.Process] = map[string]int64{}
 			}
 			held[o.Process][o.Key] = o.Done
 		case o.F == leave:
 			if at, ok := held[o.Process][o.Key]; ok {
-				hold[int(o.Invoke/1e9)] = append(hold[int(o.Invoke/1e9)], ms(o.Invoke-at))
+				hold[int(o.Invoke/1e9)] = append(hold[int(o.Invoke/1e9)], o.Invoke-at)
 				delete(held[o.Process], o.Key)
 			}
 		}
@@ -82,9 +83,9 @@ func collectWaitHold(ops []lockview.Op, enter, leave string, wait, hold [][]floa
 // ms is a duration in ms, clamped for the log axis.
 func ms(ns int64) float64 { return math.Max(float64(ns)/1e6, minLatencyMS) }
 
-// quantiles is the q-quantile (nearest rank) of each non-empty bin, at
-// the bin's middle.
-func quantiles(bins [][]float64, q float64) plotter.XYs {
+// quantiles is the q-quantile (nearest rank) of each non-empty bin of
+// nanosecond durations, in ms at the bin's middle.
+func quantiles(bins [][]int64, q float64) plotter.XYs {
 	var out plotter.XYs
 	for b, xs := range bins {
 		if len(xs) == 0 {
@@ -92,8 +93,7 @@ func quantiles(bins [][]float64, q float64) plotter.XYs {
 		}
 		s := slices.Clone(xs)
 		slices.Sort(s)
-		i := int(math.Ceil(q*float64(len(s)))) - 1
-		out = append(out, plotter.XY{X: float64(b) + 0.5, Y: s[max(i, 0)]})
+		out = append(out, plotter.XY{X: float64(b) + 0.5, Y: ms(stats.NearestRank(s, q))})
 	}
 	return out
 }

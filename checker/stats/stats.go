@@ -281,17 +281,20 @@ func registerCounts(log []register.Entry) RegisterCounts {
 	return c
 }
 
+// NearestRank is the q-quantile of sorted (not empty) by the nearest-rank
+// rule, the one every figure and table of a run uses.
+func NearestRank(sorted []int64, q float64) int64 {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
 // percentiles takes nanosecond durations and sorts xs in place.
 func percentiles(xs []int64) Percentiles {
 	if len(xs) == 0 {
 		return Percentiles{}
 	}
 	slices.Sort(xs)
-	rank := func(q float64) float64 {
-		i := int(math.Ceil(q*float64(len(xs)))) - 1
-		i = min(max(i, 0), len(xs)-1)
-		return float64(xs[i]) / 1e6
-	}
+	rank := func(q float64) float64 { return float64(NearestRank(xs, q)) / 1e6 }
 	return Percentiles{Count: len(xs), P50: rank(0.50), P95: rank(0.95), P99: rank(0.99),
 		Max: float64(xs[len(xs)-1]) / 1e6}
 }
