@@ -23,6 +23,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/plots"
+	"github.com/zkchaos/zkchaos/register"
 )
 
 // Link is a relative href to a file of the run, so the results folder can
@@ -66,6 +67,11 @@ type Page struct {
 	// HistoryTruncated says the history's last line was cut off (the run
 	// was killed mid-write) and dropped; the reader should know.
 	HistoryTruncated bool
+	// ApplyLog is the register's apply log (register.jsonl), where the
+	// timeline draws each write; StartWall (Unix ns, from test.json) puts
+	// its wall clock on the run's clock. Either may be empty.
+	ApplyLog  []register.Entry
+	StartWall int64
 	// Links to the raw files; nil means DefaultLinks.
 	Links []Link
 }
