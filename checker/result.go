@@ -155,9 +155,19 @@ func ReadResults(path string) (Results, error) {
 	if err != nil {
 		return Results{}, fmt.Errorf("read results: %w", err)
 	}
+	r, err := DecodeResults(b)
+	if err != nil {
+		return Results{}, fmt.Errorf("read results %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// DecodeResults parses the bytes of a results.json, for readers that do
+// not open it by path (the pages served from an os.Root).
+func DecodeResults(b []byte) (Results, error) {
 	var r Results
 	if err := json.Unmarshal(b, &r); err != nil {
-		return Results{}, fmt.Errorf("read results %s: %w", path, err)
+		return Results{}, err
 	}
 	if len(r.Order) == 0 {
 		for name := range r.Checkers {

@@ -26,6 +26,18 @@ func (v Validity) String() string {
 	return "unknown"
 }
 
+// Word is the answer as pages say it and style it: "valid", "invalid" or
+// "unknown" (String is the JSON spelling: "true", "false", "unknown").
+func (v Validity) Word() string {
+	switch v {
+	case Valid:
+		return "valid"
+	case Invalid:
+		return "invalid"
+	}
+	return "unknown"
+}
+
 // MarshalJSON writes Jepsen's encoding: true, false or "unknown".
 func (v Validity) MarshalJSON() ([]byte, error) {
 	switch v {

@@ -248,7 +248,7 @@ func runAttempt(ctx context.Context, c Cell, o Options, seed int64) Attempt {
 	for n, r := range res.Checkers {
 		a.Actual[n] = r.Valid
 		if r.Valid == checker.Invalid && c.Expect[n] == checker.Invalid {
-			if d := firstViolation(r); d != nil && (a.FirstBug == nil || *d < *a.FirstBug) {
+			if d := checker.FirstViolation(r); d != nil && (a.FirstBug == nil || *d < *a.FirstBug) {
 				a.FirstBug = d
 			}
 		}
@@ -276,26 +276,6 @@ func trusted(res checker.Results) (Outcome, string) {
 		return Unknown, "history integrity " + r.Valid.String() + ": " + r.Error
 	}
 	return Pass, ""
-}
-
-// firstViolation reads the convention every checker that finds violations
-// follows: first_violation_time_ns on the run clock (or, for the exact
-// checker, first_violation_after_ns from the register's wall clock).
-func firstViolation(r checker.Result) *time.Duration {
-	var d struct {
-		Time  *int64 `json:"first_violation_time_ns"`
-		After *int64 `json:"first_violation_after_ns"`
-	}
-	if r.DecodeDetails(&d) != nil {
-		return nil
-	}
-	for _, p := range []*int64{d.Time, d.After} {
-		if p != nil {
-			v := time.Duration(*p)
-			return &v
-		}
-	}
-	return nil
 }
 
 // compare judges an attempt: any expected checker with the opposite

@@ -321,25 +321,9 @@ type nemesisRow struct {
 	Detail   string
 }
 
-func validClass(v checker.Validity) string {
-	switch v {
-	case checker.Valid:
-		return "valid"
-	case checker.Invalid:
-		return "invalid"
-	}
-	return "unknown"
-}
+func validClass(v checker.Validity) string { return v.Word() }
 
-func verdictText(v checker.Validity) string {
-	switch v {
-	case checker.Valid:
-		return "VALID"
-	case checker.Invalid:
-		return "INVALID"
-	}
-	return "UNKNOWN"
-}
+func verdictText(v checker.Validity) string { return strings.ToUpper(v.Word()) }
 
 // completionView is the run's completeness in words.
 type completionView struct {
@@ -452,20 +436,26 @@ func figures(h []history.Event) []figureView {
 		{"Session events and refused calls", plots.Events},
 	} {
 		f := figureView{Title: fig.title}
-		svg, err := fig.draw(h)
-		switch {
-		case errors.Is(err, plots.ErrNothingToDraw):
-			f.Note = "nothing to draw: " + err.Error()
-		case err != nil:
-			f.Note = "not drawn: " + err.Error()
-		default:
-			// Our renderer's SVG: history text in it is escaped (plots'
-			// tests feed it markup), and it names no URL.
-			f.SVG = template.HTML(svg)
-		}
+		f.SVG, f.Note = DrawFigure(fig.draw, h)
 		out = append(out, f)
 	}
 	return out
+}
+
+// DrawFigure draws one figure of package plots for a page: its inline
+// SVG, or, when it cannot be drawn, a note saying why (a figure never
+// just disappears). The report and the compare page draw through it.
+func DrawFigure(draw func([]history.Event) ([]byte, error), h []history.Event) (svg template.HTML, note string) {
+	b, err := draw(h)
+	switch {
+	case errors.Is(err, plots.ErrNothingToDraw):
+		return "", "nothing to draw: " + err.Error()
+	case err != nil:
+		return "", "not drawn: " + err.Error()
+	}
+	// Our renderer's SVG: history text in it is escaped (plots' tests
+	// feed it markup), and it names no URL.
+	return template.HTML(b), ""
 }
 
 func config(in Page) ([]kv, string) {

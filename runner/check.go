@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -11,8 +10,8 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/report"
+	"github.com/zkchaos/zkchaos/runview"
 	"github.com/zkchaos/zkchaos/store"
 	"github.com/zkchaos/zkchaos/workloads"
 )
@@ -53,7 +52,11 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	if err != nil {
 		return nil, err
 	}
-	rawTest, _ := os.ReadFile(run.Path(store.TestFile))
+	ev, err := runview.ReadEvidence(os.DirFS(run.Dir))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", run.Dir, err)
+	}
+	rawTest, h, applyLog := ev.Test, ev.History, ev.ApplyLog
 	var tf testFile
 	if len(rawTest) > 0 {
 		if err := json.Unmarshal(rawTest, &tf); err != nil {
@@ -79,18 +82,7 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	if err := workloads.ValidateGate(wl, gate); err != nil {
 		return nil, err
 	}
-	h, err := history.ReadFile(run.Path(store.HistoryFile))
-	if err != nil {
-		return nil, err
-	}
-	applyLog, err := register.ReadApplyLog(run.Path(store.ApplyLogFile))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	st, stErr := store.ReadStatus(run.Path(store.StatusFile))
-	if stErr != nil && !errors.Is(stErr, os.ErrNotExist) {
-		return nil, stErr
-	}
+	st := ev.Status
 	var end int64
 	for _, e := range h.Events {
 		end = max(end, e.Time)
@@ -98,7 +90,7 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	if st.TimeLimitNS == 0 {
 		st.TimeLimitNS = int64(tf.TimeLimit)
 	}
-	completion := checker.CompletionOf(st, stErr == nil, end)
+	completion := checker.CompletionOf(st, ev.HasStatus, end)
 	// Pages of an earlier check of this folder would be stale (or, for a
 	// key that now passes, wrong); the checkers draw them afresh.
 	if err := os.RemoveAll(run.Path(linear.VisualDir)); err != nil {

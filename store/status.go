@@ -67,15 +67,23 @@ func WriteStatus(path string, s Status) error {
 // ReadStatus reads status.json; an error wrapping os.ErrNotExist means the
 // run has none.
 func ReadStatus(path string) (Status, error) {
-	var s Status
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return s, fmt.Errorf("read status: %w", err)
+		return Status{}, fmt.Errorf("read status: %w", err)
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
+	s, err := DecodeStatus(b)
+	if err != nil {
 		return s, fmt.Errorf("read status %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// DecodeStatus parses the bytes of a status.json, for readers that do not
+// open it by path (the pages served from an os.Root).
+func DecodeStatus(b []byte) (Status, error) {
+	var s Status
+	err := json.Unmarshal(b, &s)
+	return s, err
 }
 
 // WriteFileAtomic writes b to path through a temporary file in the same

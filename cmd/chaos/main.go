@@ -4,6 +4,8 @@
 //	chaos run [flags]          one chaos run; exit 0 valid, 1 invalid, 2 unknown, 255 harness failure
 //	chaos check [flags] DIR    re-run the checkers on a stored run, same exit codes
 //	chaos test-all [flags]     the matrix of expected verdicts; --junit for CI
+//	chaos compare A B          one page with two runs side by side
+//	chaos serve [flags]        the results folder in a browser (loopback only by default)
 //	chaos cleanup [--all]      remove what earlier runs left behind
 //	chaos image build          build the docker backend's ZooKeeper image offline
 //	chaos register ...         the fenced register (started by chaos run)
@@ -25,6 +27,8 @@ commands:
   run       run a chaos test and check it (chaos run -h for flags)
   check     re-check a stored run: chaos check [--gate LIST] RUN-DIR
   test-all  run the matrix of recipes x faults x fencing against expected verdicts
+  compare   chaos compare [--out FILE] RUN-A RUN-B: one page with two runs side by side
+  serve     chaos serve [--results DIR] [--addr 127.0.0.1:8080]: browse the results folder
   cleanup   remove processes, namespaces and rules left by earlier runs
   image     chaos image build [--force]: the docker backend's ZooKeeper image, offline
   register  the fenced register process (started by run)
@@ -84,6 +88,10 @@ func realMain(args []string) int {
 		return cmdTestAll(ctx, rest)
 	case "image":
 		return cmdImage(ctx, rest)
+	case "compare":
+		return cmdCompare(rest, os.Stdout, os.Stderr)
+	case "serve":
+		return cmdServe(ctx, rest, os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(os.Stdout, usage)
 		return 0
