@@ -24,6 +24,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/plots"
 	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/store"
 )
 
 // Link is a relative href to a file of the run, so the results folder can
@@ -33,15 +34,32 @@ type Link struct {
 	Href string
 }
 
-// DefaultLinks are the raw files every run folder holds (DESIGN.md 10).
-func DefaultLinks() []Link {
-	return []Link{
-		{"history", "history.jsonl"},
-		{"register apply log", "register.jsonl"},
-		{"configuration", "test.json"},
-		{"results", "results.json"},
-		{"logs", "logs/"},
+// rawFiles are the files a run folder may hold (DESIGN.md 10), in the
+// order a reader wants them.
+var rawFiles = []Link{
+	{"history", store.HistoryFile},
+	{"register apply log", store.ApplyLogFile},
+	{"configuration", store.TestFile},
+	{"results", store.ResultsFile},
+	{"status", store.StatusFile},
+	{"controller log", store.LogFile},
+	{"register log", store.RegisterLog},
+	{"janitor log", store.JanitorLog},
+	{"worker logs", store.WorkersDir + "/"},
+	{"server logs", store.ZKDir + "/"},
+}
+
+// DefaultLinks are the raw files of the run folder dir that exist, so no
+// link of the page leads nowhere (a killed run lacks some; a docker run
+// has no local server folder).
+func DefaultLinks(dir string) []Link {
+	var out []Link
+	for _, l := range rawFiles {
+		if _, err := os.Stat(filepath.Join(dir, strings.TrimSuffix(l.Href, "/"))); err == nil {
+			out = append(out, l)
+		}
 	}
+	return out
 }
 
 // Page is what the report shows.
@@ -344,7 +362,7 @@ func build(in Page) view {
 			Limit:   time.Duration(c.TimeLimitNS).Round(time.Millisecond).String()}
 	}
 	if v.Links == nil {
-		v.Links = DefaultLinks()
+		v.Links = DefaultLinks(in.Dir)
 	}
 	v.Config, v.ConfigRaw = config(in)
 
