@@ -84,7 +84,7 @@ func lostUpdateCase(c *staleCase, v fence.Violation) {
 			v.Key, prev.Value, act, exp, act, plural(int(exp-act), "increment"))
 		return
 	}
-	c.consequence = fmt.Sprintf("the register's counter for %s went from %d to %d (expected %d, actual %d): the write built on a value the register no longer held",
+	c.consequence = fmt.Sprintf("the register's counter for %s went from %d to %d (expected %d, actual %d): the write did not add one to the value the register held",
 		v.Key, prev.Value, act, exp, act)
 }
 

@@ -165,3 +165,24 @@ func TestCountText(t *testing.T) {
 		}
 	}
 }
+
+// A history without the stale holder's acquire (a run killed and its
+// history cut short, a hand-edited file): the story says it is missing
+// and opens its window at the run's start.
+func TestMissingAcquire(t *testing.T) {
+	r := &run{}
+	r.critical(1500, 5, "SKU-2", 19, 0)
+	r.entry(1990, register.OpWrite, "SKU-2", 2, 17, 1)
+	res := r.results(t, doubleWriter)
+	told := Tell(Input{History: r.h, ApplyLog: r.log, StartWall: wall0, Results: res})
+	wantSteps(t, find(t, told, fence.NameDoubleWriter, 1), []string{
+		"No acquire of SKU-2 by p2 with token 17 that answered ok is in the history.",
+		"No read of SKU-2 by p2 before its write (seq 3) is in the apply log.",
+		"No fault targeting p2 is recorded between the run's start at 0.00 s and its write at 1.99 s.",
+		"No session event of p2 and no observation of its session's end by the nemesis is recorded between the run's start at 0.00 s and its write at 1.99 s.",
+		"p5 acquired SKU-2 with token 19 at 1.51 s.",
+		"p5 wrote n=1 to SKU-2 with token 19 at 1.51 s: accepted.",
+		"p2 wrote n=1 to SKU-2 with token 17 at 1.99 s: accepted.",
+		"The register accepted token 17 from p2 after it had accepted the higher token 19 from p5 (seq 2): a stale holder's write got through.",
+	})
+}

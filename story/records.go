@@ -66,24 +66,30 @@ type grant struct {
 func grantOfEntry(e register.Entry) grant { return grant{e.Process, e.Token, e.HasToken} }
 
 // grantOp finds the grant's acquire (verb: history.FAcquire, or
-// FCampaign for a leadership) of key that answered ok: the one with the
-// grant's token, else, for a grant without one, the last before `before`.
+// FCampaign for a leadership) of key that answered ok, with the grant's
+// token when it has one: the last before `before` (tokens from sequence
+// numbers can repeat), else the first after it.
 func (r *records) grantOp(verb, key string, g grant, before when) (lockview.Op, bool) {
-	var found lockview.Op
-	ok := false
+	var last, first lockview.Op
+	hasLast, hasFirst := false, false
 	for _, o := range r.ops[history.Process(g.process)] {
 		if o.F != verb || o.Key != key || o.Type != history.OK {
 			continue
 		}
-		tok, has := o.Token()
+		if tok, has := o.Token(); g.hasToken && (!has || tok != g.token) {
+			continue
+		}
 		switch {
-		case g.hasToken && has && tok == g.token:
-			return o, true
-		case !g.hasToken && (!before.ok || o.Done <= before.ns):
-			found, ok = o, true
+		case !before.ok || o.Done <= before.ns:
+			last, hasLast = o, true
+		case !hasFirst:
+			first, hasFirst = o, true
 		}
 	}
-	return found, ok
+	if hasLast {
+		return last, true
+	}
+	return first, hasFirst
 }
 
 // entryTime places an apply-log entry on the run clock: its commit by the

@@ -216,7 +216,7 @@ func TestLostUpdateAfterStaleWrite(t *testing.T) {
 		"p2's late reply to that write arrived at 11.81 s: ok.",
 		"p2 reported its session 0x2a expired at 11.81 s, after its write.",
 		"p4 wrote n=4 to SKU-3 with token 25 at 11.90 s: accepted.",
-		"The register's counter for SKU-3 went from 1 to 4 (expected 2, actual 4): the write built on a value the register no longer held.",
+		"The register's counter for SKU-3 went from 1 to 4 (expected 2, actual 4): the write did not add one to the value the register held.",
 	})
 	if got := marked(s); got != "p4 wrote n=4 to SKU-3 with token 25 at 11.90 s: accepted." {
 		t.Errorf("marked step = %q", got)
