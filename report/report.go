@@ -24,6 +24,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/plots"
 	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/report/anchor"
 	"github.com/zkchaos/zkchaos/store"
 )
 
@@ -149,6 +150,8 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{end}}
 {{else}}<p>No double-writer result{{if .DWError}}: {{.DWError}}{{end}}.</p>
 {{end}}
+
+{{template "stories" .}}
 
 <h2>Linearizability</h2>
 {{range .Linear}}<h3>{{.Name}}: <span class="{{.Class}}">{{.Valid}}</span></h3>
@@ -285,6 +288,9 @@ type view struct {
 	GeneratedAt   string
 	FirstAfterSec string
 	Linear        []linearView
+	StoriesID     string
+	Stories       []storyView
+	StoryCounts   []string
 }
 
 // linearView is one porcupine checker's section.
@@ -425,6 +431,8 @@ func build(in Page) view {
 		}
 		v.Linear = append(v.Linear, lv)
 	}
+	v.StoriesID = anchor.Stories
+	v.Stories, v.StoryCounts = stories(in)
 	v.Nemesis = nemesisRows(in.Nemesis)
 	v.Figures = figures(in.History)
 	return v
