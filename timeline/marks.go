@@ -39,7 +39,8 @@ func GrantOverlapIndex(n, j int) int { return n + j }
 
 // marksOf reads the violations of the checkers whose evidence says where
 // they happened: double-writer and stale-term (apply-log seqs),
-// grant-overlap and token-order (grants on the run clock). A checker
+// grant-overlap, token-order and wrong-token (grants and rejections on
+// the run clock). A checker
 // whose details cannot be decoded gives no marks; the page says so
 // through the checker's own section.
 func marksOf(res checker.Results, m *Model) []Mark {
@@ -57,11 +58,11 @@ func marksOf(res checker.Results, m *Model) []Mark {
 	if d := decode[lock.GrantOverlapDetails](res, lock.NameGrantOverlap); d != nil {
 		for i, o := range d.Overlaps {
 			out = append(out, m.grantMark(lock.NameGrantOverlap, i, o.Key, o.GrantedNS, o.Message,
-				grantRef{o.Holder, o.HolderTok, o.HeldFromNS}, grantRef{o.Intruder, o.IntruderTok, o.GrantedNS}))
+				grantRef{o.Holder, o.HolderTok, o.HeldFromNS, false}, grantRef{o.Intruder, o.IntruderTok, o.GrantedNS, false}))
 		}
 		for j, f := range d.FalseReleases {
 			out = append(out, m.grantMark(lock.NameGrantOverlap, GrantOverlapIndex(len(d.Overlaps), j), f.Key, f.ReleaseNS, f.Message,
-				grantRef{f.Holder, f.HolderTok, f.HeldFromNS}))
+				grantRef{f.Holder, f.HolderTok, f.HeldFromNS, false}))
 		}
 	}
 	if d := decode[lock.TokenOrderDetails](res, lock.NameTokenOrder); d != nil {
@@ -69,7 +70,16 @@ func marksOf(res checker.Results, m *Model) []Mark {
 			msg := fmt.Sprintf("key %s: process %d was granted token %d at %s, not above token %d granted to process %d at %s",
 				r.Key, r.Processes[1], r.Tokens[1], checker.Seconds(r.TimesNS[1]), r.Tokens[0], r.Processes[0], checker.Seconds(r.TimesNS[0]))
 			out = append(out, m.grantMark(lock.NameTokenOrder, i, r.Key, r.TimesNS[1], msg,
-				grantRef{r.Processes[0], r.Tokens[0], r.TimesNS[0]}, grantRef{r.Processes[1], r.Tokens[1], r.TimesNS[1]}))
+				grantRef{r.Processes[0], r.Tokens[0], r.TimesNS[0], false}, grantRef{r.Processes[1], r.Tokens[1], r.TimesNS[1], false}))
+		}
+	}
+	if d := decode[fence.WrongTokenDetails](res, fence.NameWrongToken); d != nil {
+		for i, w := range d.Violations {
+			g := grantRef{process: w.Process, at: w.GrantedNS, anyToken: w.GrantToken == nil}
+			if w.GrantToken != nil {
+				g.token = *w.GrantToken
+			}
+			out = append(out, m.grantMark(fence.NameWrongToken, i, w.Key, w.RejectedNS, w.Message, g))
 		}
 	}
 	return out
@@ -120,6 +130,9 @@ type grantRef struct {
 	process int
 	token   int64
 	at      int64
+	// anyToken: the evidence names no token; any of the process's
+	// tenures holding at the time is it.
+	anyToken bool
 }
 
 // grantMark places a violation of the grants at time at, with their
@@ -133,7 +146,7 @@ func (m *Model) grantMark(name string, i int, key string, at int64, text string,
 		return mk
 	}
 	for _, g := range grants {
-		if ti := l.tenureOf(g.process, g.token, true, g.at); ti >= 0 && !slices.Contains(mk.Tenures, ti) {
+		if ti := l.tenureOf(g.process, g.token, !g.anyToken, g.at); ti >= 0 && !slices.Contains(mk.Tenures, ti) {
 			mk.Tenures = append(mk.Tenures, ti)
 		}
 	}

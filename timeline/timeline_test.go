@@ -156,3 +156,22 @@ func TestNiceWidth(t *testing.T) {
 		}
 	}
 }
+
+func TestWrongTokenIsMarked(t *testing.T) {
+	r := newRun()
+	r.op(0, 99, 100, history.OK, history.FAcquire, "SKU-1", &history.Value{Token: history.Int64(20)})
+	r.op(0, 101, 102, history.Fail, history.FWrite, "SKU-1", &history.Value{N: history.Int64(1), Token: history.Int64(5), Current: history.Int64(19)})
+	r.evs[len(r.evs)-1].Error = "rejected: stale token"
+	in := r.input(checker.Checker{Name: fence.NameWrongToken, Check: fence.CheckWrongToken})
+	var d fence.WrongTokenDetails
+	if err := in.Results.Checkers[fence.NameWrongToken].DecodeDetails(&d); err != nil || len(d.Violations) != 1 {
+		t.Fatalf("the checker must find the wrong token (%v, %+v): the test run is wrong", err, d)
+	}
+	m := Of(in)
+	if mk := m.Marks[0]; !mk.Placed || len(mk.Tenures) != 1 || mk.At != 102*ms {
+		t.Errorf("the mark must stand at the rejection, with the holder's tenure: %+v", mk)
+	}
+	if _, ok := elements(t, Render(m, Options{}).Main)[anchor.Violation(fence.NameWrongToken, 0)]; !ok {
+		t.Fatal("the wrong token has no mark")
+	}
+}
