@@ -17,7 +17,7 @@ const timelineSource = `{{with .Timeline}}<section id="{{.ID}}">
 <ul>
 <li>Bars: who held the lock, as the holder saw it, from its grant to its release, its loss or the end of the history; successive holders alternate shades; <b>p3 t=123</b> is process 3 holding token 123. A second row is a holder that still believed it held the lock while another did.</li>
 <li>Hatched: a fault acted on the holder (paused, isolated). Faded with a dashed edge: the holder had been retired (an operation of it ended unknown) while its worker was still running.</li>
-<li>Under each lane, every write where the register applied it: accepted as a dark tick, rejected as a red cross.</li>
+<li>Under each lane, every write where the register applied it: accepted as a dark tick, rejected as a red cross under a dashed red line that shows whose tenure it fell in.</li>
 <li>Red marks: the violations the checkers found, each a link to its story. The red line runs down the lane at the moment of the violation, through the tenure it crosses; the tenures involved are outlined, the writes involved are red dots.</li>
 <li>Shaded columns: the nemesis' faults.</li>
 </ul>{{end}}
@@ -26,7 +26,7 @@ const timelineSource = `{{with .Timeline}}<section id="{{.ID}}">
 {{end}}{{if .Unplaced}}<p>Violations that cannot be placed on the run's clock:</p>
 <ul>{{range .Unplaced}}<li id="{{.ID}}"><a href="{{.Href}}">{{.Name}}</a>: {{.Text}}</li>
 {{end}}</ul>
-{{end}}{{if .Zooms}}<h3>Each violation up close</h3>
+{{end}}{{if .Zooms}}<h3>Up close: each violation and each rejected write</h3>
 {{range .Zooms}}<figure class="tl-fig"><figcaption>{{.Caption}}</figcaption>{{.SVG}}</figure>
 {{end}}{{end}}</section>
 {{end}}`

@@ -164,8 +164,8 @@ func tenureTitle(t Tenure) string {
 }
 
 // write draws one write in the lane's strip: an accepted one as a dark
-// tick, a rejected one as a red cross, one a violation involves as a red
-// dot. Its id is anchor.Write(seq), once on the page.
+// tick, a rejected one as a red cross under a dashed red line, one a
+// violation involves as a red dot. Its id is anchor.Write(seq), once on the page.
 func (f *frame) write(ld *laneDraw, i int) {
 	w := ld.l.Writes[i]
 	x := f.x(w.At)
@@ -182,7 +182,10 @@ func (f *frame) write(ld *laneDraw, i int) {
 	case w.Accepted:
 		f.s.path("tl-w", id, fmt.Sprintf("M%s %sv%s", n(x), n(y+2), n(writeH-4)), title)
 	default:
-		f.s.path("tl-wr", id, fmt.Sprintf("M%s %sl6 6m0-6l-6 6", n(x-3), n(y+3)), title)
+		// A dashed line up through the rows shows whose tenure the
+		// refused write fell in.
+		f.s.path("tl-wrl", "", fmt.Sprintf("M%s %sV%s", n(x), n(ld.y), n(y+1)), "")
+		f.s.path("tl-wr", id, fmt.Sprintf("M%s %sl8 8m0-8l-8 8", n(x-4), n(y+2)), title)
 	}
 }
 

@@ -217,7 +217,8 @@ const style = `<style>
 .tl-hold{fill:#1565c0}
 .tl-ret{fill:#fff;fill-opacity:.55;stroke:#1565c0;stroke-dasharray:3 2}
 .tl-w{stroke:#212121;stroke-width:1.4}
-.tl-wr{stroke:#c62828;stroke-width:1.6;fill:none}
+.tl-wr{stroke:#c62828;stroke-width:2;fill:none}
+.tl-wrl{stroke:#c62828;stroke-width:1;stroke-dasharray:2 2}
 .tl-wv{fill:#c62828;stroke:#fff;stroke-width:.8}
 .tl-wbin{fill:#424242}.tl-wrbin{fill:#c62828}
 .tl-mark{stroke:#c62828;stroke-width:2;fill:none}

@@ -80,8 +80,8 @@ func TestRejectedStaleWriteIsDrawn(t *testing.T) {
 	if !ok || e.class != "tl-wr" {
 		t.Fatalf("the rejected write must be drawn as a red cross with its id, got %+v (found %v)", e, ok)
 	}
-	if len(dr.Zooms) != 0 {
-		t.Error("a fenced run without violations has no zoom strip")
+	if len(dr.Zooms) != 1 || !strings.Contains(dr.Zooms[0].Caption, "1 write rejected by the register") {
+		t.Errorf("want one zoom strip around the rejected write, got %d", len(dr.Zooms))
 	}
 	if !strings.Contains(string(dr.Main), "rejected: stale token") {
 		t.Error("the rejected write's tooltip must say why")
@@ -173,5 +173,17 @@ func TestWrongTokenIsMarked(t *testing.T) {
 	}
 	if _, ok := elements(t, Render(m, Options{}).Main)[anchor.Violation(fence.NameWrongToken, 0)]; !ok {
 		t.Fatal("the wrong token has no mark")
+	}
+}
+
+func TestViolationsZoomFirst(t *testing.T) {
+	r := staleRun(true)
+	r.apply(200, "SKU-2", 9, 1, 1, false) // a rejection well before the double write
+	dr := Render(Of(r.input(doubleWriter)), Options{MaxZooms: 1})
+	if len(dr.Zooms) != 1 || !strings.Contains(dr.Zooms[0].Caption, "double-writer #0") {
+		t.Fatalf("the one zoom strip allowed must show the violation, got %+v", dr.Zooms)
+	}
+	if !strings.Contains(strings.Join(dr.Notes, " "), "Zoom strips are drawn for 1 of 2 stretches") {
+		t.Errorf("the page must say a stretch was left out: %q", dr.Notes)
 	}
 }

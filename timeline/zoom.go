@@ -10,24 +10,28 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 )
 
-// window is a stretch of one lane around violations.
+// window is a stretch of one lane around violations or rejected
+// writes.
 type window struct {
 	lane     int
+	first    int64 // the first point's time
 	half     int64
 	from, to int64
 	marks    []Mark
+	rejected int
 }
 
-// zooms draws a strip around the violations of each key (see windows),
-// everything one by one, so each
-// double write is seen at a glance however long the run. The strips link
-// to the stories but carry no violation id (the main figure does); a
-// write gets its id in the first figure that draws it.
+// zooms draws a strip around the violations and the rejected writes of
+// each key (see windows), everything one by one, so each double write,
+// and each stale write that fencing turned away, is seen at a glance
+// however long the run. Stretches with violations come first. The strips
+// link to the stories but carry no violation id (the main figure does);
+// a write gets its id in the first figure that draws it.
 func zooms(m Model, opt Options, usedW map[int64]bool) ([]Zoom, string) {
 	ws := windows(m, int64(opt.ZoomHalf), opt.MaxPerZoom)
 	note := ""
 	if len(ws) > opt.MaxZooms {
-		note = fmt.Sprintf("Zoom strips are drawn for the first %d of %d stretches with violations; the others are marked on the timeline above.", opt.MaxZooms, len(ws))
+		note = fmt.Sprintf("Zoom strips are drawn for %d of %d stretches with violations or rejected writes (violations first, then by time); the others are only in the timeline above.", opt.MaxZooms, len(ws))
 		ws = ws[:opt.MaxZooms]
 	}
 	var out []Zoom
@@ -49,28 +53,54 @@ func zooms(m Model, opt Options, usedW map[int64]bool) ([]Zoom, string) {
 	return out, note
 }
 
-// windows are the stretches around placed marks, in time order. A
-// stretch is half either side of its first mark, narrowed (halved, down
-// to minHalf) until it holds at most maxElems tenures and writes, so a
-// strip stays readable and small however busy the key; the marks of its
-// lane within half after the first join it.
+// point is what a zoom strip is drawn around: a placed violation, or a
+// rejected write (mark nil).
+type point struct {
+	lane int
+	at   int64
+	mark *Mark
+}
+
+// windows are the stretches around the points of each lane: half either
+// side of the first, narrowed (halved, down to minHalf) until it holds at
+// most maxElems tenures and writes, so a strip stays readable and small
+// however busy the key; the points of its lane within half after the
+// first join it. Those with violations come first, each group in time
+// order.
 func windows(m Model, half int64, maxElems int) []window {
-	marks := slices.Clone(m.Marks)
-	slices.SortStableFunc(marks, func(a, b Mark) int { return cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.At, b.At)) })
-	var out []window
-	for _, mk := range marks {
-		if !mk.Placed || mk.Lane < 0 {
-			continue
+	var ps []point
+	for i := range m.Marks {
+		if mk := &m.Marks[i]; mk.Placed && mk.Lane >= 0 {
+			ps = append(ps, point{lane: mk.Lane, at: mk.At, mark: mk})
 		}
-		if k := len(out) - 1; k >= 0 && out[k].lane == mk.Lane && mk.At <= out[k].marks[0].At+out[k].half {
-			out[k].to = min(max(out[k].to, mk.At+out[k].half), max(m.End, mk.At+1))
-			out[k].marks = append(out[k].marks, mk)
-			continue
-		}
-		h := fitHalf(m.Lanes[mk.Lane], mk.At, half, maxElems)
-		out = append(out, window{lane: mk.Lane, half: h, from: max(mk.At-h, 0), to: min(mk.At+h, max(m.End, mk.At+1)), marks: []Mark{mk}})
 	}
-	slices.SortStableFunc(out, func(a, b window) int { return cmp.Compare(a.from, b.from) })
+	for li, l := range m.Lanes {
+		for _, w := range l.Writes {
+			if !w.Accepted {
+				ps = append(ps, point{lane: li, at: w.At})
+			}
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b point) int { return cmp.Or(cmp.Compare(a.lane, b.lane), cmp.Compare(a.at, b.at)) })
+	end := m.End
+	var out []window
+	for _, p := range ps {
+		k := len(out) - 1
+		if k < 0 || out[k].lane != p.lane || p.at > out[k].first+out[k].half {
+			h := fitHalf(m.Lanes[p.lane], p.at, half, maxElems)
+			out = append(out, window{lane: p.lane, first: p.at, half: h, from: max(p.at-h, 0), to: p.at})
+			k++
+		}
+		out[k].to = min(max(out[k].to, p.at+out[k].half), max(end, p.at+1))
+		if p.mark != nil {
+			out[k].marks = append(out[k].marks, *p.mark)
+		} else {
+			out[k].rejected++
+		}
+	}
+	slices.SortStableFunc(out, func(a, b window) int {
+		return cmp.Or(cmp.Compare(min(len(b.marks), 1), min(len(a.marks), 1)), cmp.Compare(a.from, b.from))
+	})
 	return out
 }
 
@@ -145,7 +175,8 @@ func clipFaults(ws []checker.FaultWindow, from, to int64) []checker.FaultWindow 
 	return out
 }
 
-// zoomCaption names the key, the stretch and the violations in it.
+// zoomCaption names the key, the stretch, the violations in it and the
+// rejected writes.
 func zoomCaption(key string, w window) string {
 	byChecker := map[string][]string{}
 	var order []string
@@ -158,6 +189,12 @@ func zoomCaption(key string, w window) string {
 	var parts []string
 	for _, c := range order {
 		parts = append(parts, c+" "+strings.Join(byChecker[c], ", "))
+	}
+	switch {
+	case w.rejected == 1:
+		parts = append(parts, "1 write rejected by the register")
+	case w.rejected > 1:
+		parts = append(parts, fmt.Sprintf("%d writes rejected by the register", w.rejected))
 	}
 	return fmt.Sprintf("%s from %s to %s: %s", key, seconds(w.from), seconds(w.to), strings.Join(parts, "; "))
 }
