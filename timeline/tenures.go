@@ -141,14 +141,21 @@ func walkProcess(p history.Process, evs []procEvent, heard, end int64) []*keyedT
 
 // electionTenures are the leaderships the election checkers judge
 // (election.Leaderships), in one lane named after the service campaigned
-// for; the token is the term.
+// for; the token is the term. A leadership the checkers end where its
+// leader was retired is drawn on, as a lock holder's is, to its demotion
+// or the last time it was heard from: its worker kept running and may
+// still act on the old term.
 func electionTenures(v lockview.View) map[string][]Tenure {
 	key := ""
+	heard := map[history.Process]int64{}
 	for _, o := range v.Ops {
-		if o.F == history.FCampaign {
+		if o.F == history.FCampaign && key == "" {
 			key = o.Key
-			break
 		}
+		heard[o.Process] = max(heard[o.Process], o.Invoke, o.Done)
+	}
+	for _, e := range v.Instants {
+		heard[e.Process] = max(heard[e.Process], e.Time)
 	}
 	var ts []Tenure
 	for _, l := range election.Leaderships(v) {
@@ -156,10 +163,31 @@ func electionTenures(v lockview.View) map[string][]Tenure {
 		if l.Term != nil {
 			t.Token, t.HasToken = *l.Term, true
 		}
+		if l.Ended == election.EndRetired {
+			t.RetiredAt, t.To, t.Ended = l.ToNS, max(heard[l.Process], l.ToNS), EndLastHeard
+			if d, ok := demotion(v, l); ok {
+				t.To, t.Ended = d, election.EndDemoted
+			}
+		}
 		t.Faults = faultSpans(v.Faults, l.Process, t.From, t.To)
 		ts = append(ts, t)
 	}
 	return map[string][]Tenure{key: ts}
+}
+
+// demotion is when a retired leader learnt it was demoted (a demoted
+// event of its term after its retirement).
+func demotion(v lockview.View, l election.Leadership) (int64, bool) {
+	for _, e := range v.Instants {
+		if e.Process != l.Process || e.F != history.FDemoted || e.Time < l.ToNS {
+			continue
+		}
+		if e.Value != nil && e.Value.Token != nil && l.Term != nil && *e.Value.Token != *l.Term {
+			continue
+		}
+		return e.Time, true
+	}
+	return 0, false
 }
 
 // faultSpans are the client faults on process p (checker.FaultWindow's

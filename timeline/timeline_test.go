@@ -187,3 +187,16 @@ func TestViolationsZoomFirst(t *testing.T) {
 		t.Errorf("the page must say a stretch was left out: %q", dr.Notes)
 	}
 }
+
+func TestRetiredLeaderIsDrawnOn(t *testing.T) {
+	r := newRun()
+	r.op(3, 10, 20, history.OK, history.FCampaign, "billing", &history.Value{Token: history.Int64(77)})
+	r.ev(30, 3, history.Invoke, history.FComplete, "t1", nil, "")
+	r.pause(3, 31, 5000)
+	r.ev(2030, 3, history.Info, history.FComplete, "t1", nil, "timeout")
+	r.instant(5002, 3, history.FDemoted, "billing", &history.Value{Token: history.Int64(77), State: "expired"})
+	tn := Of(r.input()).Lanes[0].Tenures
+	if len(tn) != 1 || tn[0].RetiredAt != 30*ms || tn[0].To != 5002*ms || len(tn[0].Faults) != 1 {
+		t.Fatalf("the retired leader must be drawn to its demotion, paused: %+v", tn)
+	}
+}
