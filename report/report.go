@@ -195,6 +195,7 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{if .Figures}}<h2>Figures</h2>
 {{range .Figures}}<figure>{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
 {{end}}{{end}}
+{{template "timeline" .}}
 <h2>Nemesis</h2>
 {{if .Nemesis}}<table>
 <tr><th>time (s)</th><th>f</th><th>outcome</th><th>target</th><th>pid</th><th>verified</th><th>detail</th></tr>
@@ -284,6 +285,7 @@ type view struct {
 	Ops           []opRow
 	Nemesis       []nemesisRow
 	Figures       []figureView
+	Timeline      *timelineView
 	Links         []Link
 	GeneratedAt   string
 	FirstAfterSec string
@@ -435,6 +437,7 @@ func build(in Page) view {
 	v.Stories, v.StoryCounts = stories(in)
 	v.Nemesis = nemesisRows(in.Nemesis)
 	v.Figures = figures(in.History)
+	v.Timeline = timelineOf(in)
 	return v
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/report/anchor"
 )
 
 const hostile = `<script>alert("x")</script>`
@@ -228,5 +229,53 @@ func TestDefaultLinksOnlyWhatExists(t *testing.T) {
 	want := []string{"history.jsonl", "results.json", "controller.log", "workers/"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("links %v, want %v (existing files only, in reading order)", got, want)
+	}
+}
+
+// TestTimelineSection: the timeline sits in its section, after the
+// figures, and every double write of results.json has its mark there
+// (placed on the run's clock with the apply log's wall clock, or listed
+// in words without it), linked to its story.
+func TestTimelineSection(t *testing.T) {
+	const startWall = int64(1_700_000_000e9)
+	for _, placed := range []bool{true, false} {
+		p := page(t)
+		p.ApplyLog = []register.Entry{
+			entry(1, "SKU-1", 5, 1, 1), entry(2, "SKU-1", 6, 2, 1),
+			entry(3, hostile, 6, 0, 1), entry(4, hostile, 5, 3, 2),
+		}
+		if placed {
+			p.StartWall = startWall
+			for i := range p.ApplyLog {
+				p.ApplyLog[i].Wall = startWall + int64(i+4)*1e9
+			}
+		}
+		path := filepath.Join(t.TempDir(), "report.html")
+		if err := Write(path, p); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parse(t, b)
+		html := string(b)
+		sec := strings.Index(html, `<section id="`+anchor.Timeline+`">`)
+		if sec < 0 || sec < strings.Index(html, "<h2>Figures</h2>") {
+			t.Fatalf("placed=%v: no timeline section after the figures", placed)
+		}
+		var d fence.DoubleWriterDetails
+		if err := p.Results.Checkers[fence.NameDoubleWriter].DecodeDetails(&d); err != nil {
+			t.Fatal(err)
+		}
+		for i := range d.Violations {
+			id := anchor.Violation(fence.NameDoubleWriter, i)
+			if !strings.Contains(html[sec:], `id="`+id+`"`) {
+				t.Errorf("placed=%v: no mark %s in the timeline", placed, id)
+			}
+			if !strings.Contains(html[sec:], `href="`+anchor.Href(anchor.Story(fence.NameDoubleWriter, i))+`"`) {
+				t.Errorf("placed=%v: mark %s does not link its story", placed, id)
+			}
+		}
 	}
 }

@@ -116,7 +116,7 @@ type noticeWindow struct {
 // by its process that it was over.
 func leaderNotices(v lockview.View) []noticeWindow {
 	var out []noticeWindow
-	for _, l := range leaderships(v) {
+	for _, l := range Leaderships(v) {
 		if l.Term == nil {
 			continue
 		}

@@ -89,10 +89,11 @@ type Leadership struct {
 	Index int64 `json:"index"`
 }
 
-// leaderships lists every leadership of the history by start (and then
+// Leaderships lists every leadership of the history by start (and then
 // history index). Demoted events of another term (their token differs
-// from the campaign's) do not end a leadership.
-func leaderships(v lockview.View) []Leadership {
+// from the campaign's) do not end a leadership. Exported for the report's
+// timeline, so that it draws the leaderships these checkers judge.
+func Leaderships(v lockview.View) []Leadership {
 	perProc := map[history.Process][]int{}
 	for i, o := range v.Ops {
 		perProc[o.Process] = append(perProc[o.Process], i)

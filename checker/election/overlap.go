@@ -60,7 +60,7 @@ type LeaderOverlapDetails struct {
 // are listed too: they are how long a deposed leader went on believing.
 func CheckLeaderOverlap(ctx context.Context, in checker.Input) checker.Result {
 	v := lockview.Of(in.History)
-	ls := leaderships(v)
+	ls := Leaderships(v)
 	d := LeaderOverlapDetails{Leaderships: len(ls), Overlaps: []Overlap{}, Excused: []Overlap{}, ExcusedByReason: map[string]int{}}
 	if len(ls) == 0 {
 		return checker.Result{Valid: checker.Unknown, Details: d,

@@ -67,7 +67,7 @@ type StatsDetails struct {
 // leaders went on running tasks after they were deposed.
 func CheckStats(ctx context.Context, in checker.Input) checker.Result {
 	v := lockview.Of(in.History)
-	ls := leaderships(v)
+	ls := Leaderships(v)
 	d := StatsDetails{Ops: opCounts(v), Leaderships: len(ls), EndedBy: map[string]int{}, Demotions: map[string]int{}}
 	terms := map[int64]bool{}
 	for i, l := range ls {

@@ -45,7 +45,7 @@ type TermOrderDetails struct {
 // the earlier leader's, so its czxid is higher; a lower one means a
 // process was told it leads under an old node).
 func CheckTermOrder(ctx context.Context, in checker.Input) checker.Result {
-	ls := leaderships(lockview.Of(in.History))
+	ls := Leaderships(lockview.Of(in.History))
 	d := TermOrderDetails{Violations: []TermViolation{}, ViolationCounts: map[string]int{KindSharedTerm: 0, KindTermRegression: 0}}
 	owner := map[int64]Leadership{}
 	var highest *Leadership
