@@ -76,9 +76,15 @@ func checkPage(t *testing.T, page string) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
-	// The timeline slot: each run's two figures, drawn.
-	if n := strings.Count(page, "<svg"); n != 4 {
-		t.Errorf("%d figures, want 4 (latency and throughput of each run)", n)
+	// The timelines: each run's ownership timeline, latency and
+	// throughput, drawn (the fixture's results are not the checkers' own,
+	// so its marks are not placed: timeline's TestTwoTimelinesShareAPage
+	// covers their ids and links).
+	if n := strings.Count(page, "<svg"); n != 6 {
+		t.Errorf("%d figures, want 6 (timeline, latency and throughput of each run)", n)
+	}
+	if n := strings.Count(page, `aria-label="lock ownership timeline`); n != 2 {
+		t.Errorf("%d ownership timelines, want one per run", n)
 	}
 	for _, bad := range []string{"<script", "http://", "https://", "<link", "<img"} {
 		if strings.Contains(page, bad) {
@@ -98,7 +104,8 @@ func checkLinks(t *testing.T, page, body string, want int) {
 		t.Errorf("%d links, want %d", len(links), want)
 	}
 	for _, m := range links {
-		target := filepath.Join(filepath.Dir(page), filepath.FromSlash(html.UnescapeString(m[1])))
+		href, _, _ := strings.Cut(html.UnescapeString(m[1]), "#")
+		target := filepath.Join(filepath.Dir(page), filepath.FromSlash(href))
 		if _, err := os.Stat(target); err != nil {
 			t.Errorf("link %s from %s does not resolve: %v", m[1], page, err)
 		}

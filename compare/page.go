@@ -93,7 +93,7 @@ code { font-family: ui-monospace, monospace; }
 {{define "completion"}}<td>{{if .Complete}}{{.Completion}}{{else}}<span class="incomplete">{{.Completion}}</span>{{end}}</td>{{end}}
 {{define "reasons"}}<td>{{range .Reasons}}<div>{{.}}</div>{{else}}<span class="note">every gating checker passed</span>{{end}}</td>{{end}}
 {{define "verdictCell"}}<td><span class="{{.Class}}">{{.Valid}}</span>{{if .Note}}<div class="note">{{.Note}}</div>{{end}}</td>{{end}}
-{{define "figure"}}{{if .SVG}}{{.SVG}}{{else if .Note}}<p class="note">{{.Note}}</p>{{else}}<p class="note">not drawn</p>{{end}}{{end}}
+{{define "figure"}}{{if .Note}}<p class="note">{{.Note}}</p>{{end}}{{if .SVG}}{{.SVG}}{{else if not .Note}}<p class="note">not drawn</p>{{end}}{{end}}
 `
 
 var pageTmpl = template.Must(template.New("compare").Parse(pageSource))

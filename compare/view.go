@@ -61,7 +61,7 @@ func build(a, b Side) view {
 	v.Checkers = checkerRows(a.Run.Results, b.Run.Results)
 	v.Violations = violationRows(a.Run.Results, b.Run.Results)
 	v.Figures = figureRows(a.Run, b.Run)
-	v.Timelines = timelineRows(Timeline(a.Run), Timeline(b.Run))
+	v.Timelines = timelineRows(Timeline(a, "A"), Timeline(b, "B"))
 	return v
 }
 

@@ -172,7 +172,7 @@ func (f *frame) write(ld *laneDraw, i int) {
 	y := ld.y + float64(ld.l.Rows)*rowH
 	id := ""
 	if !f.usedW[w.Seq] {
-		id = anchor.Write(w.Seq)
+		id = f.idPfx + anchor.Write(w.Seq)
 		f.usedW[w.Seq] = true
 	}
 	title := writeTitle(w)
@@ -217,9 +217,9 @@ func (f *frame) mark(ld *laneDraw, mk Mark) {
 	x := f.x(mk.At)
 	id := ""
 	if f.ids {
-		id = anchor.Violation(mk.Checker, mk.Index)
+		id = f.idPfx + anchor.Violation(mk.Checker, mk.Index)
 	}
-	f.s.printf(`<a href="%s">`, esc(anchor.Href(anchor.Story(mk.Checker, mk.Index))))
+	f.s.printf(`<a href="%s">`, esc(f.storyPage+anchor.Href(anchor.Story(mk.Checker, mk.Index))))
 	f.s.open("g", "tl-mark", id, "")
 	f.s.printf("<title>%s</title>", esc(fmt.Sprintf("%s #%d: %s", mk.Checker, mk.Index, mk.Text)))
 	for _, ti := range mk.Tenures {

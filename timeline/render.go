@@ -29,6 +29,13 @@ type Options struct {
 	// busier stretch is narrowed around its violation (its caption says
 	// how wide it is).
 	MaxPerZoom int
+	// Prefix is put before every id the drawing defines, so that two
+	// timelines can share a page (chaos compare); report.html leaves it
+	// empty, where the ids are report/anchor's.
+	Prefix string
+	// StoryPage is the page holding the stories the marks link to
+	// ("": this page; compare: the run's report.html).
+	StoryPage string
 }
 
 // Defaults: a lane of 1,500 elements weighs about 150 KB; eight of them
@@ -119,7 +126,7 @@ func Render(m Model, opt Options) Drawing {
 		d.Notes = append(d.Notes, "No lane: the history has no grant and the apply log no write.")
 		return d
 	}
-	f := newFrame(opt.Width, 0, max(m.End, 1), true)
+	f := newFrame(opt.Width, 0, max(m.End, 1), true, opt)
 	var lds []*laneDraw
 	var summed []string
 	binW := int64(0)
@@ -158,13 +165,16 @@ type frame struct {
 	ids   bool
 	usedW map[int64]bool
 	pfx   string
+	// idPfx and storyPage are Options.Prefix and Options.StoryPage.
+	idPfx, storyPage string
 }
 
-func newFrame(width int, t0, t1 int64, ids bool) *frame {
+func newFrame(width int, t0, t1 int64, ids bool, opt Options) *frame {
 	if t1 <= t0 {
 		t1 = t0 + int64(time.Second)
 	}
-	return &frame{width: width, t0: t0, t1: t1, plotW: float64(width) - leftW - rightW, ids: ids, usedW: map[int64]bool{}, pfx: "tl"}
+	return &frame{width: width, t0: t0, t1: t1, plotW: float64(width) - leftW - rightW, ids: ids, usedW: map[int64]bool{},
+		pfx: opt.Prefix + "tl", idPfx: opt.Prefix, storyPage: opt.StoryPage}
 }
 
 // x places a run-clock time, clamped to the plot.

@@ -200,3 +200,25 @@ func TestRetiredLeaderIsDrawnOn(t *testing.T) {
 		t.Fatalf("the retired leader must be drawn to its demotion, paused: %+v", tn)
 	}
 }
+
+func TestTwoTimelinesShareAPage(t *testing.T) {
+	// chaos compare draws two runs on one page: every id prefixed (no
+	// clash), every mark linking the story on its own run's report.
+	in := staleRun(true).input(doubleWriter)
+	m := Of(in)
+	a := Render(m, Options{Prefix: "a-", StoryPage: "A/report.html"})
+	b := Render(m, Options{Prefix: "b-", StoryPage: "B/report.html"})
+	els := elements(t, append(allSVG(a), allSVG(b)...)...) // fails on a duplicate id
+	for _, side := range []string{"a", "b"} {
+		e, ok := els[side+"-"+anchor.Violation(fence.NameDoubleWriter, 0)]
+		want := strings.ToUpper(side) + "/report.html" + anchor.Href(anchor.Story(fence.NameDoubleWriter, 0))
+		if !ok || e.href != want {
+			t.Errorf("side %s: mark %+v, want a link to %s", side, e, want)
+		}
+	}
+	for id := range els {
+		if !strings.HasPrefix(id, "a-") && !strings.HasPrefix(id, "b-") {
+			t.Errorf("id %q is not prefixed", id)
+		}
+	}
+}

@@ -38,9 +38,9 @@ func zooms(m Model, opt Options, usedW map[int64]bool) ([]Zoom, string) {
 	for _, w := range ws {
 		l := m.Lanes[w.lane]
 		sub, marks := subLane(l, w)
-		f := newFrame(opt.Width, w.from, w.to, false)
+		f := newFrame(opt.Width, w.from, w.to, false, opt)
 		f.usedW = usedW
-		f.pfx = fmt.Sprintf("tlz%d", len(out))
+		f.pfx = fmt.Sprintf("%stlz%d", opt.Prefix, len(out))
 		ld := &laneDraw{l: sub, ten: upTo(len(sub.Tenures)), wr: upTo(len(sub.Writes)), marks: marks, involved: map[int]bool{}}
 		for _, mk := range marks {
 			for _, i := range mk.Writes {
