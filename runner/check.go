@@ -117,7 +117,8 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 		}
 	}
 	page := report.Page{Name: tf.Name, Dir: run.Dir, Start: tf.Start, Config: rawTest, Results: res,
-		Nemesis: nem, History: h.Events, HistoryTruncated: h.Truncated, ApplyLog: applyLog, StartWall: startWall}
+		Nemesis: nem, History: h.Events, HistoryTruncated: h.Truncated, ApplyLog: applyLog, StartWall: startWall,
+		Links: reportLinks(run)}
 	if err := report.Write(out.Report, page); err != nil {
 		return out, fmt.Errorf("write report: %w", err)
 	}
