@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // One browser for the package's tests: starting Chromium costs a second
@@ -206,6 +208,19 @@ func TestBrokenLinks(t *testing.T) {
 	want := []string{"bad anchor", "bad file", "bad other", "external", "mail", "bad served", "bad served anchor"}
 	if !slices.Equal(got, want) {
 		t.Errorf("broken links %q, want %q; in full:\n%s", got, want, strings.Join(bad, "\n"))
+	}
+}
+
+// TestRefusingProxy: a request off the machine that the Fetch guard did
+// not see (a tab without it, as Chromium's own traffic is) goes to the
+// refusing proxy and fails there, never reaching a resolver or the
+// network.
+func TestRefusingProxy(t *testing.T) {
+	tab, cancel := chromedp.NewContext(theBrowser(t).ctx)
+	defer cancel()
+	err := chromedp.Do(tab, chromedp.Navigate("http://zkchaos.invalid/"))
+	if err == nil || !strings.Contains(err.Error(), "ERR_PROXY_CONNECTION_FAILED") {
+		t.Errorf("an unguarded request off the machine: %v, want the proxy's refusal", err)
 	}
 }
 

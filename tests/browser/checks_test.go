@@ -156,6 +156,7 @@ func checkFigures(t *testing.T, ctx context.Context, p *web.Page) []string {
 			bad = append(bad, fmt.Sprintf("figure %d of %d is drawn %gx%g", i+1, len(figs), f.Width, f.Height))
 		}
 	}
+	t.Logf("%d figures in %s, %d not drawn", len(figs), scope, len(bad))
 	return bad
 }
 
