@@ -4,7 +4,8 @@
 # Curator 5.4 jars for the curator subject, an SLF4J binding so the
 # servers log, iproute2 and iptables for network namespaces, mmdebstrap to
 # build the docker backend's ZooKeeper image offline (chaos image build),
-# python3-kazoo for the conformance tests' Python election worker.
+# python3-kazoo for the conformance tests' Python election worker, and
+# Debian's chromium (headless) with a font for the browser tests.
 # Go modules are fetched by `go mod download`. Safe to run again: it does
 # nothing when everything is there.
 set -euo pipefail
@@ -43,6 +44,50 @@ if [ ${#need[@]} -gt 0 ]; then
   # --no-install-recommends keeps Java headless (the zookeeper package would pull a desktop JRE).
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+
+# The browser tests (internal/browser, tests/browser) drive Debian's
+# chromium headless; fonts-dejavu-core is the font its screenshots are
+# drawn in. It is installed on its own, after the rest: where it cannot be
+# (no apt-get, no root, the install fails), the reason goes to
+# bin/chromium-unavailable and the browser tests skip saying so, while
+# everything else still installs and runs. A later run that installs it
+# removes the note.
+install_chromium() {
+  local root note want=()
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  note="$root/bin/chromium-unavailable"
+  command -v chromium >/dev/null 2>&1 || want+=(chromium)
+  [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || want+=(fonts-dejavu-core)
+  if [ ${#want[@]} -eq 0 ]; then
+    rm -f "$note"
+    return
+  fi
+  mkdir -p "$root/bin"
+  local SUDO="" why=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else why="not root and no sudo to apt-get install ${want[*]}"; fi
+  fi
+  command -v apt-get >/dev/null 2>&1 || why="no apt-get to install ${want[*]}"
+  if [ -z "$why" ]; then
+    echo "install-deps: installing ${want[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null; }; then
+      why="apt-get install ${want[*]} failed"
+    fi
+  fi
+  if [ -n "$why" ]; then
+    echo "install-deps: $why: the browser tests will skip" >&2
+    echo "$why" >"$note"
+    return
+  fi
+  rm -f "$note"
+  # Headless, as the tests start it (--no-sandbox: root has no sandbox).
+  if ! timeout 60 chromium --headless --no-sandbox --disable-gpu --dump-dom \
+      'data:text/html,<title>zkchaos-ok</title>' 2>/dev/null | grep -q zkchaos-ok; then
+    echo "install-deps: chromium is installed but does not run headless: the browser tests will fail" >&2
+  fi
+}
+install_chromium
 
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
   export PATH=/usr/local/go/bin:$PATH
