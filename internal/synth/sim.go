@@ -151,7 +151,9 @@ func (g *gen) finish() {
 			out := &history.Value{}
 			g.op(sl.proc, history.FFinalRead, key(k), t, t+3*msNS, history.OK, nil, out, "")
 			g.calls = append(g.calls, call{at: t + 2*msNS, op: register.OpRead, key: key(k), process: sl.proc,
-				fill: func(e register.Entry, st register.KeyState) { out.N, out.Token = history.Int64(e.Value), history.Int64(st.Token) }})
+				fill: func(e register.Entry, st register.KeyState) {
+					out.N, out.Token = history.Int64(e.Value), history.Int64(st.Token)
+				}})
 			t += 4 * msNS
 		}
 	}
