@@ -20,6 +20,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/linear"
+	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/plots"
@@ -172,7 +173,7 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{end}}
 
 {{if .Figures}}<h2>Figures</h2>
-{{range .Figures}}<figure>{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
+{{range .Figures}}<figure>{{if .SVG}}{{.SVG}}<figcaption>{{.Caption}}</figcaption>{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
 {{end}}{{end}}
 <h2>Nemesis</h2>
 {{if .Nemesis}}<table>
@@ -429,22 +430,25 @@ func build(in Page) view {
 }
 
 // figureView is one figure: an inline SVG (plots draws it from the
-// history, html/template trusts it as markup), or why there is none.
+// history, html/template trusts it as markup) with its caption, or why
+// there is none.
 type figureView struct {
-	Title, Note string
-	SVG         template.HTML
+	Title, Note, Caption string
+	SVG                  template.HTML
 }
 
-// figures draws the page's figures from the history; a figure that cannot
-// be drawn says why instead of disappearing.
+// figures draws the page's figures from the history, read once for all
+// (lockview); a figure that cannot be drawn says why instead of
+// disappearing.
 func figures(h []history.Event) []figureView {
 	if len(h) == 0 {
 		return nil
 	}
+	v := lockview.Of(h)
 	var out []figureView
 	for _, fig := range []struct {
 		title string
-		draw  func([]history.Event) ([]byte, error)
+		draw  func(lockview.View) (plots.Figure, error)
 	}{
 		{"Latency of every operation", plots.Latency},
 		{"Lock wait and hold", plots.WaitHold},
@@ -452,7 +456,7 @@ func figures(h []history.Event) []figureView {
 		{"Session events and refused calls", plots.Events},
 	} {
 		f := figureView{Title: fig.title}
-		svg, err := fig.draw(h)
+		drawn, err := fig.draw(v)
 		switch {
 		case errors.Is(err, plots.ErrNothingToDraw):
 			f.Note = "nothing to draw: " + err.Error()
@@ -461,7 +465,7 @@ func figures(h []history.Event) []figureView {
 		default:
 			// Our renderer's SVG: history text in it is escaped (plots'
 			// tests feed it markup), and it names no URL.
-			f.SVG = template.HTML(svg)
+			f.SVG, f.Caption = template.HTML(drawn.SVG), drawn.Caption
 		}
 		out = append(out, f)
 	}
