@@ -69,7 +69,7 @@ func (s shading) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		if at := from + vg.Points(1); at >= free {
 			labels = append(labels, text{vg.Point{X: at, Y: c.Max.Y - vg.Points(8)}, w.F})
-			free = at + label.Width(w.F) + vg.Points(2)
+			free = at + label.Width(w.F) + vg.Points(8) // a gap, so labels read as words
 		}
 	}
 	if len(path) > 0 {
