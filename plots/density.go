@@ -39,10 +39,13 @@ func newDensity(c color.RGBA, dx, end float64, edges []float64, cols int) *densi
 	return d
 }
 
-// add counts one item in cell (row, col).
-func (d *density) add(row, col int) {
-	d.cells[row][col]++
-	d.max = max(d.max, d.cells[row][col])
+// add counts one item in row at time x (s): the column x falls in, the
+// last for a time at the very end.
+func (d *density) add(row int, x float64) {
+	cols := d.cells[row]
+	col := min(max(int(x/d.dx), 0), len(cols)-1)
+	cols[col]++
+	d.max = max(d.max, cols[col])
 }
 
 // level is the shade of a count: 0 for none, else 1..densityLevels on a

@@ -132,7 +132,7 @@ func eventLayer(p *plot.Plot, pts plotter.XYs, r int, one bool, w, end int64) er
 	y := float64(r + 1)
 	d := newDensity(eventRows[r].c, float64(w)/1e9, float64(end)/1e9, []float64{y - 0.3, y + 0.3}, binsOf(end, w))
 	for _, pt := range pts {
-		d.add(0, int(pt.X*1e9)/int(w))
+		d.add(0, pt.X)
 	}
 	p.Add(d)
 	return nil

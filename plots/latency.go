@@ -76,18 +76,21 @@ func Latency(v lockview.View) (Figure, error) {
 	}
 	one := oneByOne(sizes, MaxPoints)
 	w := binWidth(v.End, MaxDensityCols)
-	title := "Latency of every operation"
 	var points, binned []string
 	for i, o := range outcomes {
-		if sizes[i] > 0 && !one[i] {
+		switch {
+		case sizes[i] == 0:
+		case one[i]:
+			points = append(points, fmt.Sprintf("%s %s", count(sizes[i]), o.t))
+		default:
 			binned = append(binned, fmt.Sprintf("%s %s", count(sizes[i]), o.t))
 		}
 	}
+	title := "Latency of every operation"
 	if len(binned) > 0 {
 		title += fmt.Sprintf(" (%s drawn as %s bins)", strings.Join(binned, ", "), span(w))
 	}
 	p := timeFigure(v, title, "latency (ms, log scale)", true)
-	binned = binned[:0]
 	for i, o := range outcomes {
 		pts := series[o.t]
 		if len(pts) == 0 {
@@ -98,11 +101,6 @@ func Latency(v lockview.View) (Figure, error) {
 			return Figure{}, fmt.Errorf("latency %s: %w", o.t, err)
 		}
 		p.Legend.Add(fmt.Sprintf("%s (%s%s)", o.t, count(len(pts)), note), th)
-		if one[i] {
-			points = append(points, fmt.Sprintf("%s %s", count(len(pts)), o.t))
-		} else {
-			binned = append(binned, fmt.Sprintf("%s %s", count(len(pts)), o.t))
-		}
 	}
 	p.Legend.Top = true
 	svg, err := svgOf(p, 9*vg.Inch, 3.5*vg.Inch)
@@ -151,7 +149,7 @@ func latencyLayer(p *plot.Plot, pts plotter.XYs, c color.RGBA, points bool, w, e
 	}
 	d := newDensity(c, float64(w)/1e9, float64(end)/1e9, edges, binsOf(end, w))
 	for _, pt := range pts {
-		d.add(row(pt.Y)-lo, int(pt.X*1e9)/int(w))
+		d.add(row(pt.Y)-lo, pt.X)
 	}
 	p.Add(d)
 	return d, ", density", nil

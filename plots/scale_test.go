@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
 	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/synth"
@@ -171,5 +174,47 @@ func TestFiguresSize100k(t *testing.T) {
 		if total > figureBudget {
 			t.Errorf("figures of %s operations: %s bytes, over the budget of %s", count(synth.Ops(r.Events)), count(total), count(figureBudget))
 		}
+	}
+}
+
+// TestDensity: shades grow with the log of the count, from 1 for a lone
+// item to densityLevels for the busiest cell, and a row's run of cells
+// at one shade is one rectangle: a steady density of 300 bins costs
+// one, an alternating one a rectangle per bin.
+func TestDensity(t *testing.T) {
+	rects := func(counts func(col int) int) int {
+		d := newDensity(colourOK, 1, 300, []float64{0, 1}, 300)
+		for col := range 300 {
+			for range counts(col) {
+				d.add(0, float64(col)+0.5)
+			}
+		}
+		with, without := plot.New(), plot.New()
+		with.Add(d)
+		with.X.Min, with.X.Max, without.X.Min, without.X.Max = 0, 300, 0, 300
+		a, err := svgOf(with, 4*vg.Inch, 2*vg.Inch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := svgOf(without, 4*vg.Inch, 2*vg.Inch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(a), "Z") - strings.Count(string(b), "Z")
+	}
+	if n := rects(func(int) int { return 5 }); n != 1 {
+		t.Errorf("a steady row: %d rectangles, want 1", n)
+	}
+	if n := rects(func(c int) int { return 1 + 49*(c%2) }); n != 300 {
+		t.Errorf("an alternating row: %d rectangles, want 300", n)
+	}
+	d := newDensity(colourOK, 1, 3, []float64{0, 1}, 3)
+	for range 1000 {
+		d.add(0, 0)
+	}
+	d.add(0, 1)
+	d.add(0, 3) // the very end: the last column
+	if d.level(0) != 0 || d.level(1) != 1 || d.level(1000) != densityLevels || d.level(30) <= d.level(1) || d.cells[0][2] != 1 {
+		t.Errorf("levels 0→%d 1→%d 30→%d 1000→%d; cells %v", d.level(0), d.level(1), d.level(30), d.level(1000), d.cells)
 	}
 }
