@@ -37,8 +37,13 @@ lint: fmt-check
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
+# The report's bound at 100 000 operations (internal/synth): writing the
+# report against reading the run, the page in Chromium (skipped without
+# one), and each checker for scale (docs/architecture.md "Figures at scale").
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./checker/ ./register/
+	$(GO) test -run '^$$' -bench 100k -benchtime 3x -benchmem ./report/ ./internal/pageload/
+	$(GO) test -run '^$$' -bench Checkers100k -benchtime 1x ./checker/suite/
 
 cleanup: build
 	./$(BIN) cleanup

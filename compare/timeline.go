@@ -4,7 +4,7 @@ import (
 	"html/template"
 	"strings"
 
-	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/plots"
 	"github.com/zkchaos/zkchaos/report"
 	"github.com/zkchaos/zkchaos/timeline"
@@ -27,12 +27,11 @@ type Figure struct {
 // and the completions per second, all on the run's clock with the faults
 // shaded.
 func Timeline(s Side, label string) []Figure {
-	r := s.Run
-	h := r.Evidence.History.Events
+	v := lockview.Of(s.Run.Evidence.History.Events)
 	return []Figure{
 		ownership(s, label),
-		draw("Latency of every operation", plots.Latency, h),
-		draw("Completions per second", plots.Throughput, h),
+		draw("Latency of every operation", plots.Latency, v),
+		draw("Completions per second", plots.Throughput, v),
 	}
 }
 
@@ -52,8 +51,12 @@ func ownership(s Side, label string) Figure {
 
 // draw renders one plots figure through the report's drawing, so both
 // pages say the same when a figure cannot be drawn.
-func draw(title string, f func([]history.Event) ([]byte, error), h []history.Event) Figure {
+func draw(title string, f func(lockview.View) (plots.Figure, error), v lockview.View) Figure {
 	fig := Figure{Title: title}
-	fig.SVG, fig.Note = report.DrawFigure(f, h)
+	var caption string
+	fig.SVG, caption, fig.Note = report.DrawFigure(f, v)
+	if caption != "" {
+		fig.Note = strings.TrimSpace(caption + " " + fig.Note)
+	}
 	return fig
 }

@@ -19,7 +19,7 @@ import (
 // refused (seed 22's Disconnected/Expired counts and rejected tokens).
 var eventRows = []struct {
 	label string
-	c     color.Color
+	c     color.RGBA
 }{
 	{"disconnected", colourInfo},
 	{"expired", colourFail},
@@ -47,9 +47,58 @@ func eventRow(f, state, errText string, typ history.Type) int {
 // Events draws the session events the workers reported and the calls the
 // resource refused as marks on the run's clock, one row each, with the
 // fault windows shaded: an expiry follows its pause, a rejection follows
-// the expiry. A history without any gives ErrNothingToDraw.
-func Events(h []history.Event) ([]byte, error) {
-	v := lockview.Of(h)
+// the expiry. Up to MaxPoints marks are drawn one by one; past that the
+// busiest rows are drawn as densities of time bins, which the title and
+// caption say. A history without any gives ErrNothingToDraw.
+func Events(v lockview.View) (Figure, error) {
+	rows := eventMarks(v)
+	sizes := make([]int, len(rows))
+	total := 0
+	for i, r := range rows {
+		sizes[i], total = len(r), total+len(r)
+	}
+	if total == 0 {
+		return Figure{}, ErrNothingToDraw
+	}
+	one := oneByOne(sizes, MaxPoints)
+	w := binWidth(v.End, MaxDensityCols)
+	var binned []string
+	for i, row := range eventRows {
+		if sizes[i] > 0 && !one[i] {
+			binned = append(binned, fmt.Sprintf("%s %s", count(sizes[i]), row.label))
+		}
+	}
+	title := "Session events and refused calls"
+	if len(binned) > 0 {
+		title += fmt.Sprintf(" (%s drawn as %s bins)", strings.Join(binned, ", "), span(w))
+	}
+	p := timeFigure(v, title, "", false)
+	p.Y.Min, p.Y.Max = 0.5, float64(len(eventRows))+0.5
+	ticks := make([]plot.Tick, len(eventRows))
+	for i, row := range eventRows {
+		ticks[i] = plot.Tick{Value: float64(i + 1), Label: fmt.Sprintf("%s (%s)", row.label, count(len(rows[i])))}
+		if len(rows[i]) == 0 {
+			continue
+		}
+		if err := eventLayer(p, rows[i], i, one[i], w, v.End); err != nil {
+			return Figure{}, fmt.Errorf("%s marks: %w", row.label, err)
+		}
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	svg, err := svgOf(p, 9*vg.Inch, 2.2*vg.Inch)
+	if err != nil {
+		return Figure{}, err
+	}
+	caption := fmt.Sprintf("Session events the workers reported (disconnected, expired), locks they lost or leaderships they were demoted from, and calls the resource refused, at their time: %s", plural(total, "mark"))
+	if len(binned) > 0 {
+		caption += fmt.Sprintf(", more than the %s a figure draws one by one, so %s are drawn as %s bins shaded by the logarithm of their count",
+			count(MaxPoints), strings.Join(binned, " and "), span(w))
+	}
+	return Figure{SVG: svg, Caption: caption + "."}, nil
+}
+
+// eventMarks are the times (s) of each row's events.
+func eventMarks(v lockview.View) []plotter.XYs {
 	rows := make([]plotter.XYs, len(eventRows))
 	for _, e := range v.Instants {
 		state := ""
@@ -65,26 +114,26 @@ func Events(h []history.Event) ([]byte, error) {
 			rows[r] = append(rows[r], plotter.XY{X: float64(o.Done) / 1e9, Y: float64(r + 1)})
 		}
 	}
-	p := timeFigure(v, "Session events and refused calls", "", false)
-	p.Y.Min, p.Y.Max = 0.5, float64(len(eventRows))+0.5
-	ticks := make([]plot.Tick, len(eventRows))
-	drawn := 0
-	for i, row := range eventRows {
-		ticks[i] = plot.Tick{Value: float64(i + 1), Label: fmt.Sprintf("%s (%d)", row.label, len(rows[i]))}
-		if len(rows[i]) == 0 {
-			continue
-		}
-		sc, err := plotter.NewScatter(rows[i])
+	return rows
+}
+
+// eventLayer draws row r's marks one by one or as a density strip of
+// w-wide bins.
+func eventLayer(p *plot.Plot, pts plotter.XYs, r int, one bool, w, end int64) error {
+	if one {
+		sc, err := plotter.NewScatter(pts)
 		if err != nil {
-			return nil, fmt.Errorf("%s marks: %w", row.label, err)
+			return err
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: row.c, Radius: vg.Points(2.5), Shape: draw.PyramidGlyph{}}
+		sc.GlyphStyle = draw.GlyphStyle{Color: eventRows[r].c, Radius: vg.Points(2.5), Shape: draw.PyramidGlyph{}}
 		p.Add(sc)
-		drawn += len(rows[i])
+		return nil
 	}
-	if drawn == 0 {
-		return nil, ErrNothingToDraw
+	y := float64(r + 1)
+	d := newDensity(eventRows[r].c, float64(w)/1e9, float64(end)/1e9, []float64{y - 0.3, y + 0.3}, binsOf(end, w))
+	for _, pt := range pts {
+		d.add(0, pt.X)
 	}
-	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	return svgOf(p, 9*vg.Inch, 2.2*vg.Inch)
+	p.Add(d)
+	return nil
 }

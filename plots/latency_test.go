@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/history"
 )
 
@@ -33,16 +34,18 @@ func sample() []history.Event {
 	}
 }
 
-func TestLatency(t *testing.T) {
-	svg, err := Latency(sample())
+// drawn draws a figure of h: an inline SVG, well-formed XML (so it
+// inlines into HTML as it is), with a caption.
+func drawn(t *testing.T, fig func(lockview.View) (Figure, error), h []history.Event) Figure {
+	t.Helper()
+	f, err := fig(lockview.Of(h))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(svg, []byte("<svg")) {
-		t.Fatalf("not an inline SVG: %.80q", svg)
+	if !bytes.HasPrefix(f.SVG, []byte("<svg")) || f.Caption == "" {
+		t.Fatalf("not an inline SVG with a caption: %.80q, caption %q", f.SVG, f.Caption)
 	}
-	// Well-formed XML, so it inlines into HTML as it is.
-	d := xml.NewDecoder(bytes.NewReader(svg))
+	d := xml.NewDecoder(bytes.NewReader(f.SVG))
 	for {
 		if _, err := d.Token(); err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -51,10 +54,20 @@ func TestLatency(t *testing.T) {
 			break
 		}
 	}
-	s := string(svg)
-	for _, want := range []string{"ok (3)", "fail (1)", "info (1)", "1 never completed", ">pause<", "log scale"} {
+	return f
+}
+
+func TestLatency(t *testing.T) {
+	f := drawn(t, Latency, sample())
+	s := string(f.SVG)
+	for _, want := range []string{"ok (3)", "fail (1)", "info (1)", ">pause<", "log scale"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the figure lacks %q", want)
+		}
+	}
+	for _, want := range []string{"5 completions, one point each", "1 operation never completed"} {
+		if !strings.Contains(f.Caption, want) {
+			t.Errorf("the caption %q lacks %q", f.Caption, want)
 		}
 	}
 	if strings.Contains(s, ">resume<") {
@@ -64,7 +77,7 @@ func TestLatency(t *testing.T) {
 
 func TestLatencyNothingToDraw(t *testing.T) {
 	h := []history.Event{ev(0, 0, history.Invoke, history.FAcquire)}
-	if _, err := Latency(h); !errors.Is(err, ErrNothingToDraw) {
+	if _, err := Latency(lockview.Of(h)); !errors.Is(err, ErrNothingToDraw) {
 		t.Fatalf("a history without completions: %v", err)
 	}
 }
@@ -75,22 +88,14 @@ func TestLatencyNothingToDraw(t *testing.T) {
 func TestLatencyEscapesLabels(t *testing.T) {
 	h := sample()
 	h[6].F, h[7].F = "<script>x</script>", "<script>x</script>"
-	svg, err := Latency(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(svg)
+	s := string(drawn(t, Latency, h).SVG)
 	if strings.Contains(s, "<script>") || !strings.Contains(s, "&lt;script&gt;") {
 		t.Fatalf("the label is not escaped text: %q", s[strings.Index(s, "script")-20:][:60])
 	}
 }
 
 func TestThroughput(t *testing.T) {
-	svg, err := Throughput(sample())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(svg)
+	s := string(drawn(t, Throughput, sample()).SVG)
 	for _, want := range []string{">acquire<", ">write<", ">release<", ">pause<", "completions / s"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the throughput figure lacks %q", want)
@@ -100,7 +105,7 @@ func TestThroughput(t *testing.T) {
 
 func TestEvents(t *testing.T) {
 	h := sample()
-	if _, err := Events(h); !errors.Is(err, ErrNothingToDraw) {
+	if _, err := Events(lockview.Of(h)); !errors.Is(err, ErrNothingToDraw) {
 		t.Fatalf("a history without session events or refusals: %v", err)
 	}
 	instant := func(ms int64, f, state string) []history.Event {
@@ -116,11 +121,7 @@ func TestEvents(t *testing.T) {
 	rej := ev(601, 0, history.Fail, history.FWrite)
 	rej.Error = "rejected: token 5 below fence 6"
 	h = append(h, rej)
-	svg, err := Events(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(svg)
+	s := string(drawn(t, Events, h).SVG)
 	for _, want := range []string{"disconnected (1)", "expired (1)", "lost / demoted (1)", "rejected by the resource (1)", ">pause<"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the event strip lacks %q", want)
@@ -129,11 +130,7 @@ func TestEvents(t *testing.T) {
 }
 
 func TestWaitHold(t *testing.T) {
-	svg, err := WaitHold(sample())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(svg)
+	s := string(drawn(t, WaitHold, sample()).SVG)
 	for _, want := range []string{"wait p50", "wait p99", "hold p50", "hold p99", ">pause<"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the wait/hold figure lacks %q", want)
@@ -142,14 +139,14 @@ func TestWaitHold(t *testing.T) {
 	// Process 0 waited 5 ms (bin 0) and held 495 ms (released at 500 ms).
 	w := make([][]int64, 1)
 	hd := make([][]int64, 1)
-	collectWaitHold(lockviewOps(sample()), history.FAcquire, history.FRelease, w, hd)
+	collectWaitHold(lockview.Of(sample()).Ops, history.FAcquire, history.FRelease, 1e9, w, hd)
 	if len(w[0]) != 1 || w[0][0] != 5e6 || len(hd[0]) != 1 || hd[0][0] != 495e6 {
 		t.Fatalf("waits %v, holds %v", w, hd)
 	}
-	if q := quantiles([][]int64{{4e6, 1e6, 3e6, 2e6}, nil}, 0.5); len(q) != 1 || q[0].Y != 2 || q[0].X != 0.5 {
+	if q := quantiles([][]int64{{4e6, 1e6, 3e6, 2e6}, nil}, 0.5, 1e9); len(q) != 1 || q[0].Y != 2 || q[0].X != 0.5 {
 		t.Fatalf("median of 1..4: %v", q)
 	}
-	if _, err := WaitHold([]history.Event{ev(0, 0, history.Invoke, history.FAcquire)}); !errors.Is(err, ErrNothingToDraw) {
+	if _, err := WaitHold(lockview.Of([]history.Event{ev(0, 0, history.Invoke, history.FAcquire)})); !errors.Is(err, ErrNothingToDraw) {
 		t.Fatalf("no ok acquire: %v", err)
 	}
 }

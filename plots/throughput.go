@@ -9,16 +9,18 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/zkchaos/zkchaos/checker/lockview"
-	"github.com/zkchaos/zkchaos/history"
 )
 
 // Throughput draws completions per second (any outcome) for each
-// operation verb, in one-second bins on the run's clock, with the fault
-// windows shaded: where a fault stops the work, the lines drop.
-func Throughput(h []history.Event) ([]byte, error) {
-	v := lockview.Of(h)
-	bins := int(v.End/1e9) + 1
+// operation verb on the run's clock, with the fault windows shaded:
+// where a fault stops the work, the lines drop. Bins are one second up
+// to MaxBins seconds of run; a longer run's bins are wider (the rate is
+// then the bin's mean), and the title and caption say so.
+func Throughput(v lockview.View) (Figure, error) {
+	w := binWidth(v.End, MaxBins)
+	bins := binsOf(v.End, w)
 	perF := map[string][]float64{}
+	total := 0
 	for _, o := range v.Ops {
 		if o.Type == "" {
 			continue
@@ -26,25 +28,27 @@ func Throughput(h []history.Event) ([]byte, error) {
 		if perF[o.F] == nil {
 			perF[o.F] = make([]float64, bins)
 		}
-		perF[o.F][int(o.Done/1e9)]++
+		perF[o.F][o.Done/w]++
+		total++
 	}
 	if len(perF) == 0 {
-		return nil, ErrNothingToDraw
+		return Figure{}, ErrNothingToDraw
 	}
-	p := timeFigure(v, "Completions per second, by operation", "completions / s", false)
+	p := timeFigure(v, "Completions per second, by operation"+meanOver(w), "completions / s", false)
 	fs := make([]string, 0, len(perF))
 	for f := range perF {
 		fs = append(fs, f)
 	}
 	slices.Sort(fs)
+	sec := float64(w) / 1e9
 	for i, f := range fs {
 		pts := make(plotter.XYs, bins)
 		for b, n := range perF[f] {
-			pts[b] = plotter.XY{X: float64(b) + 0.5, Y: n}
+			pts[b] = plotter.XY{X: (float64(b) + 0.5) * sec, Y: n / sec}
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
-			return nil, fmt.Errorf("throughput of %s: %w", f, err)
+			return Figure{}, fmt.Errorf("throughput of %s: %w", f, err)
 		}
 		l.Color = plotutil.Color(i)
 		l.Width = vg.Points(1)
@@ -52,5 +56,18 @@ func Throughput(h []history.Event) ([]byte, error) {
 		p.Legend.Add(f, l)
 	}
 	p.Legend.Top = true
-	return svgOf(p, 9*vg.Inch, 3*vg.Inch)
+	svg, err := svgOf(p, 9*vg.Inch, 3*vg.Inch)
+	if err != nil {
+		return Figure{}, err
+	}
+	return Figure{SVG: svg, Caption: fmt.Sprintf("Completions per second (ok, fail and info) of each operation, %s: %s in %s.",
+		perBin(w), plural(total, "completion"), plural(bins, "bin"))}, nil
+}
+
+// meanOver is a title's note of bins wider than a second.
+func meanOver(w int64) string {
+	if w == 1e9 {
+		return ""
+	}
+	return " (mean " + perBin(w) + ")"
 }

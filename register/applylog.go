@@ -142,6 +142,15 @@ func (t Tables) apply(e Entry) error {
 	return nil
 }
 
+// ApplyEntry is how entry e changes a key in state st: what the live
+// register and Replay do, for a tool that builds an apply log itself
+// (internal/synth's synthetic runs) so that its log replays.
+func ApplyEntry(st KeyState, e Entry) (KeyState, error) { return applyEntry(st, e) }
+
+// EncodeEntry is e as the register writes it to the apply log: one JSON
+// line with its newline, byte for byte.
+func EncodeEntry(e Entry) ([]byte, error) { return encodeLine(e) }
+
 // applyEntry is the one place that says how an entry changes a key, shared
 // by the live register and by Replay so that the two cannot disagree.
 func applyEntry(st KeyState, e Entry) (KeyState, error) {

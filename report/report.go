@@ -20,6 +20,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/linear"
+	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/plots"
@@ -193,7 +194,7 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{end}}
 
 {{if .Figures}}<h2>Figures</h2>
-{{range .Figures}}<figure>{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
+{{range .Figures}}<figure>{{if .SVG}}{{.SVG}}<figcaption>{{.Caption}}</figcaption>{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
 {{end}}{{end}}
 {{template "timeline" .}}
 <h2>Nemesis</h2>
@@ -442,22 +443,25 @@ func build(in Page) view {
 }
 
 // figureView is one figure: an inline SVG (plots draws it from the
-// history, html/template trusts it as markup), or why there is none.
+// history, html/template trusts it as markup) with its caption, or why
+// there is none.
 type figureView struct {
-	Title, Note string
-	SVG         template.HTML
+	Title, Note, Caption string
+	SVG                  template.HTML
 }
 
-// figures draws the page's figures from the history; a figure that cannot
-// be drawn says why instead of disappearing.
+// figures draws the page's figures from the history, read once for all
+// (lockview); a figure that cannot be drawn says why instead of
+// disappearing.
 func figures(h []history.Event) []figureView {
 	if len(h) == 0 {
 		return nil
 	}
+	v := lockview.Of(h)
 	var out []figureView
 	for _, fig := range []struct {
 		title string
-		draw  func([]history.Event) ([]byte, error)
+		draw  func(lockview.View) (plots.Figure, error)
 	}{
 		{"Latency of every operation", plots.Latency},
 		{"Lock wait and hold", plots.WaitHold},
@@ -465,26 +469,27 @@ func figures(h []history.Event) []figureView {
 		{"Session events and refused calls", plots.Events},
 	} {
 		f := figureView{Title: fig.title}
-		f.SVG, f.Note = DrawFigure(fig.draw, h)
+		f.SVG, f.Caption, f.Note = DrawFigure(fig.draw, v)
 		out = append(out, f)
 	}
 	return out
 }
 
 // DrawFigure draws one figure of package plots for a page: its inline
-// SVG, or, when it cannot be drawn, a note saying why (a figure never
-// just disappears). The report and the compare page draw through it.
-func DrawFigure(draw func([]history.Event) ([]byte, error), h []history.Event) (svg template.HTML, note string) {
-	b, err := draw(h)
+// SVG and caption, or, when it cannot be drawn, a note saying why (a
+// figure never just disappears). The report and the compare page draw
+// through it.
+func DrawFigure(draw func(lockview.View) (plots.Figure, error), v lockview.View) (svg template.HTML, caption, note string) {
+	f, err := draw(v)
 	switch {
 	case errors.Is(err, plots.ErrNothingToDraw):
-		return "", "nothing to draw: " + err.Error()
+		return "", "", "nothing to draw: " + err.Error()
 	case err != nil:
-		return "", "not drawn: " + err.Error()
+		return "", "", "not drawn: " + err.Error()
 	}
 	// Our renderer's SVG: history text in it is escaped (plots' tests
 	// feed it markup), and it names no URL.
-	return template.HTML(b), ""
+	return template.HTML(f.SVG), f.Caption, ""
 }
 
 func config(in Page) ([]kv, string) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -125,9 +126,11 @@ func TestWrite(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	// The latency figure, inline: one acquire ok, the pause shaded.
-	if !strings.Contains(html, "<figure><svg") || !strings.Contains(text, "ok (1)") {
-		t.Error("no inline latency figure")
+	// The latency figure, inline: one acquire ok, the pause shaded, and
+	// its caption (which says how it was drawn) under it.
+	if !strings.Contains(html, "<figure><svg") || !strings.Contains(text, "ok (1)") ||
+		!regexp.MustCompile(`</svg>\s*<figcaption>Latency of every completed worker operation`).MatchString(html) {
+		t.Error("no inline latency figure with its caption")
 	}
 	for _, ext := range []string{"http://", "https://", "<link", "src="} {
 		if strings.Contains(html, ext) {
