@@ -69,7 +69,6 @@ type Display struct {
 	mu     sync.Mutex
 	shown  bool // the status line is on the screen
 	broken bool // a bypass write ended mid-line: draw nothing until it ends
-	text   string
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -117,22 +116,18 @@ func (d *Display) loop(ctx context.Context) {
 
 // redraw puts the status line on the terminal.
 func (d *Display) redraw() {
-	st, ok := d.src()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.text = ""
-	if ok {
-		d.text = st.String()
-	}
 	d.draw()
 }
 
-// draw writes the line in place (d.mu held).
+// draw writes the status as it is now in place (d.mu held).
 func (d *Display) draw() {
 	if d.broken {
 		return
 	}
-	if d.text == "" {
+	st, ok := d.src()
+	if !ok {
 		d.clear()
 		return
 	}
@@ -140,7 +135,7 @@ func (d *Display) draw() {
 	if d.fd >= 0 {
 		w, _, _ = term.GetSize(d.fd)
 	}
-	fmt.Fprintf(d.out, "\r%s\x1b[K", cut(d.text, w))
+	fmt.Fprintf(d.out, "\r%s\x1b[K", cut(st.String(), w))
 	d.shown = true
 }
 
@@ -165,7 +160,7 @@ func (d *Display) emit() {
 
 // Bypass is w for writes that share the status line's terminal (the
 // run's log on stderr, test-all's table on stdout): each write first
-// takes the line away and then draws it again below. Off a terminal it
+// takes the line away and then draws the status as it is now below. Off a terminal it
 // only keeps writes from splitting a status line.
 func (d *Display) Bypass(w io.Writer) io.Writer {
 	if d.mode == Off {
@@ -193,11 +188,15 @@ func (b bypass) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Stop ends the display and takes the line away: what is printed next
-// starts on a clean line.
+// Stop ends the display: on a terminal it takes the line away, so what
+// is printed next starts on a clean line; plain lines end with one last
+// line, the final counts.
 func (d *Display) Stop() {
 	d.cancel()
 	<-d.done
+	if d.mode == Line {
+		d.emit()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.clear()

@@ -118,6 +118,9 @@ func TestPlainLines(t *testing.T) {
 	io.WriteString(d.Bypass(&out), "log\n")
 	d.Stop()
 	s := out.String()
+	if !strings.HasSuffix(s, "log\nprogress: setup 0s  ops ok 0 fail 0 info 0  fault none\n") {
+		t.Errorf("no last line at the end: %q", s)
+	}
 	if strings.ContainsAny(s, "\r\x1b") {
 		t.Errorf("control characters off a terminal: %q", s)
 	}
@@ -197,4 +200,21 @@ func waitUntil(t *testing.T, ok func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestBypassDrawsNow: after a write through Bypass the line shows the
+// status as it is then: a cell that ended leaves no line under the row
+// that reports it.
+func TestBypassDrawsNow(t *testing.T) {
+	var out lockedBuffer
+	var cell Latest
+	cell.Set(Status{Prefix: "cell 1/2 x", Phase: "teardown", Target: -1})
+	d := start(Terminal, &out, -1, time.Hour, cell.Get) // draws once, at the start
+	waitUntil(t, func() bool { return strings.Contains(out.String(), "cell 1/2 x") })
+	cell.Clear()
+	io.WriteString(d.Bypass(&out), "x  pass\n")
+	if sc := screen(out.String()); len(sc) != 2 || sc[0] != "x  pass" || sc[1] != "" {
+		t.Errorf("screen %q, want the row and no line under it", sc)
+	}
+	d.Stop()
 }

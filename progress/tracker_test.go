@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,4 +207,46 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// BenchmarkFollow is the online check's cost per apply-log entry: read,
+// decode, judge (a clean log of the lock workload's shape).
+func BenchmarkFollow(b *testing.B) {
+	const n = 100_000
+	path := filepath.Join(b.TempDir(), "register.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range int64(n) {
+		key := "SKU-" + string(rune('1'+i%8))
+		e := register.Entry{Seq: i + 1, Wall: time.Now().UnixNano(), Op: register.OpWrite, Key: key, Token: 4294967296 + i,
+			HasToken: true, Value: i/8 + 1, Process: int(i % 10), PID: 4000 + int(i%10), Accepted: true,
+			PrevValue: i / 8, PrevToken: 4294967296 + i - 8, PrevFence: 4294967296 + i - 8, Mode: register.ModeOn}
+		line, _ := json.Marshal(e)
+		f.Write(append(line, '\n'))
+	}
+	f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // one pass over what is there
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		tr := NewTracker()
+		if err := tr.Follow(ctx, path, []string{fence.NameDoubleWriter}, slog.New(slog.DiscardHandler)); err != nil {
+			b.Fatal(err)
+		}
+		if st, _ := tr.Status(); st.Online[0].Violations != 0 {
+			b.Fatalf("violations in a clean log: %v", st.Online)
+		}
+	}
+	// CPU time, not wall time: on a shared machine the wall time counts
+	// the waits for a core.
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N*n), "cpu-ns/entry")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
