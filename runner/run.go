@@ -153,6 +153,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 		return out, err
 	}
 	stopOnline := c.online()
+	defer stopOnline()
 	go c.watch()
 	out.Timings.Setup = time.Since(t0)
 	out.Timings.Ensemble = c.ensembleReady
@@ -235,7 +236,8 @@ func (c *controller) setPhase(p store.Phase) error {
 
 // online starts the online checks of the apply log for the progress line
 // (a signal only: the verdict is the full check after the run) and
-// returns what stops them once the register has written its last entry.
+// returns what stops them once the register has written its last entry
+// (safe to call twice).
 func (c *controller) online() (stop func()) {
 	ctx, cancel := context.WithCancel(c.hard)
 	done := make(chan struct{})

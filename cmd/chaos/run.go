@@ -111,19 +111,25 @@ func parseRunArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode
 
 const progressUsage = "live status on stderr: auto (an updating line on a terminal, else a plain line every 5s), line, or off; violations counted live are a signal, the verdict is the check after the run"
 
-// showProgress shows track's status on stderr in mode and, for a run
-// started by chaos test-all, on the pipe to it. stop takes the line away
-// before the summary.
-func showProgress(mode progress.Mode, track *progress.Tracker) (d *progress.Display, stop func()) {
-	d = progress.Start(mode, os.Stderr, track.Status)
+// showProgress shows the run's status on stderr in mode and, for a run
+// started by chaos test-all, on the pipe to it. It returns the tracker
+// the run keeps current (nil when shown nowhere: no online check runs),
+// the stderr the run logs to, and stop, which takes the line away before
+// the summary.
+func showProgress(mode progress.Mode) (track *progress.Tracker, stderr io.Writer, stop func()) {
 	parent := progress.ParentPipe()
+	if mode == progress.Off && parent == nil {
+		return nil, os.Stderr, func() {}
+	}
+	track = progress.NewTracker()
+	d := progress.Start(mode, os.Stderr, track.Status)
 	if parent == nil {
-		return d, d.Stop
+		return track, d.Bypass(os.Stderr), d.Stop
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); progress.Emit(ctx, parent, track.Status) }()
-	return d, func() { cancel(); <-done; parent.Close(); d.Stop() }
+	return track, d.Bypass(os.Stderr), func() { cancel(); <-done; parent.Close(); d.Stop() }
 }
 
 func splitList(s string) []string {
@@ -150,9 +156,8 @@ func cmdRun(ctx, hard context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "chaos run: find own executable: %v\n", err)
 		return exitHarness
 	}
-	track := progress.NewTracker()
-	shown, stopShowing := showProgress(mode, track)
-	out, err := runner.Run(ctx, hard, cfg, exe, os.Args, shown.Bypass(os.Stderr), runner.WithProgress(track))
+	track, stderr, stopShowing := showProgress(mode)
+	out, err := runner.Run(ctx, hard, cfg, exe, os.Args, stderr, runner.WithProgress(track))
 	stopShowing()
 	if ns := (runner.NotStarted{}); errors.As(err, &ns) {
 		fmt.Fprintf(os.Stderr, "chaos run: %v\n", ns.Err)
