@@ -16,6 +16,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/integrity"
+	"github.com/zkchaos/zkchaos/progress"
 )
 
 // Options configure a matrix run.
@@ -38,6 +39,10 @@ type Options struct {
 	// missing), or "" to run it; nil runs every cell. A skipped cell is
 	// reported as such, never as passed.
 	Skip func(Cell) string
+	// Progress, when set, receives the status of the cell being run (each
+	// run reports it on a pipe, progress.Pipe), prefixed with the cell's
+	// place and name, and is cleared between runs.
+	Progress *progress.Latest
 }
 
 // Outcome of one attempt or cell.
@@ -117,7 +122,7 @@ func Run(ctx context.Context, cells []Cell, o Options) ([]CellResult, error) {
 	}
 	fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s %s\n", "cell", "expected", "actual", "first bug", "time", "result")
 	var out []CellResult
-	for _, c := range cells {
+	for ci, c := range cells {
 		cr := CellResult{Cell: c, Name: c.Name()}
 		if why := o.skip(c); why != "" {
 			cr.Outcome, cr.SkippedBecause = Skipped, why
@@ -129,7 +134,11 @@ func Run(ctx context.Context, cells []Cell, o Options) ([]CellResult, error) {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
 			}
-			a := runAttempt(ctx, c, o, o.Seed+int64(i))
+			prefix := fmt.Sprintf("cell %d/%d %s", ci+1, len(cells), c.Name())
+			if o.Repeat > 1 {
+				prefix += fmt.Sprintf(" attempt %d/%d", i+1, o.Repeat)
+			}
+			a := runAttempt(ctx, c, o, o.Seed+int64(i), prefix)
 			cr.Attempts = append(cr.Attempts, a)
 			fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s %s\n", trunc(c.Name(), 48), trunc(c.ExpectString(), 34),
 				trunc(actualString(c, a), 34), durString(a.FirstBug), a.Elapsed.Round(time.Second), outcomeString(a))
@@ -202,7 +211,7 @@ func detected(c Cell, a Attempt) bool {
 }
 
 // runAttempt runs `chaos run` for the cell and reads its results.json.
-func runAttempt(ctx context.Context, c Cell, o Options, seed int64) Attempt {
+func runAttempt(ctx context.Context, c Cell, o Options, seed int64, prefix string) Attempt {
 	a := Attempt{Seed: seed}
 	name := slug(c.Name())
 	args := append([]string{"run", "--results", o.Results, "--name", name}, c.RunArgs(seed)...)
@@ -219,7 +228,7 @@ func runAttempt(ctx context.Context, c Cell, o Options, seed int64) Attempt {
 	defer logf.Close()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	start := time.Now()
-	err = cmd.Run()
+	err = runShown(cmd, o.Progress, prefix)
 	a.Elapsed = time.Since(start)
 	var ee *exec.ExitError
 	switch {
@@ -258,6 +267,37 @@ func runAttempt(ctx context.Context, c Cell, o Options, seed int64) Attempt {
 		a.Outcome, a.Detail = trusted(res)
 	}
 	return a
+}
+
+// runShown runs cmd, passing the status it reports to shown under prefix
+// (nil shown: just runs it).
+func runShown(cmd *exec.Cmd, shown *progress.Latest, prefix string) error {
+	if shown == nil {
+		return cmd.Run()
+	}
+	r, w, err := progress.Pipe(cmd)
+	if err != nil {
+		return err
+	}
+	defer shown.Clear()
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return err
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		progress.ReadStatuses(r, func(st progress.Status) {
+			st.Prefix = prefix
+			shown.Set(st)
+		})
+	}()
+	err = cmd.Wait()
+	r.Close() // ends the reader even if a stray process kept the pipe open
+	<-read
+	return err
 }
 
 // trusted says whether a cell's run can be judged at all: a run that did

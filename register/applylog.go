@@ -61,8 +61,8 @@ func parseLog(r io.Reader) (entries []Entry, end int64, needNewline bool, err er
 			return entries, offset, false, nil
 		}
 		terminated := line[len(line)-1] == '\n'
-		var e Entry
-		if perr := json.Unmarshal(bytes.TrimSuffix(line, []byte("\n")), &e); perr != nil {
+		e, perr := parseEntry(line)
+		if perr != nil {
 			if !terminated {
 				// Torn final write: dropped, see above.
 				return entries, offset, false, nil
@@ -79,6 +79,13 @@ func parseLog(r io.Reader) (entries []Entry, end int64, needNewline bool, err er
 			return entries, offset, true, nil
 		}
 	}
+}
+
+// parseEntry decodes one line of the log, with or without its newline.
+func parseEntry(line []byte) (Entry, error) {
+	var e Entry
+	err := json.Unmarshal(bytes.TrimSuffix(line, []byte("\n")), &e)
+	return e, err
 }
 
 // Replay rebuilds every key's state from an apply log (see ReplayAll).

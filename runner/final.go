@@ -156,7 +156,7 @@ func (c *controller) nemesisOp(t history.Type, f string, v *history.Value, errTe
 }
 
 func (c *controller) record(e history.Event) {
-	if _, err := c.hist.Append(e); err != nil {
+	if _, err := c.rec.Append(e); err != nil {
 		c.log.Error("record", "err", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/progress"
 	"github.com/zkchaos/zkchaos/store"
 	"github.com/zkchaos/zkchaos/subjects"
 	"github.com/zkchaos/zkchaos/workloads"
@@ -73,12 +74,25 @@ type NotStarted struct{ Err error }
 func (e NotStarted) Error() string { return e.Err.Error() }
 func (e NotStarted) Unwrap() error { return e.Err }
 
+// RunOption adjusts one Run.
+type RunOption func(*runOpts)
+
+type runOpts struct{ track *progress.Tracker }
+
+// WithProgress has the run keep t current: its phases, the operations
+// and faults it records, the online checks of its apply log.
+func WithProgress(t *progress.Tracker) RunOption { return func(o *runOpts) { o.track = t } }
+
 // Run performs one chaos run and checks it. ctx cancelled (SIGINT/SIGTERM)
 // ends the workload early: the run still heals, tears down, and checks
 // what it recorded. hard cancelled means stop now; the janitor cleans up.
 // An error means the harness itself failed (exit 255); the outcome may
 // still carry a run folder.
-func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stderr io.Writer) (*Outcome, error) {
+func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stderr io.Writer, opts ...RunOption) (*Outcome, error) {
+	var o runOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -114,7 +128,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	runCtx, abortRun := context.WithCancelCause(hard)
 	defer abortRun(nil)
 	c := &controller{cfg: cfg, wl: wl, exe: exe, run: run, runID: runID, log: log, jan: jan, hard: hard, t0: t0,
-		runCtx: runCtx, abortRun: abortRun, watchDone: make(chan struct{}),
+		runCtx: runCtx, abortRun: abortRun, watchDone: make(chan struct{}), track: o.track,
 		env:    proc.Env(runID, os.Getpid()),
 		status: store.Status{TimeLimitNS: int64(cfg.TimeLimit), ControllerPID: os.Getpid()}}
 	defer c.teardown()
@@ -134,9 +148,12 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 		return out, err
 	}
 	c.hist = hist
+	c.rec = c.track.Recorder(hist)
 	if err := c.startServices(hard); err != nil {
 		return out, err
 	}
+	stopOnline := c.online()
+	defer stopOnline()
 	go c.watch()
 	out.Timings.Setup = time.Since(t0)
 	out.Timings.Ensemble = c.ensembleReady
@@ -150,12 +167,14 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 
 	tdStart := time.Now()
 	c.teardown()
+	stopOnline()
 	out.Timings.Teardown = time.Since(tdStart)
 	out.Timings.Processes = c.fleet.spawned
 
 	if err := c.harnessError(); err != nil {
 		return out, err
 	}
+	c.track.Phase("check")
 	chk, err := Check(context.Background(), run.Dir, cfg.Gate, t0.UnixNano(), WithBudget(cfg.CheckBudget))
 	out.Check = chk
 	out.Timings.Total = time.Since(t0)
@@ -184,6 +203,8 @@ type controller struct {
 	net           *netns.Network  // ens.Net: the network the run's own processes join
 	zk            cluster.Cluster // ens.Cluster
 	hist          *history.Writer
+	rec           history.Recorder // hist, as the run's parts record: the progress tracker sees every event
+	track         *progress.Tracker
 	reg           *registerProc
 	fleet         *fleet
 	ensembleReady time.Duration
@@ -209,7 +230,28 @@ type controller struct {
 // setPhase records that the run entered phase p. A status that cannot be
 // written means the results folder cannot be written: the run stops.
 func (c *controller) setPhase(p store.Phase) error {
+	c.track.Phase(string(p))
 	return c.updateStatus(func(s *store.Status) { s.Phase = p })
+}
+
+// online starts the online checks of the apply log for the progress line
+// (a signal only: the verdict is the full check after the run) and
+// returns what stops them once the register has written its last entry
+// (safe to call twice).
+func (c *controller) online() (stop func()) {
+	ctx, cancel := context.WithCancel(c.hard)
+	done := make(chan struct{})
+	var names []string
+	for _, ck := range c.wl.Checkers() {
+		names = append(names, ck.Name)
+	}
+	go func() {
+		defer close(done)
+		if err := c.track.Follow(ctx, c.run.Path(store.ApplyLogFile), names, c.log); err != nil {
+			c.log.Warn("progress: the online check stopped; the check after the run judges the log", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // updateStatus changes status.json under its lock. A write that fails
@@ -358,7 +400,7 @@ func (c *controller) startServices(ctx context.Context) error {
 	if err := c.wl.Prepare(ctx, c); err != nil {
 		return fmt.Errorf("prepare the %s workload: %w", c.wl.Name(), err)
 	}
-	c.fleet = newFleet(c.cfg, c.exe, sec.workerEnv(c.env), zk.ConnectString(), reg.url(), pl, c.run, c.hist, c.log, c.runCtx, c.abort)
+	c.fleet = newFleet(c.cfg, c.exe, sec.workerEnv(c.env), zk.ConnectString(), reg.url(), pl, c.run, c.rec, c.log, c.runCtx, c.abort)
 	return nil
 }
 
@@ -368,6 +410,7 @@ func (c *controller) startServices(ctx context.Context) error {
 // and every late answer is recorded.
 func (c *controller) workload(ctx context.Context) {
 	wStart := time.Now()
+	c.track.Workload(c.cfg.TimeLimit)
 	gen, stop := context.WithTimeout(ctx, c.cfg.TimeLimit)
 	defer stop()
 	defer context.AfterFunc(c.runCtx, stop)()
@@ -376,7 +419,7 @@ func (c *controller) workload(ctx context.Context) {
 
 	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
 		Schedule: nemesis.Schedule{Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
-		History:  c.hist,
+		History:  c.rec,
 		Caps:     nemesis.Caps{Cluster: c.zk.Capabilities(), WorkerNet: c.net != nil, Workload: c.wl.Name()},
 		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Resource: c.reg.client(3 * time.Second), Logger: c.log,
 			Rand: rand.New(rand.NewPCG(seed, 0x6e656d))}})
@@ -418,6 +461,7 @@ func (c *controller) workload(ctx context.Context) {
 	// Heal first: paused workers resume while the clients finish.
 	<-nemDone
 	clients.Wait()
+	c.track.Phase(string(store.PhaseFinal))
 	_ = c.updateStatus(func(s *store.Status) {
 		s.Phase, s.StoppedBecause, s.WorkloadNS = store.PhaseFinal, why, int64(reached)
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/progress"
 	"github.com/zkchaos/zkchaos/runner"
 	"github.com/zkchaos/zkchaos/workloads"
 )
@@ -28,7 +29,14 @@ const (
 // parseRunFlags turns `chaos run` arguments into a validated Config. Every
 // problem is reported before anything starts.
 func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
-	cfg := runner.Defaults()
+	cfg, _, err := parseRunArgs(args, stderr)
+	return cfg, err
+}
+
+// parseRunArgs is parseRunFlags with what is not the run's configuration
+// (how its progress is shown).
+func parseRunArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode, error) {
+	cfg, mode := runner.Defaults(), progress.Auto
 	fs := flag.NewFlagSet("chaos run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker processes (logical clients) at once")
@@ -65,11 +73,16 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
 	fs.StringVar(&cfg.ACL, "acl", cfg.ACL, "on: the controller creates the lock root and keys with a digest ACL and workers authenticate; off: world-writable")
+	prog := fs.String("progress", string(progress.Auto), progressUsage)
 	if err := parseFlags(fs, args, stderr); err != nil {
-		return cfg, err
+		return cfg, mode, err
 	}
 	if fs.NArg() > 0 {
-		return cfg, usageError(fs, stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return cfg, mode, usageError(fs, stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	mode, err := progress.ParseMode(*prog)
+	if err != nil {
+		return cfg, mode, err
 	}
 	cfg.Nemesis = splitList(*nem)
 	if !flagSet(fs, "nemesis") {
@@ -89,11 +102,34 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 	} else {
 		n, err := strconv.ParseInt(*seed, 10, 64)
 		if err != nil {
-			return cfg, fmt.Errorf("--seed %q: not an integer", *seed)
+			return cfg, mode, fmt.Errorf("--seed %q: not an integer", *seed)
 		}
 		cfg.Seed = n
 	}
-	return cfg, cfg.Validate()
+	return cfg, mode, cfg.Validate()
+}
+
+const progressUsage = "live status on stderr: auto (an updating line on a terminal, else a plain line every 5s), line, or off; violations counted live are a signal, the verdict is the check after the run"
+
+// showProgress shows the run's status on stderr in mode and, for a run
+// started by chaos test-all, on the pipe to it. It returns the tracker
+// the run keeps current (nil when shown nowhere: no online check runs),
+// the stderr the run logs to, and stop, which takes the line away before
+// the summary.
+func showProgress(mode progress.Mode) (track *progress.Tracker, stderr io.Writer, stop func()) {
+	parent := progress.ParentPipe()
+	if mode == progress.Off && parent == nil {
+		return nil, os.Stderr, func() {}
+	}
+	track = progress.NewTracker()
+	d := progress.Start(mode, os.Stderr, track.Status)
+	if parent == nil {
+		return track, d.Bypass(os.Stderr), d.Stop
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); progress.Emit(ctx, parent, track.Status) }()
+	return track, d.Bypass(os.Stderr), func() { cancel(); <-done; parent.Close(); d.Stop() }
 }
 
 func splitList(s string) []string {
@@ -107,7 +143,7 @@ func splitList(s string) []string {
 }
 
 func cmdRun(ctx, hard context.Context, args []string) int {
-	cfg, err := parseRunFlags(args, os.Stderr)
+	cfg, mode, err := parseRunArgs(args, os.Stderr)
 	if errors.Is(err, errHelp) || errors.Is(err, errUsage) {
 		return parseExit(err)
 	}
@@ -120,7 +156,9 @@ func cmdRun(ctx, hard context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "chaos run: find own executable: %v\n", err)
 		return exitHarness
 	}
-	out, err := runner.Run(ctx, hard, cfg, exe, os.Args, os.Stderr)
+	track, stderr, stopShowing := showProgress(mode)
+	out, err := runner.Run(ctx, hard, cfg, exe, os.Args, stderr, runner.WithProgress(track))
+	stopShowing()
 	if ns := (runner.NotStarted{}); errors.As(err, &ns) {
 		fmt.Fprintf(os.Stderr, "chaos run: %v\n", ns.Err)
 		return exitHarness

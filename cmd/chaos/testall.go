@@ -14,6 +14,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
 	"github.com/zkchaos/zkchaos/matrix"
+	"github.com/zkchaos/zkchaos/progress"
 )
 
 // cmdTestAll runs the matrix of cells; exit codes as Jepsen's test-all:
@@ -31,11 +32,17 @@ func cmdTestAll(ctx context.Context, args []string) int {
 	list := fs.Bool("list", false, "list the cells and exit")
 	seed := fs.Int64("seed", 1, "seed of the first attempt (attempt i uses seed+i)")
 	limit := fs.Duration("time-limit", 0, "override every cell's --time-limit (0: the cell's own)")
+	prog := fs.String("progress", string(progress.Auto), "the current cell's "+progressUsage)
 	if err := parseFlags(fs, args, os.Stderr); err != nil {
 		return parseExit(err)
 	}
 	if fs.NArg() > 0 {
 		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
+	}
+	mode, err := progress.ParseMode(*prog)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
+		return exitHarness
 	}
 	if *repeat < 1 || *passRate <= 0 || *passRate > 1 {
 		fmt.Fprintln(os.Stderr, "chaos test-all: --repeat must be >= 1 and --pass-rate in (0, 1]")
@@ -72,8 +79,14 @@ func cmdTestAll(ctx context.Context, args []string) int {
 		return exitHarness
 	}
 	dir := filepath.Join(*results, "test-all", time.Now().UTC().Format("20060102T150405Z"))
+	var cell *progress.Latest
+	if mode != progress.Off {
+		cell = &progress.Latest{}
+	}
+	shown := progress.Start(mode, os.Stderr, cell.Get)
 	rs, runErr := matrix.Run(ctx, sel, matrix.Options{Exe: exe, Results: dir, Repeat: *repeat,
-		PassRate: *passRate, Seed: *seed, Out: os.Stdout, Skip: backendMissing(ctx)})
+		PassRate: *passRate, Seed: *seed, Out: shown.Bypass(os.Stdout), Skip: backendMissing(ctx), Progress: cell})
+	shown.Stop()
 	code := matrix.Summary(os.Stdout, rs)
 	if err := matrix.WriteJSON(filepath.Join(dir, "test-all.json"), rs); err != nil {
 		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)

@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,6 +113,7 @@ func TestUnfencedRunFindsDoubleWrite(t *testing.T) {
 		}
 	}
 	assertMutexReported(t, r.Dir, res)
+	assertProgressCounted(t, r.Stderr, len(dw.Violations))
 	for _, f := range []string{"history.jsonl", "register.jsonl", "test.json", "results.json", "report.html"} {
 		if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
 			t.Errorf("run folder lacks %s", f)
@@ -125,6 +128,42 @@ func TestUnfencedRunFindsDoubleWrite(t *testing.T) {
 		t.Errorf("chaos check on the unfenced run: exit %d, want 1\n%s", code, out)
 	}
 	chaostest.AssertNothingLeft(t, r.Dir)
+}
+
+// assertProgressCounted checks the progress lines of a run whose stderr
+// is no terminal: a plain line every few seconds and one at the end,
+// whose online double-writer count rises above zero while the workload
+// still runs, never goes down, and ends at the full check's count.
+func assertProgressCounted(t *testing.T, stderr string, want int) {
+	t.Helper()
+	re := regexp.MustCompile(`^progress: (elapsed \d+s/\d+s( \((\w+)\))?|setup \d+s) .*violations (\d+) \(double-writer\)$`)
+	lines, during, last := 0, 0, -1
+	for _, l := range strings.Split(stderr, "\n") {
+		if !strings.HasPrefix(l, "progress: ") {
+			continue
+		}
+		m := re.FindStringSubmatch(l)
+		if m == nil {
+			t.Errorf("progress line %q", l)
+			continue
+		}
+		n, _ := strconv.Atoi(m[4])
+		if n < last {
+			t.Errorf("the violation count went down to %d: %q", n, l)
+		}
+		last = n
+		lines++
+		if strings.HasPrefix(m[1], "elapsed") && m[3] == "" {
+			during = max(during, n)
+		}
+	}
+	if lines < 4 || during == 0 || last != want {
+		t.Errorf("%d progress lines, %d violations counted during the workload, %d at the end (the check found %d); want 4 lines or more, some during, all at the end\n%s",
+			lines, during, last, want, chaostest.Tail(stderr, 3000))
+	}
+	if !strings.Contains(stderr, `msg="online check: first violation" checker=double-writer`) {
+		t.Error("the first violation found online was not logged")
+	}
 }
 
 // assertMutexReported checks the mutex checker ran, was reported with its

@@ -1,0 +1,198 @@
+package progress
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/register"
+)
+
+// Tracker is a run's live status, kept in memory from what the run does:
+// the events it records (Recorder), its phases, and the online checks of
+// its apply log (Follow). The runner feeds it; a Display reads it. A nil
+// *Tracker takes everything and does nothing, so the runner needs no
+// branches for a run shown nowhere.
+type Tracker struct {
+	mu     sync.Mutex
+	now    func() time.Time
+	start  time.Time // the run's start
+	phase  string
+	wStart time.Time // the workload's start (zero before it)
+	wEnd   time.Time // its end (zero while it lasts)
+	limit  time.Duration
+	ok     int
+	fail   int
+	info   int
+	fault  string
+	target int
+	online []Count
+}
+
+// NewTracker starts tracking a run that starts now.
+func NewTracker() *Tracker {
+	t := &Tracker{now: time.Now, target: -1, phase: "setup"}
+	t.start = t.now()
+	return t
+}
+
+// Phase records that the run entered phase p; leaving the workload stops
+// its clock.
+func (t *Tracker) Phase(p string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.phase == "workload" && p != "workload" && t.wEnd.IsZero() {
+		t.wEnd = t.now()
+	}
+	t.phase = p
+}
+
+// Workload records that the workload starts now, for limit.
+func (t *Tracker) Workload(limit time.Duration) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.phase, t.wStart, t.limit = "workload", t.now(), limit
+}
+
+// Recorder is r, telling the tracker of every event it records: the op
+// counts and the fault come from the run's own memory, not from
+// re-reading history.jsonl.
+func (t *Tracker) Recorder(r history.Recorder) history.Recorder {
+	if t == nil {
+		return r
+	}
+	return tee{r, t}
+}
+
+type tee struct {
+	history.Recorder
+	t *Tracker
+}
+
+func (w tee) Append(e history.Event) (history.Event, error) {
+	e, err := w.Recorder.Append(e)
+	if err == nil {
+		w.t.Observe(e)
+	}
+	return e, err
+}
+
+// Observe counts a recorded event: a client's completed operation (not
+// the instant ones, which are observations, not operations), or a step of
+// a fault (its start's invocation names the fault, its start's completion
+// the target process, its stop's completion ends it).
+func (t *Tracker) Observe(e history.Event) {
+	if t == nil || e.Type == history.Invoke && e.Process != history.Nemesis {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.Process != history.Nemesis {
+		if checker.IsInstant(e.F) {
+			return
+		}
+		switch e.Type {
+		case history.OK:
+			t.ok++
+		case history.Fail:
+			t.fail++
+		case history.Info:
+			t.info++
+		}
+		return
+	}
+	switch {
+	case history.IsFaultStart(e.F) && e.Type == history.Invoke:
+		t.fault, t.target = "", -1
+		if e.Value != nil {
+			t.fault = e.Value.Target // the scheduler names the fault here
+		}
+	case history.IsFaultStart(e.F) && e.Type == history.Fail:
+		t.fault, t.target = "", -1 // nothing was done
+	case history.IsFaultStart(e.F):
+		if e.Value != nil && e.Value.TargetProcess != nil {
+			t.target = *e.Value.TargetProcess
+		}
+	case history.IsFaultStop(e.F) && e.Type != history.Invoke:
+		t.fault, t.target = "", -1
+	}
+}
+
+// Status is the run's status now.
+func (t *Tracker) Status() (Status, bool) {
+	if t == nil {
+		return Status{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := Status{Phase: t.phase, Limit: t.limit, OK: t.ok, Fail: t.fail, Info: t.info,
+		Fault: t.fault, Target: t.target, Online: slices.Clone(t.online)}
+	now := t.now()
+	switch {
+	case t.wStart.IsZero():
+		s.Elapsed = now.Sub(t.start)
+	case !t.wEnd.IsZero():
+		s.Elapsed = t.wEnd.Sub(t.wStart)
+	default:
+		s.Elapsed = now.Sub(t.wStart)
+	}
+	return s, true
+}
+
+// Follow runs the online checks among names (the run's checkers) on the
+// apply log at path while the register appends it, until ctx ends, and
+// logs each checker's first violation with how long after its commit it
+// was found. An online check that stops (the log is damaged) says so on
+// the line and in the error; the run goes on, and the full check after it
+// judges the log.
+func (t *Tracker) Follow(ctx context.Context, path string, names []string, log *slog.Logger) error {
+	feeds := onlineFeeds(names)
+	if t == nil || len(feeds) == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	for _, f := range feeds {
+		t.online = append(t.online, Count{Name: f.name})
+	}
+	t.mu.Unlock()
+	err := register.Follow(ctx, path, followPoll, func(e *register.Entry) {
+		for i, f := range feeds {
+			n, first := f.add(e)
+			if n == 0 {
+				continue
+			}
+			t.mu.Lock()
+			t.online[i].Violations += n
+			firstOne := t.online[i].Violations == n
+			t.mu.Unlock()
+			if firstOne {
+				log.Info("online check: first violation", "checker", f.name, "seq", e.Seq,
+					"after_commit", time.Since(time.Unix(0, e.Wall)).Round(time.Millisecond).String(), "violation", first)
+			}
+		}
+	})
+	if err != nil {
+		t.mu.Lock()
+		for i := range t.online {
+			t.online[i].Stopped = err.Error()
+		}
+		t.mu.Unlock()
+		return fmt.Errorf("online checks: %w", err)
+	}
+	return nil
+}
+
+// followPoll is how often Follow looks for new apply-log lines: a
+// violation is on the line within about this plus one redraw.
+const followPoll = 100 * time.Millisecond

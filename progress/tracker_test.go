@@ -1,0 +1,252 @@
+package progress
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/register"
+)
+
+// TestTrackerCounts: the tracker counts what goes through its recorder:
+// client completions by type (not invocations, not instant observations),
+// and the fault from the nemesis' start and stop.
+func TestTrackerCounts(t *testing.T) {
+	tr := NewTracker()
+	rec := tr.Recorder(history.NewMemory())
+	ev := func(p history.Process, typ history.Type, f string, v *history.Value) {
+		if _, err := rec.Append(history.Event{Process: p, Type: typ, F: f, Value: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fault := func() string {
+		st, _ := tr.Status()
+		return st.fault()
+	}
+	ev(1, history.Invoke, history.FAcquire, nil)
+	ev(1, history.OK, history.FAcquire, nil)
+	ev(2, history.Invoke, history.FWrite, nil)
+	ev(2, history.Fail, history.FWrite, nil)
+	ev(3, history.Invoke, history.FSession, nil) // an observation, not an operation
+	ev(3, history.OK, history.FSession, nil)
+	ev(history.Nemesis, history.Invoke, history.FPause, &history.Value{Target: "pause-holder"})
+	if f := fault(); f != "pause-holder" {
+		t.Errorf("while injecting: fault %q", f)
+	}
+	ev(history.Nemesis, history.OK, history.FPause, &history.Value{Target: "process 3 (pid 9) holding SKU-1", TargetProcess: history.Int(3)})
+	if f := fault(); f != "pause-holder(p3)" {
+		t.Errorf("in effect: fault %q", f)
+	}
+	ev(1, history.Info, history.FWrite, nil)
+	ev(history.Nemesis, history.Invoke, history.FResume, &history.Value{Target: "process 3"})
+	if f := fault(); f != "pause-holder(p3)" {
+		t.Errorf("while healing: fault %q", f)
+	}
+	ev(history.Nemesis, history.OK, history.FResume, &history.Value{Target: "process 3"})
+	if f := fault(); f != "none" {
+		t.Errorf("after healing: fault %q", f)
+	}
+	ev(history.Nemesis, history.Invoke, history.FPause, &history.Value{Target: "pause-holder"})
+	ev(history.Nemesis, history.Fail, history.FPause, &history.Value{Target: "pause-holder"})
+	if f := fault(); f != "none" {
+		t.Errorf("after a failed injection: fault %q", f)
+	}
+	st, _ := tr.Status()
+	if st.OK != 1 || st.Fail != 1 || st.Info != 1 {
+		t.Errorf("ok %d fail %d info %d, want 1 1 1", st.OK, st.Fail, st.Info)
+	}
+	var nilTracker *Tracker
+	if r := history.Recorder(history.NewMemory()); nilTracker.Recorder(r) != r {
+		t.Error("a nil tracker's recorder is not the recorder itself")
+	}
+}
+
+// TestTrackerElapsed: setup counts from the start, the workload from its
+// start, and the clock stops when the workload ends.
+func TestTrackerElapsed(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tr := NewTracker()
+	tr.now = func() time.Time { return now }
+	tr.start = now
+	now = now.Add(3 * time.Second)
+	if st, _ := tr.Status(); st.Phase != "setup" || st.Elapsed != 3*time.Second {
+		t.Errorf("setup: %+v", st)
+	}
+	tr.Workload(time.Minute)
+	now = now.Add(20 * time.Second)
+	if st, _ := tr.Status(); st.Phase != "workload" || st.Elapsed != 20*time.Second || st.Limit != time.Minute {
+		t.Errorf("workload: %+v", st)
+	}
+	tr.Phase("final")
+	now = now.Add(9 * time.Second)
+	if st, _ := tr.Status(); st.Phase != "final" || st.Elapsed != 20*time.Second {
+		t.Errorf("final: %+v", st)
+	}
+}
+
+// appender writes apply-log entries to a real file as a register does.
+type appender struct {
+	t   *testing.T
+	f   *os.File
+	seq int64
+}
+
+func (a *appender) write(key string, token int64, process int, value int64) {
+	a.seq++
+	e := register.Entry{Seq: a.seq, Wall: time.Now().UnixNano(), Op: register.OpWrite, Key: key, Token: token,
+		HasToken: true, Value: value, Process: process, Accepted: true, Mode: register.ModeOff}
+	b, err := json.Marshal(e)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	// In two writes: a reader may catch the line half way.
+	half := len(b) / 2
+	if _, err := a.f.Write(b[:half]); err != nil {
+		a.t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if _, err := a.f.Write(append(b[half:], '\n')); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// TestTrackerFollow: the online double-writer counts violations as the
+// log is appended, before it is complete, and logs the first.
+func TestTrackerFollow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "register.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := NewTracker()
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- tr.Follow(ctx, path, []string{"integrity", fence.NameDoubleWriter}, slog.New(slog.NewTextHandler(&logs, nil)))
+	}()
+	violations := func() int {
+		st, _ := tr.Status()
+		if len(st.Online) != 1 {
+			return -1
+		}
+		return st.Online[0].Violations
+	}
+	waitFor := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for violations() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("violations = %d, want %d", violations(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	a := &appender{t: t, f: f}
+	a.write("K", 5, 1, 1)
+	a.write("K", 6, 2, 2)
+	time.Sleep(3 * followPoll)
+	waitFor(0)
+	a.write("K", 5, 1, 2) // stale holder: regression, interleaving, lost update
+	waitFor(3)
+	a.write("K", 7, 3, 3)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := violations(); got != 3 {
+		t.Errorf("after the end: %d violations, want 3", got)
+	}
+	if out := logs.String(); strings.Count(out, "first violation") != 1 || !strings.Contains(out, "seq=3") {
+		t.Errorf("log: %s", out)
+	}
+	// A workload without the double-writer has no online check.
+	if st, _ := NewTracker().Status(); st.Online != nil {
+		t.Errorf("online = %v before Follow", st.Online)
+	}
+}
+
+// TestTrackerFollowStops: a damaged log stops the online check, says so
+// on the line, and is an error.
+func TestTrackerFollowStops(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "register.jsonl")
+	if err := os.WriteFile(path, []byte("not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTracker()
+	err := tr.Follow(context.Background(), path, []string{fence.NameDoubleWriter}, slog.New(slog.DiscardHandler))
+	st, _ := tr.Status()
+	if err == nil || len(st.Online) != 1 || st.Online[0].Stopped == "" || !strings.Contains(st.String(), "double-writer stopped") {
+		t.Errorf("err %v, status %q", err, st)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// BenchmarkFollow is the online check's cost per apply-log entry: read,
+// decode, judge (a clean log of the lock workload's shape).
+func BenchmarkFollow(b *testing.B) {
+	const n = 100_000
+	path := filepath.Join(b.TempDir(), "register.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range int64(n) {
+		key := "SKU-" + string(rune('1'+i%8))
+		e := register.Entry{Seq: i + 1, Wall: time.Now().UnixNano(), Op: register.OpWrite, Key: key, Token: 4294967296 + i,
+			HasToken: true, Value: i/8 + 1, Process: int(i % 10), PID: 4000 + int(i%10), Accepted: true,
+			PrevValue: i / 8, PrevToken: 4294967296 + i - 8, PrevFence: 4294967296 + i - 8, Mode: register.ModeOn}
+		line, _ := json.Marshal(e)
+		f.Write(append(line, '\n'))
+	}
+	f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // one pass over what is there
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		tr := NewTracker()
+		if err := tr.Follow(ctx, path, []string{fence.NameDoubleWriter}, slog.New(slog.DiscardHandler)); err != nil {
+			b.Fatal(err)
+		}
+		if st, _ := tr.Status(); st.Online[0].Violations != 0 {
+			b.Fatalf("violations in a clean log: %v", st.Online)
+		}
+	}
+	// CPU time, not wall time: on a shared machine the wall time counts
+	// the waits for a core.
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N*n), "cpu-ns/entry")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
