@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,10 +38,13 @@ func shotDir(t *testing.T) string {
 
 // openChecked opens the page at addr and checks what every page of
 // zkchaos must satisfy: it loads within maxLoad with no console error or
-// warning, no uncaught exception and no request off the machine, and
-// every link resolves. Its full-page screenshot is saved as
-// results/browser/<kind>.png. The page is closed when the test ends.
-func openChecked(t *testing.T, b *web.Browser, addr, kind string) *web.Page {
+// warning, no uncaught exception and no request off the machine; every
+// link resolves; it has no script (the pages are static, and `chaos
+// serve` forbids scripts in its own). what names the page in messages;
+// shot, when not empty, keeps its full-page screenshot as
+// results/browser/<shot>.png (one per kind of page: a page opened again,
+// filtered say, keeps none). The page is closed when the test ends.
+func openChecked(t *testing.T, b *web.Browser, addr, what, shot string) *web.Page {
 	t.Helper()
 	ctx := testCtx(t)
 	p, err := b.Open(ctx, addr)
@@ -48,22 +52,27 @@ func openChecked(t *testing.T, b *web.Browser, addr, kind string) *web.Page {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	t.Logf("%s: loaded in %s (navigation start to the end of the load event)", kind, p.Load)
+	t.Logf("%s: loaded in %s (navigation start to the end of the load event)", what, p.Load)
 	if p.Load > maxLoad {
-		t.Errorf("%s: loaded in %s, more than %s", kind, p.Load, maxLoad)
+		t.Errorf("%s: loaded in %s, more than %s", what, p.Load, maxLoad)
 	}
-	shot := filepath.Join(shotDir(t), kind+".png")
-	if err := p.Screenshot(ctx, shot); err != nil {
-		t.Error(err)
-	} else {
-		t.Logf("%s: screenshot %s", kind, shot)
+	if shot != "" {
+		path := filepath.Join(shotDir(t), shot+".png")
+		if err := p.Screenshot(ctx, path); err != nil {
+			t.Error(err)
+		} else {
+			t.Logf("%s: screenshot %s", what, path)
+		}
 	}
 	probs, err := p.Problems(ctx)
 	noErr(t, err)
-	expectNone(t, kind+": the browser reported", probs)
+	expectNone(t, what+": the browser reported", probs)
 	broken, err := p.CheckLinks(ctx)
 	noErr(t, err)
-	expectNone(t, kind+": broken", broken)
+	expectNone(t, what+": broken", broken)
+	if n, err := p.Count(ctx, "script"); err != nil || n > 0 {
+		t.Errorf("%s: %d <script> elements (%v); zkchaos's pages have none", what, n, err)
+	}
 	return p
 }
 
@@ -222,4 +231,59 @@ func within(t *testing.T, ctx context.Context, p *web.Page, inner, outer string)
 	in, err := p.Within(ctx, inner, outer)
 	noErr(t, err)
 	return in
+}
+
+// rejectedSel is how the timeline draws a write the register rejected
+// (timeline/lane.go): a red cross one by one (tl-wr), or its share of a
+// bin when a crowded lane is summarised (tl-wrbin).
+const rejectedSel = "#" + anchor.Timeline + " .tl-wr, #" + anchor.Timeline + " .tl-wrbin"
+
+// checkRejected: when results.json counts n writes the register
+// rejected (fencing at work), the timeline shows at least one, drawn.
+func checkRejected(t *testing.T, ctx context.Context, p *web.Page, n int) []string {
+	if n == 0 {
+		return nil
+	}
+	boxes, err := p.Boxes(ctx, rejectedSel)
+	noErr(t, err)
+	for _, b := range boxes {
+		if b.Width > 0 && b.Height > 0 {
+			t.Logf("%d rejected writes in results.json, %d elements of them in the timeline", n, len(boxes))
+			return nil
+		}
+	}
+	return []string{fmt.Sprintf("results.json counts %d rejected writes; the timeline draws none (%d elements %s, none with an area)", n, len(boxes), rejectedSel)}
+}
+
+// timelineSel is the lock ownership timeline's figure wherever it is
+// drawn (package timeline labels its main figure so).
+const timelineSel = `svg[aria-label^="lock ownership timeline"]`
+
+// checkDrawnCount: exactly want elements match sel, each drawn with an
+// area; what names them in the message.
+func checkDrawnCount(t *testing.T, ctx context.Context, p *web.Page, sel, what string, want int) []string {
+	boxes, err := p.Boxes(ctx, sel)
+	noErr(t, err)
+	if len(boxes) != want {
+		return []string{fmt.Sprintf("%d %s (%s), want %d", len(boxes), what, sel, want)}
+	}
+	var bad []string
+	for i, b := range boxes {
+		if b.Width == 0 || b.Height == 0 {
+			bad = append(bad, fmt.Sprintf("%s %d of %d is drawn %gx%g", what, i+1, want, b.Width, b.Height))
+		}
+	}
+	return bad
+}
+
+// checkTexts: the rendered texts of the elements matching sel are want,
+// in order.
+func checkTexts(t *testing.T, ctx context.Context, p *web.Page, sel string, want ...string) []string {
+	var got []string
+	_, err := p.Eval(ctx, fmt.Sprintf(`Array.from(document.querySelectorAll(%q), e => e.innerText.trim())`, sel), &got)
+	noErr(t, err)
+	if !slices.Equal(got, want) {
+		return []string{fmt.Sprintf("%s says %q, want %q", sel, got, want)}
+	}
+	return nil
 }

@@ -1,9 +1,0 @@
-package pages
-
-import (
-	"testing"
-
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-)
-
-func TestMain(m *testing.M) { chaostest.Main(m) }
