@@ -34,9 +34,11 @@ type Tracker struct {
 	online []Count
 }
 
-// NewTracker starts tracking a run that starts now.
+// NewTracker starts tracking a run that starts now. It has nothing to
+// show until the run enters its first phase: a run refused for bad input
+// never does, and its error must be the first line it prints.
 func NewTracker() *Tracker {
-	t := &Tracker{now: time.Now, target: -1, phase: "setup"}
+	t := &Tracker{now: time.Now, target: -1}
 	t.start = t.now()
 	return t
 }
@@ -136,6 +138,9 @@ func (t *Tracker) Status() (Status, bool) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.phase == "" {
+		return Status{}, false
+	}
 	s := Status{Phase: t.phase, Limit: t.limit, OK: t.ok, Fail: t.fail, Info: t.info,
 		Fault: t.fault, Target: t.target, Online: slices.Clone(t.online)}
 	now := t.now()

@@ -22,7 +22,7 @@ import (
 // client completions by type (not invocations, not instant observations),
 // and the fault from the nemesis' start and stop.
 func TestTrackerCounts(t *testing.T) {
-	tr := NewTracker()
+	tr := started()
 	rec := tr.Recorder(history.NewMemory())
 	ev := func(p history.Process, typ history.Type, f string, v *history.Value) {
 		if _, err := rec.Append(history.Event{Process: p, Type: typ, F: f, Value: v}); err != nil {
@@ -75,7 +75,7 @@ func TestTrackerCounts(t *testing.T) {
 // start, and the clock stops when the workload ends.
 func TestTrackerElapsed(t *testing.T) {
 	now := time.Unix(1000, 0)
-	tr := NewTracker()
+	tr := started()
 	tr.now = func() time.Time { return now }
 	tr.start = now
 	now = now.Add(3 * time.Second)
@@ -129,7 +129,7 @@ func TestTrackerFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr := NewTracker()
+	tr := started()
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -184,7 +184,7 @@ func TestTrackerFollowStops(t *testing.T) {
 	if err := os.WriteFile(path, []byte("not json\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr := NewTracker()
+	tr := started()
 	err := tr.Follow(context.Background(), path, []string{fence.NameDoubleWriter}, slog.New(slog.DiscardHandler))
 	st, _ := tr.Status()
 	if err == nil || len(st.Online) != 1 || st.Online[0].Stopped == "" || !strings.Contains(st.String(), "double-writer stopped") {
@@ -232,7 +232,7 @@ func BenchmarkFollow(b *testing.B) {
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for b.Loop() {
-		tr := NewTracker()
+		tr := started()
 		if err := tr.Follow(ctx, path, []string{fence.NameDoubleWriter}, slog.New(slog.DiscardHandler)); err != nil {
 			b.Fatal(err)
 		}
@@ -249,4 +249,24 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// started is a tracker of a run that has entered its setup phase.
+func started() *Tracker {
+	tr := NewTracker()
+	tr.Phase("setup")
+	return tr
+}
+
+// TestTrackerSilentBeforeTheRun: a run refused for bad input never
+// enters a phase, and nothing may be shown before its error.
+func TestTrackerSilentBeforeTheRun(t *testing.T) {
+	tr := NewTracker()
+	if st, ok := tr.Status(); ok {
+		t.Errorf("a tracker shows %q before the run entered a phase", st)
+	}
+	tr.Phase("setup")
+	if _, ok := tr.Status(); !ok {
+		t.Error("a tracker in setup shows nothing")
+	}
 }
