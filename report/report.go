@@ -22,6 +22,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/monitor"
 	"github.com/zkchaos/zkchaos/plots"
 	"github.com/zkchaos/zkchaos/register"
 )
@@ -40,6 +41,7 @@ func DefaultLinks() []Link {
 		{"register apply log", "register.jsonl"},
 		{"configuration", "test.json"},
 		{"results", "results.json"},
+		{"runbook monitor samples", "monitor.jsonl"},
 		{"logs", "logs/"},
 	}
 }
@@ -72,6 +74,11 @@ type Page struct {
 	// its wall clock on the run's clock. Either may be empty.
 	ApplyLog  []register.Entry
 	StartWall int64
+	// Monitor is the runbook monitor's samples (monitor.jsonl), for the
+	// runbook and metrics sections; MonitorNote, when set, says why there
+	// are none ("Not recorded: …").
+	Monitor     []monitor.Sample
+	MonitorNote string
 	// Links to the raw files; nil means DefaultLinks.
 	Links []Link
 }
@@ -174,6 +181,8 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{if .Figures}}<h2>Figures</h2>
 {{range .Figures}}<figure>{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
 {{end}}{{end}}
+{{template "metrics" .}}
+{{template "runbook" .}}
 <h2>Nemesis</h2>
 {{if .Nemesis}}<table>
 <tr><th>time (s)</th><th>f</th><th>outcome</th><th>target</th><th>pid</th><th>verified</th><th>detail</th></tr>
@@ -267,6 +276,8 @@ type view struct {
 	GeneratedAt   string
 	FirstAfterSec string
 	Linear        []linearView
+	Runbook       runbookView
+	Metrics       metricsView
 }
 
 // linearView is one porcupine checker's section.
@@ -425,6 +436,8 @@ func build(in Page) view {
 	}
 	v.Nemesis = nemesisRows(in.Nemesis)
 	v.Figures = figures(in.History)
+	v.Runbook = runbook(in)
+	v.Metrics = metrics(in)
 	return v
 }
 

@@ -79,6 +79,7 @@ func TestFencedRunIsValid(t *testing.T) {
 	}
 	assertMutexReported(t, r.Dir, res)
 	assertPausesHappened(t, r.Dir)
+	assertMonitorRecorded(t, r.Dir)
 	chaostest.AssertNothingLeft(t, r.Dir)
 }
 
@@ -111,6 +112,7 @@ func TestUnfencedRunFindsDoubleWrite(t *testing.T) {
 		}
 	}
 	assertMutexReported(t, r.Dir, res)
+	assertMonitorRecorded(t, r.Dir)
 	for _, f := range []string{"history.jsonl", "register.jsonl", "test.json", "results.json", "report.html"} {
 		if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
 			t.Errorf("run folder lacks %s", f)
