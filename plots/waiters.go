@@ -30,33 +30,7 @@ func Waiters(h []history.Event, samples []monitor.Sample) ([]byte, error) {
 // waitersPlot builds the waiters figure.
 func waitersPlot(h []history.Event, samples []monitor.Sample) (*plot.Plot, error) {
 	v := lockview.Of(h)
-	end := float64(v.End) / 1e9
-	var order []string
-	lines := map[string][]plotter.XYs{} // path → segments
-	for _, s := range samples {
-		x := float64(s.TimeNS) / 1e9
-		if x > end {
-			continue
-		}
-		for _, d := range s.Dirs {
-			segs, seen := lines[d.Path]
-			if !seen {
-				order = append(order, d.Path)
-			}
-			if d.Error != "" {
-				if len(segs) > 0 && len(segs[len(segs)-1]) > 0 {
-					segs = append(segs, nil) // a gap
-				}
-				lines[d.Path] = segs
-				continue
-			}
-			if len(segs) == 0 {
-				segs = append(segs, nil)
-			}
-			segs[len(segs)-1] = append(segs[len(segs)-1], plotter.XY{X: x, Y: float64(d.Waiters())})
-			lines[d.Path] = segs
-		}
-	}
+	order, lines := waiterSeries(samples, v.End)
 	p := timeFigure(v, "Waiters per lock path (monitor samples: children behind the first)", "waiting nodes", false)
 	p.Y.Min = 0
 	drawn := 0
@@ -87,4 +61,35 @@ func waitersPlot(h []history.Event, samples []monitor.Sample) (*plot.Plot, error
 	}
 	p.Legend.Top = true
 	return p, nil
+}
+
+// waiterSeries is, per directory (in the order first read), the waiters
+// at each sample up to end, in pieces: a sample that could not read the
+// directory ends a piece.
+func waiterSeries(samples []monitor.Sample, end int64) ([]string, map[string][]plotter.XYs) {
+	var order []string
+	lines := map[string][]plotter.XYs{}
+	for _, s := range samples {
+		if s.TimeNS > end {
+			continue
+		}
+		x := float64(s.TimeNS) / 1e9
+		for _, d := range s.Dirs {
+			segs, seen := lines[d.Path]
+			if !seen {
+				order = append(order, d.Path)
+			}
+			switch {
+			case d.Error != "" && len(segs) > 0 && len(segs[len(segs)-1]) > 0:
+				segs = append(segs, nil) // a gap
+			case d.Error != "":
+			case len(segs) == 0:
+				segs = append(segs, plotter.XYs{{X: x, Y: float64(d.Waiters())}})
+			default:
+				segs[len(segs)-1] = append(segs[len(segs)-1], plotter.XY{X: x, Y: float64(d.Waiters())})
+			}
+			lines[d.Path] = segs
+		}
+	}
+	return order, lines
 }
