@@ -14,11 +14,12 @@ import (
 var ErrUnsupported = errors.New("not supported by this cluster backend")
 
 // FourLetterWords are the four-letter words the harness sends: srvr (the
-// cluster's status, nemesis verification) and cons (a session still
-// listed, expire-holder). Anyone who reaches a client port can send one,
-// so the servers answer these and nothing else; a word the harness starts
-// to use is added here (the report's monitor will add mntr).
-var FourLetterWords = []string{"srvr", "cons"}
+// cluster's status, nemesis verification), cons (a session still listed,
+// expire-holder, the runbook monitor) and mntr (the runbook monitor's
+// server metrics). Anyone who reaches a client port can send one, so the
+// servers answer these and nothing else; a word the harness starts to use
+// is added here, the one list both backends configure.
+var FourLetterWords = []string{"srvr", "cons", "mntr"}
 
 // Status is a server's view of itself, from the srvr four-letter word.
 type Status struct {

@@ -23,6 +23,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/monitor"
 	"github.com/zkchaos/zkchaos/plots"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/report/anchor"
@@ -44,6 +45,7 @@ var rawFiles = []Link{
 	{"configuration", store.TestFile},
 	{"results", store.ResultsFile},
 	{"status", store.StatusFile},
+	{"runbook monitor samples", store.MonitorFile},
 	{"controller log", store.LogFile},
 	{"register log", store.RegisterLog},
 	{"janitor log", store.JanitorLog},
@@ -92,6 +94,11 @@ type Page struct {
 	// its wall clock on the run's clock. Either may be empty.
 	ApplyLog  []register.Entry
 	StartWall int64
+	// Monitor is the runbook monitor's samples (monitor.jsonl), for the
+	// runbook and metrics sections; MonitorNote, when set, says why there
+	// are none ("Not recorded: …").
+	Monitor     []monitor.Sample
+	MonitorNote string
 	// Links to the raw files; nil means DefaultLinks.
 	Links []Link
 }
@@ -197,6 +204,8 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{range .Figures}}<figure>{{if .SVG}}{{.SVG}}<figcaption>{{.Caption}}</figcaption>{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
 {{end}}{{end}}
 {{template "timeline" .}}
+{{template "metrics" .}}
+{{template "runbook" .}}
 <h2>Nemesis</h2>
 {{if .Nemesis}}<table>
 <tr><th>time (s)</th><th>f</th><th>outcome</th><th>target</th><th>pid</th><th>verified</th><th>detail</th></tr>
@@ -294,6 +303,8 @@ type view struct {
 	StoriesID     string
 	Stories       []storyView
 	StoryCounts   []string
+	Runbook       runbookView
+	Metrics       metricsView
 }
 
 // linearView is one porcupine checker's section.
@@ -439,6 +450,8 @@ func build(in Page) view {
 	v.Nemesis = nemesisRows(in.Nemesis)
 	v.Figures = figures(in.History)
 	v.Timeline = timelineOf(in)
+	v.Runbook = runbook(in)
+	v.Metrics = metrics(in)
 	return v
 }
 

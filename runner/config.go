@@ -53,6 +53,9 @@ type Config struct {
 	OpTimeout      time.Duration `json:"op_timeout"`
 	TickTime       time.Duration `json:"tick_time"`
 	Recovery       time.Duration `json:"recovery"`
+	// MonitorInterval is the runbook monitor's fixed sampling interval
+	// (it also samples at every nemesis step); 0 runs no monitor.
+	MonitorInterval time.Duration `json:"monitor_interval"`
 	// Cluster is the ensemble's backend: local or docker (cluster/backend).
 	Cluster string `json:"cluster"`
 	// Image is the docker backend's server image ("" = the tag `chaos
@@ -109,6 +112,7 @@ func Defaults() Config {
 		OpTimeout:       2 * time.Second,
 		TickTime:        200 * time.Millisecond,
 		Recovery:        2 * time.Second,
+		MonitorInterval: time.Second,
 		Cluster:         backend.Local,
 		Net:             "auto",
 		CheckBudget:     DefaultCheckBudget,
@@ -205,6 +209,11 @@ func (c Config) Caps() nemesis.Caps {
 // and the run would only prove that the harness starts.
 const MinTimeLimit = time.Second
 
+// MinMonitorInterval is the shortest sampling interval: a sample reads
+// every lock directory and asks every server twice, and a shorter
+// interval would load the ensemble it observes.
+const MinMonitorInterval = 100 * time.Millisecond
+
 // InjectAllowance is what a fault cycle allows, beside its quiet time and
 // its hold, for finding a target and injecting and verifying the fault
 // (pause-holder waits up to 1 s for a holder).
@@ -268,6 +277,9 @@ func (c Config) Validate() error {
 	}
 	if c.PauseFor < 0 {
 		bad("--pause %s: must not be negative", c.PauseFor)
+	}
+	if c.MonitorInterval != 0 && c.MonitorInterval < MinMonitorInterval {
+		bad("--monitor-interval %s: must be 0 (no monitor) or at least %s", c.MonitorInterval, MinMonitorInterval)
 	}
 	if wl, err := c.NewWorkload(); err != nil {
 		errs = append(errs, fmt.Errorf("--workload: %w", err))

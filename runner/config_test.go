@@ -40,6 +40,8 @@ func TestValidateNamesTheBadValue(t *testing.T) {
 		{func(c *Config) { c.Nemesis, c.TimeLimit = []string{"none"}, time.Nanosecond }, "--time-limit 1ns: too short; the minimum is 1s"},
 		{func(c *Config) { c.ResultsDir = "/proc/forbidden" }, "--results /proc/forbidden: cannot create a folder in /proc"},
 		{func(c *Config) { c.ACL = "maybe" }, "--acl"},
+		{func(c *Config) { c.MonitorInterval = 10 * time.Millisecond }, "--monitor-interval 10ms: must be 0 (no monitor) or at least 100ms"},
+		{func(c *Config) { c.MonitorInterval = -time.Second }, "--monitor-interval -1s"},
 	}
 	for _, tc := range cases {
 		c := Defaults()

@@ -152,7 +152,9 @@ func (c *controller) FinalRead(ctx context.Context, cl workloads.Client, key str
 }
 
 func (c *controller) nemesisOp(t history.Type, f string, v *history.Value, errText string) {
-	c.record(history.Event{Process: history.Nemesis, Type: t, F: f, Value: v, Error: errText})
+	if _, err := c.nemesisHistory().Append(history.Event{Process: history.Nemesis, Type: t, F: f, Value: v, Error: errText}); err != nil {
+		c.log.Error("record", "err", err)
+	}
 }
 
 func (c *controller) record(e history.Event) {

@@ -22,6 +22,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/janitor"
+	"github.com/zkchaos/zkchaos/monitor"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
@@ -208,6 +209,9 @@ type controller struct {
 	reg           *registerProc
 	fleet         *fleet
 	ensembleReady time.Duration
+	// mon is the runbook monitor while the workload and the final phase
+	// last; nil without one.
+	mon *monitor.Monitor
 
 	tornDown sync.Once
 
@@ -416,10 +420,12 @@ func (c *controller) workload(ctx context.Context) {
 	defer context.AfterFunc(c.runCtx, stop)()
 	seed := uint64(c.cfg.Seed)
 	wl := c.wl
+	c.startMonitor()
+	defer c.stopMonitor()
 
 	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
 		Schedule: nemesis.Schedule{Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
-		History:  c.rec,
+		History:  c.nemesisHistory(),
 		Caps:     nemesis.Caps{Cluster: c.zk.Capabilities(), WorkerNet: c.net != nil, Workload: c.wl.Name()},
 		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Resource: c.reg.client(3 * time.Second), Logger: c.log,
 			Rand: rand.New(rand.NewPCG(seed, 0x6e656d))}})

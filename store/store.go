@@ -32,6 +32,7 @@ const (
 	RegisterLog  = "register.log"
 	ZKDir        = "zk"
 	WorkersDir   = "workers"
+	MonitorFile  = "monitor.jsonl" // the runbook monitor's samples (package monitor)
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)

@@ -15,8 +15,8 @@ func TestFourLetterWhitelist(t *testing.T) {
 	}
 	n := &Node{id: 1, ip: "127.0.0.1", clientPort: 2181, quorumPort: 2888, electionPort: 3888}
 	cfg := zooCfg(&c, "/data", n, []*Node{n})
-	if !strings.Contains(cfg, "\n4lw.commands.whitelist=srvr,cons\n") {
-		t.Errorf("zoo.cfg does not limit the four-letter words to srvr,cons:\n%s", cfg)
+	if !strings.Contains(cfg, "\n4lw.commands.whitelist=srvr,cons,mntr\n") {
+		t.Errorf("zoo.cfg does not limit the four-letter words to srvr,cons,mntr:\n%s", cfg)
 	}
 	for _, bad := range [][]string{{"*"}, {"srvr", "mntr,dump"}, {"SRVR"}} {
 		c := Config{Nodes: 1, Dir: t.TempDir(), ClassPath: "unused", FourLetterWords: bad}

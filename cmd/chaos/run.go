@@ -60,6 +60,7 @@ func parseRunArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", cfg.OpTimeout, "time after which an operation is recorded as info")
 	fs.DurationVar(&cfg.TickTime, "tick", cfg.TickTime, "ZooKeeper tickTime")
 	fs.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "quiet time after healing, before teardown")
+	fs.DurationVar(&cfg.MonitorInterval, "monitor-interval", cfg.MonitorInterval, "how often the runbook monitor samples the lock directories and the servers' mntr and cons, besides every nemesis step (0: no monitor)")
 	fs.StringVar(&cfg.Net, "net", cfg.Net, "auto (namespaces when root), netns or loopback")
 	fs.StringVar(&cfg.Cluster, "cluster", cfg.Cluster, "where the ensemble runs: local (JVMs on this machine) or docker (containers; needs --net netns)")
 	fs.StringVar(&cfg.Image, "image", "", "with --cluster docker: the server image (default: the tag chaos image build makes here; never pulled)")

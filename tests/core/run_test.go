@@ -81,6 +81,7 @@ func TestFencedRunIsValid(t *testing.T) {
 	}
 	assertMutexReported(t, r.Dir, res)
 	assertPausesHappened(t, r.Dir)
+	assertMonitorRecorded(t, r.Dir)
 	chaostest.AssertNothingLeft(t, r.Dir)
 }
 
@@ -114,6 +115,7 @@ func TestUnfencedRunFindsDoubleWrite(t *testing.T) {
 	}
 	assertMutexReported(t, r.Dir, res)
 	assertProgressCounted(t, r.Stderr, len(dw.Violations))
+	assertMonitorRecorded(t, r.Dir)
 	for _, f := range []string{"history.jsonl", "register.jsonl", "test.json", "results.json", "report.html"} {
 		if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
 			t.Errorf("run folder lacks %s", f)

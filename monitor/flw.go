@@ -1,0 +1,139 @@
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Words are the four-letter words the monitor sends. The servers answer
+// only cluster.FourLetterWords; Start refuses a word not among them, so
+// the monitor cannot probe a server with something it was told to refuse.
+var Words = []string{"mntr", "cons"}
+
+// notServing is how a server that is up but not in a quorum answers every
+// four-letter word but a few.
+const notServing = "This ZooKeeper instance is not currently serving requests"
+
+// ErrNotServing is a server's answer when it is up but not in a quorum.
+var ErrNotServing = errors.New("not serving (no quorum)")
+
+// Mntr is the part of a server's mntr answer the runbook reads (seed 002,
+// "关键指标"): its state, request latency, the queue, and the counts of
+// znodes, watches, ephemerals, connections and sessions.
+type Mntr struct {
+	State string `json:"state"`
+	// Latencies are the server's since its start (ms), as mntr has them.
+	AvgLatency  float64 `json:"avg_latency_ms"`
+	MinLatency  int64   `json:"min_latency_ms"`
+	MaxLatency  int64   `json:"max_latency_ms"`
+	Outstanding int64   `json:"outstanding_requests"`
+	Znodes      int64   `json:"znode_count"`
+	Watches     int64   `json:"watch_count"`
+	Ephemerals  int64   `json:"ephemerals_count"`
+	Connections int64   `json:"alive_connections"`
+	Sessions    int64   `json:"global_sessions"`
+	// SyncedFollowers is the leader's only (nil on a follower).
+	SyncedFollowers *int64 `json:"synced_followers,omitempty"`
+}
+
+// mntrInts are the integer fields of Mntr by their mntr key; a key missing
+// from the answer (an older server) leaves its field 0.
+func (m *Mntr) mntrInts() map[string]*int64 {
+	return map[string]*int64{
+		"zk_min_latency": &m.MinLatency, "zk_max_latency": &m.MaxLatency,
+		"zk_outstanding_requests": &m.Outstanding, "zk_znode_count": &m.Znodes,
+		"zk_watch_count": &m.Watches, "zk_ephemerals_count": &m.Ephemerals,
+		"zk_num_alive_connections": &m.Connections, "zk_global_sessions": &m.Sessions,
+	}
+}
+
+// ParseMntr reads a mntr answer: one "key<TAB>value" per line. An answer
+// without zk_server_state is not a list of metrics (not serving, not
+// whitelisted, cut short) and is an error quoting its first line.
+func ParseMntr(out string) (*Mntr, error) {
+	if strings.HasPrefix(out, notServing) {
+		return nil, ErrNotServing
+	}
+	m := &Mntr{}
+	ints := m.mntrInts()
+	seen := false
+	for _, l := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(strings.TrimRight(l, "\r"), "\t")
+		if !ok {
+			continue
+		}
+		var err error
+		switch {
+		case k == "zk_server_state":
+			m.State, seen = v, true
+		case k == "zk_avg_latency":
+			m.AvgLatency, err = strconv.ParseFloat(v, 64)
+		case k == "zk_synced_followers":
+			var n int64
+			n, err = strconv.ParseInt(v, 10, 64)
+			m.SyncedFollowers = &n
+		case ints[k] != nil:
+			*ints[k], err = strconv.ParseInt(v, 10, 64)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mntr %s: %w", k, err)
+		}
+	}
+	if !seen {
+		return nil, fmt.Errorf("not a mntr answer: %q", firstLine(out))
+	}
+	return m, nil
+}
+
+// ParseCons reads a cons answer, one connection per line
+// (" /198.18.0.9:37864[1](queued=0,...,sid=0x1000007164c0002,...)"), and
+// returns the session ids listed, sorted and without repeats. Connections
+// without a session (the one asking) list none. An answer with no
+// connection at all is not a list: the asking connection is always there.
+func ParseCons(out string) ([]string, error) {
+	if strings.HasPrefix(out, notServing) {
+		return nil, ErrNotServing
+	}
+	if !strings.Contains(out, "(queued=") {
+		return nil, fmt.Errorf("not a cons answer: %q", firstLine(out))
+	}
+	sessions := []string{}
+	for _, l := range strings.Split(out, "\n") {
+		_, rest, ok := strings.Cut(l, "sid=")
+		if !ok {
+			continue
+		}
+		sid, _, _ := strings.Cut(rest, ",")
+		sid = strings.TrimSuffix(sid, ")")
+		if _, err := strconv.ParseUint(strings.TrimPrefix(sid, "0x"), 16, 64); err != nil || !strings.HasPrefix(sid, "0x") {
+			return nil, fmt.Errorf("cons: session id %q", sid)
+		}
+		sessions = append(sessions, sid)
+	}
+	slices.Sort(sessions)
+	return slices.Compact(sessions), nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if len(l) > 120 {
+		l = l[:120] + "…"
+	}
+	return l
+}
+
+// SeqOf is the sequence number ZooKeeper appended to a sequential node's
+// name (its last 10 digits), -1 when there is none.
+func SeqOf(name string) int64 {
+	if len(name) < 10 {
+		return -1
+	}
+	n, err := strconv.ParseInt(name[len(name)-10:], 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
