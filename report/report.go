@@ -120,6 +120,9 @@ th { background: #f3f3f3; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .violation { border-left: 4px solid #c62828; padding: 0.3em 0.8em; margin: 0.6em 0; background: #fff5f5; }
 code, pre { font-family: ui-monospace, monospace; }
+figure.plot { margin: 0.5em 0 1.5em; max-width: 1200px; }
+figure.plot svg { display: block; max-width: 100%; height: auto; }
+figure.plot figcaption { color: #444; margin-top: 0.2em; }
 </style>
 </head>
 <body>
@@ -193,9 +196,9 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{else}}<p>No stats result{{if .StatsError}}: {{.StatsError}}{{end}}.</p>
 {{end}}
 
-{{if .Figures}}<h2>Figures</h2>
-{{range .Figures}}<figure>{{if .SVG}}{{.SVG}}<figcaption>{{.Caption}}</figcaption>{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
-{{end}}{{end}}
+{{if .Figures}}<section id="{{.FiguresID}}"><h2>Figures</h2>
+{{range .Figures}}<figure class="plot">{{if .SVG}}{{.SVG}}<figcaption>{{.Caption}}</figcaption>{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
+{{end}}</section>{{end}}
 {{template "timeline" .}}
 <h2>Nemesis</h2>
 {{if .Nemesis}}<table>
@@ -286,6 +289,7 @@ type view struct {
 	Ops           []opRow
 	Nemesis       []nemesisRow
 	Figures       []figureView
+	FiguresID     string
 	Timeline      *timelineView
 	Links         []Link
 	GeneratedAt   string
@@ -437,7 +441,7 @@ func build(in Page) view {
 	v.StoriesID = anchor.Stories
 	v.Stories, v.StoryCounts = stories(in)
 	v.Nemesis = nemesisRows(in.Nemesis)
-	v.Figures = figures(in.History)
+	v.Figures, v.FiguresID = figures(in.History), anchor.Figures
 	v.Timeline = timelineOf(in)
 	return v
 }
