@@ -26,6 +26,7 @@ import (
 	"github.com/zkchaos/zkchaos/plots"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/report/anchor"
+	"github.com/zkchaos/zkchaos/runview"
 	"github.com/zkchaos/zkchaos/store"
 )
 
@@ -120,6 +121,7 @@ th { background: #f3f3f3; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .violation { border-left: 4px solid #c62828; padding: 0.3em 0.8em; margin: 0.6em 0; background: #fff5f5; }
 code, pre { font-family: ui-monospace, monospace; }
+.raw { color: #777; font-size: 0.85em; }
 figure.plot { margin: 0.5em 0 1.5em; max-width: 1200px; }
 figure.plot svg { display: block; max-width: 100%; height: auto; }
 figure.plot figcaption { color: #444; margin-top: 0.2em; }
@@ -209,7 +211,7 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 
 <h2>Configuration</h2>
 {{if .Config}}<table>
-{{range .Config}}<tr><th>{{.Key}}</th><td><code>{{.Value}}</code></td></tr>
+{{range .Config}}<tr><th>{{.Key}}</th><td><code>{{.Value}}</code>{{if .Raw}} <span class="raw" title="as test.json has it">({{.Raw}})</span>{{end}}</td></tr>
 {{end}}</table>
 {{else if .ConfigRaw}}<pre>{{.ConfigRaw}}</pre>
 {{else}}<p>Not recorded.</p>{{end}}
@@ -328,7 +330,9 @@ func (view) KeysOf(d *linear.LinearDetails) []keyRow {
 	return rows
 }
 
-type kv struct{ Key, Value string }
+// kv is a configuration row; Raw, when set, is the value as test.json
+// has it, shown beside a Value made readable.
+type kv struct{ Key, Value, Raw string }
 
 type checkerRow struct {
 	Name, Valid, Class, Error string
@@ -517,9 +521,21 @@ func config(in Page) ([]kv, string) {
 				val = s
 			}
 		}
-		out = append(out, kv{k, val})
+		out = append(out, configRow(k, m[k], val))
 	}
 	return out, ""
+}
+
+// configRow is one setting as a person reads it: a duration (test.json
+// keeps time.Duration as nanoseconds, runview.DurationKey says which
+// keys) as a Go duration, its raw value kept beside it so the file can
+// still be searched for it; anything else as it is.
+func configRow(key string, v any, shown string) kv {
+	n, ok := v.(float64)
+	if !ok || !runview.DurationKey(key) || n != float64(int64(n)) {
+		return kv{Key: key, Value: shown}
+	}
+	return kv{Key: key, Value: time.Duration(int64(n)).String(), Raw: shown + " ns"}
 }
 
 // nemesisRows pairs each nemesis invocation with its completion, so a
