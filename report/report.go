@@ -143,13 +143,14 @@ figure.plot figcaption { color: #444; margin-top: 0.2em; }
 
 <h2>Double writes</h2>
 {{with .DW}}
-<p>{{len .Violations}} shown{{if .ViolationsOmitted}}, {{.ViolationsOmitted}} more omitted{{end}};
+<p>{{$.DWList.Kept}} violations in {{template "fileref" $.Refs.Results}}{{if .ViolationsOmitted}} and {{.ViolationsOmitted}} more that the checker counted but did not keep{{end}};
 by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{.AcceptedWrites}} accepted writes, {{.TokenRejections}} token rejections in {{.Entries}} apply-log entries.</p>
 {{if .FirstViolationSeq}}<p>First violation at apply-log seq {{.FirstViolationSeq}}{{if $.FirstAfterSec}}, {{$.FirstAfterSec}} after the start{{end}}.</p>{{end}}
 {{if .Reason}}<p><strong>Undecided:</strong> {{.Reason}}</p>{{end}}
-{{range .Violations}}<div class="violation">
-<p><strong>{{.Kind}}</strong> on key <code>{{.Key}}</code>: tokens {{join .Tokens}}; processes {{joinInts .Processes}}; seqs {{join .Seqs}}; values {{join .Values}}{{if .Expected}}; expected {{.Expected}}, actual {{.Actual}}{{end}}</p>
+{{with $.DWList}}{{if .More}}<p><strong>Listed below: {{len .Shown}} of the {{.Kept}}</strong>, the first of each kind and then the earliest; {{.More}} more are in {{template "fileref" $.Refs.Results}} (<code>{{.Path}}</code>), by their index.</p>{{end}}{{end}}
+{{range $.DWList.Shown}}<div class="violation">
+<p>#{{.Index}} <strong>{{.Kind}}</strong> on key <code>{{.Key}}</code>: tokens {{join .Tokens}}; processes {{joinInts .Processes}}; seqs {{join .Seqs}}; values {{join .Values}}{{if .Expected}}; expected {{.Expected}}, actual {{.Actual}}{{end}}</p>
 <p>{{.Message}}</p>
 </div>
 {{else}}<p>None found.</p>
@@ -203,9 +204,10 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{end}}</section>{{end}}
 {{template "timeline" .}}
 <h2>Nemesis</h2>
-{{if .Nemesis}}<table>
+{{if .Nemesis.Rows}}{{if .Nemesis.More}}<p><strong>Listed below: the first {{len .Nemesis.Rows}} nemesis operations</strong>; {{.Nemesis.More}} more are in {{template "fileref" .Refs.History}} (process "nemesis"). The figures and the timeline shade every fault.</p>
+{{end}}<table>
 <tr><th>time (s)</th><th>f</th><th>outcome</th><th>target</th><th>pid</th><th>verified</th><th>detail</th></tr>
-{{range .Nemesis}}<tr><td class="n">{{.Time}}</td><td>{{.F}}</td><td>{{.Outcome}}</td><td>{{.Target}}</td><td class="n">{{if .PID}}{{.PID}}{{end}}</td><td>{{.Verified}}</td><td>{{.Detail}}</td></tr>
+{{range .Nemesis.Rows}}<tr><td class="n">{{.Time}}</td><td>{{.F}}</td><td>{{.Outcome}}</td><td>{{.Target}}</td><td class="n">{{if .PID}}{{.PID}}{{end}}</td><td>{{.Verified}}</td><td>{{.Detail}}</td></tr>
 {{end}}</table>
 {{else}}<p>No nemesis operations.</p>{{end}}
 
@@ -289,7 +291,9 @@ type view struct {
 	Stats         *stats.StatsDetails
 	StatsError    string
 	Ops           []opRow
-	Nemesis       []nemesisRow
+	Nemesis       nemesisList
+	DWList        dwList
+	Refs          fileRefs
 	Figures       []figureView
 	FiguresID     string
 	Timeline      *timelineView
@@ -405,6 +409,7 @@ func build(in Page) view {
 			v.DWError = err.Error()
 		} else {
 			v.DW = &d
+			v.DWList = listViolations(d.Violations, MaxViolationsShown)
 			if d.FirstViolationAfterNS != nil {
 				v.FirstAfterSec = fmt.Sprintf("%.3f s", float64(*d.FirstViolationAfterNS)/1e9)
 			}
@@ -444,7 +449,8 @@ func build(in Page) view {
 	}
 	v.StoriesID = anchor.Stories
 	v.Stories, v.StoryCounts = stories(in)
-	v.Nemesis = nemesisRows(in.Nemesis)
+	v.Nemesis = listNemesis(nemesisRows(in.Nemesis), MaxNemesisRows)
+	v.Refs = refsOf(v.Links)
 	v.Figures, v.FiguresID = figures(in.History), anchor.Figures
 	v.Timeline = timelineOf(in)
 	return v
