@@ -37,13 +37,30 @@ lint: fmt-check
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-# The report's bound at 100 000 operations (internal/synth): writing the
-# report against reading the run, the page in Chromium (skipped without
-# one), and each checker for scale (docs/architecture.md "Figures at scale").
+# Every benchmark of the repository, in about a minute on a 2-core
+# machine: their inputs are large (1M-event histories, 100 000-operation
+# runs), so one to three iterations each give a reading.
+#   BENCH_DEFAULT (go's 1 s):  register BenchmarkWrite
+#   BENCH_ONCE (1x):  checker/fence BenchmarkDoubleWriter (1M entries);
+#     checker/linear BenchmarkPorcupineConcurrency (100k events, 1-50
+#     workers per key); checker/suite BenchmarkCheckers (10k, 100k, 1M
+#     events) and BenchmarkCheckers100k (internal/synth)
+#   BENCH_THRICE (3x):  story BenchmarkTell; report BenchmarkReadHistory100k,
+#     BenchmarkReport100k, BenchmarkReportOverRead100k (the report's
+#     bound, docs/architecture.md "Figures at scale"); internal/pageload
+#     BenchmarkPageLoad100k (skipped without Chromium)
+# A package with a benchmark in none of the lists stops `make bench`, so
+# a new benchmark is not silently left out.
+BENCH_DEFAULT := ./register/
+BENCH_ONCE := ./checker/fence/ ./checker/linear/ ./checker/suite/
+BENCH_THRICE := ./story/ ./report/ ./internal/pageload/
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./checker/ ./register/
-	$(GO) test -run '^$$' -bench 100k -benchtime 3x -benchmem ./report/ ./internal/pageload/
-	$(GO) test -run '^$$' -bench Checkers100k -benchtime 1x ./checker/suite/
+	@missing=$$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | \
+	  while read -r d; do case " $(BENCH_DEFAULT) $(BENCH_ONCE) $(BENCH_THRICE) " in *" $$d/ "*) ;; *) echo "$$d/";; esac; done); \
+	if [ -n "$$missing" ]; then echo "bench: benchmarks in $$missing are in no list of the Makefile"; exit 1; fi
+	$(GO) test -run '^$$' -bench . -benchmem $(BENCH_DEFAULT)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -benchmem $(BENCH_ONCE)
+	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem $(BENCH_THRICE)
 
 cleanup: build
 	./$(BIN) cleanup

@@ -17,14 +17,16 @@ import (
 // eventRows are the rows of the session-event strip, bottom up: what a
 // worker reported of its session, what it lost, and what the resource
 // refused (seed 22's Disconnected/Expired counts and rejected tokens).
+// A row's axis label is short, to fit beside the strip in the page's
+// left margin; the caption says what each row is.
 var eventRows = []struct {
-	label string
-	c     color.RGBA
+	label, axis string
+	c           color.RGBA
 }{
-	{"disconnected", colourInfo},
-	{"expired", colourFail},
-	{"lost / demoted", color.RGBA{R: 0x6a, G: 0x1b, B: 0x9a, A: 0xff}},
-	{"rejected by the resource", color.RGBA{R: 0x15, G: 0x65, B: 0xc0, A: 0xff}},
+	{"disconnected", "disconnected", colourInfo},
+	{"expired", "expired", colourFail},
+	{"lost / demoted", "lost / demoted", color.RGBA{R: 0x6a, G: 0x1b, B: 0x9a, A: 0xff}},
+	{"rejected by the resource", "refused", color.RGBA{R: 0x15, G: 0x65, B: 0xc0, A: 0xff}},
 }
 
 // eventRow places a history event on the strip: its row, or -1.
@@ -50,7 +52,10 @@ func eventRow(f, state, errText string, typ history.Type) int {
 // the expiry. Up to MaxPoints marks are drawn one by one; past that the
 // busiest rows are drawn as densities of time bins, which the title and
 // caption say. A history without any gives ErrNothingToDraw.
-func Events(v lockview.View) (Figure, error) {
+func Events(v lockview.View) (Figure, error) { return render(eventsFrame(v)) }
+
+// eventsFrame builds the figure Events draws.
+func eventsFrame(v lockview.View) (*frame, error) {
 	rows := eventMarks(v)
 	sizes := make([]int, len(rows))
 	total := 0
@@ -58,7 +63,7 @@ func Events(v lockview.View) (Figure, error) {
 		sizes[i], total = len(r), total+len(r)
 	}
 	if total == 0 {
-		return Figure{}, ErrNothingToDraw
+		return nil, ErrNothingToDraw
 	}
 	one := oneByOne(sizes, MaxPoints)
 	w := binWidth(v.End, MaxDensityCols)
@@ -72,29 +77,27 @@ func Events(v lockview.View) (Figure, error) {
 	if len(binned) > 0 {
 		title += fmt.Sprintf(" (%s drawn as %s bins)", strings.Join(binned, ", "), span(w))
 	}
-	p := timeFigure(v, title, "", false)
+	f := timeFigure(v, title, "", false)
+	p := f.p
 	p.Y.Min, p.Y.Max = 0.5, float64(len(eventRows))+0.5
 	ticks := make([]plot.Tick, len(eventRows))
 	for i, row := range eventRows {
-		ticks[i] = plot.Tick{Value: float64(i + 1), Label: fmt.Sprintf("%s (%s)", row.label, count(len(rows[i])))}
+		ticks[i] = plot.Tick{Value: float64(i + 1), Label: fmt.Sprintf("%s\n(%s)", row.axis, count(len(rows[i])))}
 		if len(rows[i]) == 0 {
 			continue
 		}
 		if err := eventLayer(p, rows[i], i, one[i], w, v.End); err != nil {
-			return Figure{}, fmt.Errorf("%s marks: %w", row.label, err)
+			return nil, fmt.Errorf("%s marks: %w", row.label, err)
 		}
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	svg, err := svgOf(p, 9*vg.Inch, 2.2*vg.Inch)
-	if err != nil {
-		return Figure{}, err
-	}
 	caption := fmt.Sprintf("Session events the workers reported (disconnected, expired), locks they lost or leaderships they were demoted from, and calls the resource refused, at their time: %s", plural(total, "mark"))
 	if len(binned) > 0 {
 		caption += fmt.Sprintf(", more than the %s a figure draws one by one, so %s are drawn as %s bins shaded by the logarithm of their count",
 			count(MaxPoints), strings.Join(binned, " and "), span(w))
 	}
-	return Figure{SVG: svg, Caption: caption + "."}, nil
+	f.height, f.caption = 170, caption+"."
+	return f, nil
 }
 
 // eventMarks are the times (s) of each row's events.

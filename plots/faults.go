@@ -1,21 +1,24 @@
 package plots
 
 import (
+	"math"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/lockview"
+	"github.com/zkchaos/zkchaos/timeline"
 )
 
 // timeFigure is the frame every figure shares: the run's clock on the x
 // axis from 0 to the history's end, the fault windows shaded under the
 // data, and a log y axis when asked (latencies span microseconds to
 // seconds).
-func timeFigure(v lockview.View, title, yLabel string, logY bool) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
+func timeFigure(v lockview.View, title, yLabel string, logY bool) *frame {
+	f := newFrame(title)
+	p := f.p
 	p.X.Label.Text = "time since start (s)"
 	p.Y.Label.Text = yLabel
 	if logY {
@@ -23,13 +26,33 @@ func timeFigure(v lockview.View, title, yLabel string, logY bool) *plot.Plot {
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
 	p.X.Min, p.X.Max = 0, float64(v.End)/1e9
+	p.X.Tick.Marker = clockTicks{}
 	p.Add(faultShading(v.Faults))
-	return p
+	return f
 }
 
+// clockTicks marks a figure's time axis where the timeline marks its run
+// clock, with the same labels (timeline.ClockTicks).
+type clockTicks struct{}
+
+// Ticks implements plot.Ticker on seconds.
+func (clockTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, tk := range timeline.ClockTicks(int64(math.Round(lo*1e9)), int64(math.Round(hi*1e9))) {
+		out = append(out, plot.Tick{Value: float64(tk.At) / 1e9, Label: tk.Label})
+	}
+	return out
+}
+
+// faultBand is the strip (pt) above the data area where the fault
+// shades end in their verbs, as the timeline labels its faults above its
+// lanes: a label over the data would hide the data's top.
+const faultBand = 10
+
 // shading is a plotter that shades the fault windows over the whole
-// height of the data area and writes each fault's verb at its top, so
-// every figure of the report lines up with the nemesis the same way.
+// height of the data area and the fault band above it, and writes each
+// fault's verb in the band, so every figure of the report lines up with
+// the nemesis the same way.
 type shading struct {
 	windows []checker.FaultWindow
 }
@@ -46,7 +69,7 @@ func faultShading(ws []checker.FaultWindow) plot.Plotter { return shading{window
 func (s shading) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, _ := p.Transforms(&c)
 	label := p.Legend.TextStyle
-	label.Font.Size = vg.Points(7)
+	label.Font.Size = faultSize
 	var path vg.Path
 	type text struct {
 		at  vg.Point
@@ -59,16 +82,20 @@ func (s shading) Plot(c draw.Canvas, p *plot.Plot) {
 		if to-from < vg.Points(1) {
 			to = from + vg.Points(1) // an instant fault stays visible
 		}
-		pts := c.ClipPolygonXY([]vg.Point{{X: from, Y: c.Min.Y}, {X: to, Y: c.Min.Y}, {X: to, Y: c.Max.Y}, {X: from, Y: c.Max.Y}})
-		if len(pts) > 0 {
-			path.Move(pts[0])
-			for _, pt := range pts[1:] {
-				path.Line(pt)
-			}
+		from, to = max(from, c.Min.X), min(to, c.Max.X)
+		if from < to {
+			top := c.Max.Y + faultBand
+			path.Move(vg.Point{X: from, Y: c.Min.Y})
+			path.Line(vg.Point{X: to, Y: c.Min.Y})
+			path.Line(vg.Point{X: to, Y: top})
+			path.Line(vg.Point{X: from, Y: top})
 			path.Close()
 		}
-		if at := from + vg.Points(1); at >= free {
-			labels = append(labels, text{vg.Point{X: at, Y: c.Max.Y - vg.Points(8)}, w.F})
+		// A fault near the end is labelled leftwards from the data
+		// area's edge rather than cut off there.
+		at := min(from+vg.Points(1), c.Max.X-label.Width(w.F))
+		if at >= free {
+			labels = append(labels, text{vg.Point{X: at, Y: c.Max.Y + vg.Points(2.5)}, w.F})
 			free = at + label.Width(w.F) + vg.Points(8) // a gap, so labels read as words
 		}
 	}

@@ -7,7 +7,6 @@
 package plots
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"image/color"
@@ -18,7 +17,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/history"
@@ -63,7 +61,10 @@ const latencyRowsPerDecade = 5
 // time × latency cells (a 100 000-operation run would otherwise be
 // 10 MB of SVG), the rare ones still point by point, and the title and
 // caption say which.
-func Latency(v lockview.View) (Figure, error) {
+func Latency(v lockview.View) (Figure, error) { return render(latencyFrame(v)) }
+
+// latencyFrame builds the figure Latency draws.
+func latencyFrame(v lockview.View) (*frame, error) {
 	series, open := latencySeries(v)
 	sizes := make([]int, len(outcomes))
 	total := 0
@@ -72,7 +73,7 @@ func Latency(v lockview.View) (Figure, error) {
 		total += sizes[i]
 	}
 	if total == 0 {
-		return Figure{}, ErrNothingToDraw
+		return nil, ErrNothingToDraw
 	}
 	one := oneByOne(sizes, MaxPoints)
 	w := binWidth(v.End, MaxDensityCols)
@@ -90,24 +91,20 @@ func Latency(v lockview.View) (Figure, error) {
 	if len(binned) > 0 {
 		title += fmt.Sprintf(" (%s drawn as %s bins)", strings.Join(binned, ", "), span(w))
 	}
-	p := timeFigure(v, title, "latency (ms, log scale)", true)
+	f := timeFigure(v, title, "latency (ms, log scale)", true)
 	for i, o := range outcomes {
 		pts := series[o.t]
 		if len(pts) == 0 {
 			continue
 		}
-		th, note, err := latencyLayer(p, pts, o.c, one[i], w, v.End)
+		th, note, err := latencyLayer(f.p, pts, o.c, one[i], w, v.End)
 		if err != nil {
-			return Figure{}, fmt.Errorf("latency %s: %w", o.t, err)
+			return nil, fmt.Errorf("latency %s: %w", o.t, err)
 		}
-		p.Legend.Add(fmt.Sprintf("%s (%s%s)", o.t, count(len(pts)), note), th)
+		f.add(fmt.Sprintf("%s (%s%s)", o.t, count(len(pts)), note), th)
 	}
-	p.Legend.Top = true
-	svg, err := svgOf(p, 9*vg.Inch, 3.5*vg.Inch)
-	if err != nil {
-		return Figure{}, err
-	}
-	return Figure{SVG: svg, Caption: latencyCaption(total, open, points, binned, w)}, nil
+	f.height, f.caption = 260, latencyCaption(total, open, points, binned, w)
+	return f, nil
 }
 
 // latencySeries are the completed operations' (completion s, latency ms)
@@ -173,30 +170,4 @@ func latencyCaption(total, open int, points, binned []string, w int64) string {
 		s += fmt.Sprintf(" %s never completed (no latency, not drawn).", plural(open, "operation"))
 	}
 	return s
-}
-
-// svgOf renders p as an SVG document without the XML declaration, ready
-// to inline in HTML.
-func svgOf(p *plot.Plot, w, h vg.Length) ([]byte, error) {
-	c := vgsvg.New(w, h)
-	p.Draw(draw.New(c))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return nil, fmt.Errorf("rendering SVG: %w", err)
-	}
-	out := b.Bytes()
-	if i := bytes.Index(out, []byte("<svg")); i > 0 {
-		out = out[i:]
-	}
-	// HTML puts an inline <svg> in the SVG namespace by itself, and
-	// nothing drawn uses xlink: the namespace URIs would only look like
-	// network references in a page that has none.
-	for _, ns := range [][]byte{[]byte(` xmlns="http://www.w3.org/2000/svg"`), []byte(` xmlns:xlink="http://www.w3.org/1999/xlink"`)} {
-		out = bytes.Replace(out, bytes.Replace(ns, []byte(" "), []byte("\n\t"), 1), nil, 1)
-		out = bytes.Replace(out, ns, nil, 1)
-	}
-	if bytes.Contains(out, []byte("http")) {
-		return nil, errors.New("rendering SVG: the figure names a URL; an inline figure must not")
-	}
-	return out, nil
 }

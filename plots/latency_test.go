@@ -104,10 +104,21 @@ func TestThroughput(t *testing.T) {
 }
 
 func TestEvents(t *testing.T) {
-	h := sample()
-	if _, err := Events(lockview.Of(h)); !errors.Is(err, ErrNothingToDraw) {
+	if _, err := Events(lockview.Of(sample())); !errors.Is(err, ErrNothingToDraw) {
 		t.Fatalf("a history without session events or refusals: %v", err)
 	}
+	s := string(drawn(t, Events, eventsSample()).SVG)
+	// Each row's label is its short name over its count (two lines).
+	for _, want := range []string{">disconnected<", ">expired<", ">lost / demoted<", ">refused<", ">(1)<", ">pause<"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the event strip lacks %q", want)
+		}
+	}
+}
+
+// eventsSample is sample with one event of each row of the event strip.
+func eventsSample() []history.Event {
+	h := sample()
 	instant := func(ms int64, f, state string) []history.Event {
 		e := history.Event{Time: ms * 1e6, Process: 0, F: f, Value: &history.Value{State: state}}
 		inv := e
@@ -120,13 +131,7 @@ func TestEvents(t *testing.T) {
 	h = append(h, ev(600, 0, history.Invoke, history.FWrite))
 	rej := ev(601, 0, history.Fail, history.FWrite)
 	rej.Error = "rejected: token 5 below fence 6"
-	h = append(h, rej)
-	s := string(drawn(t, Events, h).SVG)
-	for _, want := range []string{"disconnected (1)", "expired (1)", "lost / demoted (1)", "rejected by the resource (1)", ">pause<"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("the event strip lacks %q", want)
-		}
-	}
+	return append(h, rej)
 }
 
 func TestWaitHold(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/zkchaos/zkchaos/checker/lockview"
@@ -189,14 +188,15 @@ func TestDensity(t *testing.T) {
 				d.add(0, float64(col)+0.5)
 			}
 		}
-		with, without := plot.New(), plot.New()
-		with.Add(d)
-		with.X.Min, with.X.Max, without.X.Min, without.X.Max = 0, 300, 0, 300
-		a, err := svgOf(with, 4*vg.Inch, 2*vg.Inch)
+		with, without := newFrame(""), newFrame("")
+		with.p.Add(d)
+		with.p.X.Min, with.p.X.Max, without.p.X.Min, without.p.X.Max = 0, 300, 0, 300
+		with.height, without.height = 2*vg.Inch, 2*vg.Inch
+		a, err := with.svg()
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := svgOf(without, 4*vg.Inch, 2*vg.Inch)
+		b, err := without.svg()
 		if err != nil {
 			t.Fatal(err)
 		}

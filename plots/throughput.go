@@ -16,7 +16,10 @@ import (
 // where a fault stops the work, the lines drop. Bins are one second up
 // to MaxBins seconds of run; a longer run's bins are wider (the rate is
 // then the bin's mean), and the title and caption say so.
-func Throughput(v lockview.View) (Figure, error) {
+func Throughput(v lockview.View) (Figure, error) { return render(throughputFrame(v)) }
+
+// throughputFrame builds the figure Throughput draws.
+func throughputFrame(v lockview.View) (*frame, error) {
 	w := binWidth(v.End, MaxBins)
 	bins := binsOf(v.End, w)
 	perF := map[string][]float64{}
@@ -32,9 +35,9 @@ func Throughput(v lockview.View) (Figure, error) {
 		total++
 	}
 	if len(perF) == 0 {
-		return Figure{}, ErrNothingToDraw
+		return nil, ErrNothingToDraw
 	}
-	p := timeFigure(v, "Completions per second, by operation"+meanOver(w), "completions / s", false)
+	fr := timeFigure(v, "Completions per second, by operation"+meanOver(w), "completions / s", false)
 	fs := make([]string, 0, len(perF))
 	for f := range perF {
 		fs = append(fs, f)
@@ -48,20 +51,16 @@ func Throughput(v lockview.View) (Figure, error) {
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
-			return Figure{}, fmt.Errorf("throughput of %s: %w", f, err)
+			return nil, fmt.Errorf("throughput of %s: %w", f, err)
 		}
 		l.Color = plotutil.Color(i)
 		l.Width = vg.Points(1)
-		p.Add(l)
-		p.Legend.Add(f, l)
+		fr.p.Add(l)
+		fr.add(f, l)
 	}
-	p.Legend.Top = true
-	svg, err := svgOf(p, 9*vg.Inch, 3*vg.Inch)
-	if err != nil {
-		return Figure{}, err
-	}
-	return Figure{SVG: svg, Caption: fmt.Sprintf("Completions per second (ok, fail and info) of each operation, %s: %s in %s.",
-		perBin(w), plural(total, "completion"), plural(bins, "bin"))}, nil
+	fr.height, fr.caption = 220, fmt.Sprintf("Completions per second (ok, fail and info) of each operation, %s: %s in %s.",
+		perBin(w), plural(total, "completion"), plural(bins, "bin"))
+	return fr, nil
 }
 
 // meanOver is a title's note of bins wider than a second.

@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"path"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/zkchaos/zkchaos/checker/lockview"
-	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/monitor"
 )
 
@@ -19,19 +17,15 @@ import (
 // the run's clock with the fault windows shaded. A sample that could not
 // read a directory breaks its line there (the queue was not seen, not
 // empty). Samples without any directory read give ErrNothingToDraw.
-func Waiters(h []history.Event, samples []monitor.Sample) ([]byte, error) {
-	p, err := waitersPlot(h, samples)
-	if err != nil {
-		return nil, err
-	}
-	return svgOf(p, 9*vg.Inch, 3*vg.Inch)
+func Waiters(v lockview.View, samples []monitor.Sample) (Figure, error) {
+	return render(waitersFrame(v, samples))
 }
 
-// waitersPlot builds the waiters figure.
-func waitersPlot(h []history.Event, samples []monitor.Sample) (*plot.Plot, error) {
-	v := lockview.Of(h)
+// waitersFrame builds the figure Waiters draws.
+func waitersFrame(v lockview.View, samples []monitor.Sample) (*frame, error) {
 	order, lines := waiterSeries(samples, v.End)
-	p := timeFigure(v, "Waiters per lock path (monitor samples: children behind the first)", "waiting nodes", false)
+	fr := timeFigure(v, "Waiters per lock path (monitor samples: children behind the first)", "waiting nodes", false)
+	p := fr.p
 	p.Y.Min = 0
 	drawn := 0
 	for i, dir := range order {
@@ -53,14 +47,16 @@ func waitersPlot(h []history.Event, samples []monitor.Sample) (*plot.Plot, error
 			drawn++
 		}
 		if legend != nil {
-			p.Legend.Add(path.Base(dir), legend)
+			fr.add(path.Base(dir), legend)
 		}
 	}
 	if drawn == 0 {
 		return nil, fmt.Errorf("%w: no monitor sample read a lock directory", ErrNothingToDraw)
 	}
-	p.Legend.Top = true
-	return p, nil
+	fr.height = 220
+	fr.caption = fmt.Sprintf("Waiters per lock path at each of %s (children of the lock directory behind the first, as zkCli's ls shows them); a gap is a sample that could not read the directory.",
+		plural(len(samples), "monitor sample"))
+	return fr, nil
 }
 
 // waiterSeries is, per directory (in the order first read), the waiters

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
+	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/monitor"
 )
 
@@ -37,12 +38,13 @@ func TestWaiters(t *testing.T) {
 	if !slices.Equal(order, []string{"/locks/SKU-1", "/locks/SKU-2"}) || !reflect.DeepEqual(lines, want) {
 		t.Errorf("series %v %v\nwant %v", order, lines, want)
 	}
-	svg, err := Waiters(sample(), waitersSamples())
+	fig, err := Waiters(lockview.Of(sample()), waitersSamples())
+	svg := fig.SVG
 	if err != nil || !bytes.Contains(svg, []byte("SKU-1")) || !bytes.Contains(svg, []byte("pause")) {
 		t.Errorf("svg without its lines' legend or the fault: %v", err)
 	}
 	noDirs := []monitor.Sample{{TimeNS: 1, Dirs: []monitor.Dir{{Path: "/l/a", Error: "timeout"}}}}
-	if _, err := Waiters(sample(), noDirs); !errors.Is(err, ErrNothingToDraw) {
+	if _, err := Waiters(lockview.Of(sample()), noDirs); !errors.Is(err, ErrNothingToDraw) {
 		t.Errorf("no directory read: %v, want ErrNothingToDraw", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/checker/stats"
@@ -25,14 +24,17 @@ var queueVerbs = [][2]string{{history.FAcquire, history.FRelease}, {history.FCam
 // shaded (seed 22: wait and hold times). A run longer than MaxBins
 // seconds has wider bins, which the title and caption say. A history
 // with no ok acquire (or campaign) gives ErrNothingToDraw.
-func WaitHold(v lockview.View) (Figure, error) {
+func WaitHold(v lockview.View) (Figure, error) { return render(waitHoldFrame(v)) }
+
+// waitHoldFrame builds the figure WaitHold draws.
+func waitHoldFrame(v lockview.View) (*frame, error) {
 	w := binWidth(v.End, MaxBins)
 	bins := binsOf(v.End, w)
 	wait, hold := make([][]int64, bins), make([][]int64, bins)
 	for _, qv := range queueVerbs {
 		collectWaitHold(v.Ops, qv[0], qv[1], w, wait, hold)
 	}
-	p := timeFigure(v, "Lock wait and hold, "+perBin(w)+" (median and p99)", "ms (log scale)", true)
+	f := timeFigure(v, "Lock wait and hold, "+perBin(w)+" (median and p99)", "ms (log scale)", true)
 	drawn := 0
 	for i, s := range []struct {
 		name string
@@ -45,24 +47,20 @@ func WaitHold(v lockview.View) (Figure, error) {
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
-			return Figure{}, fmt.Errorf("%s: %w", s.name, err)
+			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 		l.Color = plotutil.Color(i)
 		l.Dashes = plotutil.Dashes(i / 2)
-		p.Add(l)
-		p.Legend.Add(s.name, l)
+		f.p.Add(l)
+		f.add(s.name, l)
 		drawn++
 	}
 	if drawn == 0 {
-		return Figure{}, ErrNothingToDraw
+		return nil, ErrNothingToDraw
 	}
-	p.Legend.Top = true
-	svg, err := svgOf(p, 9*vg.Inch, 3*vg.Inch)
-	if err != nil {
-		return Figure{}, err
-	}
-	return Figure{SVG: svg, Caption: fmt.Sprintf("Lock wait (invocation to grant of each ok acquire, at the grant) and hold (grant to the holder's release, at the release), median and 99th percentile %s, log scale: %s, %s.",
-		perBin(w), plural(flat(wait), "wait"), plural(flat(hold), "hold"))}, nil
+	f.height, f.caption = 220, fmt.Sprintf("Lock wait (invocation to grant of each ok acquire, at the grant) and hold (grant to the holder's release, at the release), median and 99th percentile %s, log scale: %s, %s.",
+		perBin(w), plural(flat(wait), "wait"), plural(flat(hold), "hold"))
+	return f, nil
 }
 
 // flat is how many durations the bins hold.

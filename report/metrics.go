@@ -1,7 +1,6 @@
 package report
 
 import (
-	"errors"
 	"fmt"
 	"html/template"
 	"maps"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/lock"
+	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/monitor"
@@ -121,15 +121,8 @@ func waitersFigure(in Page) *figureView {
 		return nil
 	}
 	f := &figureView{Title: "Waiters per lock path"}
-	svg, err := plots.Waiters(in.History, in.Monitor)
-	switch {
-	case errors.Is(err, plots.ErrNothingToDraw):
-		f.Note = "nothing to draw: " + err.Error()
-	case err != nil:
-		f.Note = "not drawn: " + err.Error()
-	default:
-		f.SVG = template.HTML(svg)
-	}
+	waiters := func(v lockview.View) (plots.Figure, error) { return plots.Waiters(v, in.Monitor) }
+	f.SVG, f.Caption, f.Note = DrawFigure(waiters, lockview.Of(in.History))
 	return f
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/zkchaos/zkchaos/plots"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/report/anchor"
+	"github.com/zkchaos/zkchaos/runview"
 	"github.com/zkchaos/zkchaos/store"
 )
 
@@ -127,6 +128,10 @@ th { background: #f3f3f3; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .violation { border-left: 4px solid #c62828; padding: 0.3em 0.8em; margin: 0.6em 0; background: #fff5f5; }
 code, pre { font-family: ui-monospace, monospace; }
+.raw { color: #777; font-size: 0.85em; }
+figure.plot { margin: 0.5em 0 1.5em; max-width: 1200px; }
+figure.plot svg { display: block; max-width: 100%; height: auto; }
+figure.plot figcaption { color: #444; margin-top: 0.2em; }
 </style>
 </head>
 <body>
@@ -145,13 +150,14 @@ code, pre { font-family: ui-monospace, monospace; }
 
 <h2>Double writes</h2>
 {{with .DW}}
-<p>{{len .Violations}} shown{{if .ViolationsOmitted}}, {{.ViolationsOmitted}} more omitted{{end}};
+<p>{{$.DWList.Kept}} violations in {{template "fileref" $.Refs.Results}}{{if .ViolationsOmitted}} and {{.ViolationsOmitted}} more that the checker counted but did not keep{{end}};
 by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{.AcceptedWrites}} accepted writes, {{.TokenRejections}} token rejections in {{.Entries}} apply-log entries.</p>
 {{if .FirstViolationSeq}}<p>First violation at apply-log seq {{.FirstViolationSeq}}{{if $.FirstAfterSec}}, {{$.FirstAfterSec}} after the start{{end}}.</p>{{end}}
 {{if .Reason}}<p><strong>Undecided:</strong> {{.Reason}}</p>{{end}}
-{{range .Violations}}<div class="violation">
-<p><strong>{{.Kind}}</strong> on key <code>{{.Key}}</code>: tokens {{join .Tokens}}; processes {{joinInts .Processes}}; seqs {{join .Seqs}}; values {{join .Values}}{{if .Expected}}; expected {{.Expected}}, actual {{.Actual}}{{end}}</p>
+{{with $.DWList}}{{if .More}}<p><strong>Listed below: {{len .Shown}} of the {{.Kept}}</strong>, the first of each kind and then the earliest; {{.More}} more are in {{template "fileref" $.Refs.Results}} (<code>{{.Path}}</code>), by their index.</p>{{end}}{{end}}
+{{range $.DWList.Shown}}<div class="violation">
+<p>#{{.Index}} <strong>{{.Kind}}</strong> on key <code>{{.Key}}</code>: tokens {{join .Tokens}}; processes {{joinInts .Processes}}; seqs {{join .Seqs}}; values {{join .Values}}{{if .Expected}}; expected {{.Expected}}, actual {{.Actual}}{{end}}</p>
 <p>{{.Message}}</p>
 </div>
 {{else}}<p>None found.</p>
@@ -200,22 +206,23 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{else}}<p>No stats result{{if .StatsError}}: {{.StatsError}}{{end}}.</p>
 {{end}}
 
-{{if .Figures}}<h2>Figures</h2>
-{{range .Figures}}<figure>{{if .SVG}}{{.SVG}}<figcaption>{{.Caption}}</figcaption>{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
-{{end}}{{end}}
+{{if .Figures}}<section id="{{.FiguresID}}"><h2>Figures</h2>
+{{range .Figures}}<figure class="plot">{{if .SVG}}{{.SVG}}<figcaption>{{.Caption}}</figcaption>{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
+{{end}}</section>{{end}}
 {{template "timeline" .}}
 {{template "metrics" .}}
 {{template "runbook" .}}
 <h2>Nemesis</h2>
-{{if .Nemesis}}<table>
+{{if .Nemesis.Rows}}{{if .Nemesis.More}}<p><strong>Listed below: the first {{len .Nemesis.Rows}} nemesis operations</strong>; {{.Nemesis.More}} more are in {{template "fileref" .Refs.History}} (process "nemesis"). The figures and the timeline shade every fault.</p>
+{{end}}<table>
 <tr><th>time (s)</th><th>f</th><th>outcome</th><th>target</th><th>pid</th><th>verified</th><th>detail</th></tr>
-{{range .Nemesis}}<tr><td class="n">{{.Time}}</td><td>{{.F}}</td><td>{{.Outcome}}</td><td>{{.Target}}</td><td class="n">{{if .PID}}{{.PID}}{{end}}</td><td>{{.Verified}}</td><td>{{.Detail}}</td></tr>
+{{range .Nemesis.Rows}}<tr><td class="n">{{.Time}}</td><td>{{.F}}</td><td>{{.Outcome}}</td><td>{{.Target}}</td><td class="n">{{if .PID}}{{.PID}}{{end}}</td><td>{{.Verified}}</td><td>{{.Detail}}</td></tr>
 {{end}}</table>
 {{else}}<p>No nemesis operations.</p>{{end}}
 
 <h2>Configuration</h2>
 {{if .Config}}<table>
-{{range .Config}}<tr><th>{{.Key}}</th><td><code>{{.Value}}</code></td></tr>
+{{range .Config}}<tr><th>{{.Key}}</th><td><code>{{.Value}}</code>{{if .Raw}} <span class="raw" title="as test.json has it">({{.Raw}})</span>{{end}}</td></tr>
 {{end}}</table>
 {{else if .ConfigRaw}}<pre>{{.ConfigRaw}}</pre>
 {{else}}<p>Not recorded.</p>{{end}}
@@ -293,8 +300,11 @@ type view struct {
 	Stats         *stats.StatsDetails
 	StatsError    string
 	Ops           []opRow
-	Nemesis       []nemesisRow
+	Nemesis       nemesisList
+	DWList        dwList
+	Refs          fileRefs
 	Figures       []figureView
+	FiguresID     string
 	Timeline      *timelineView
 	Links         []Link
 	GeneratedAt   string
@@ -335,7 +345,9 @@ func (view) KeysOf(d *linear.LinearDetails) []keyRow {
 	return rows
 }
 
-type kv struct{ Key, Value string }
+// kv is a configuration row; Raw, when set, is the value as test.json
+// has it, shown beside a Value made readable.
+type kv struct{ Key, Value, Raw string }
 
 type checkerRow struct {
 	Name, Valid, Class, Error string
@@ -408,6 +420,7 @@ func build(in Page) view {
 			v.DWError = err.Error()
 		} else {
 			v.DW = &d
+			v.DWList = listViolations(d.Violations, MaxViolationsShown)
 			if d.FirstViolationAfterNS != nil {
 				v.FirstAfterSec = fmt.Sprintf("%.3f s", float64(*d.FirstViolationAfterNS)/1e9)
 			}
@@ -447,8 +460,9 @@ func build(in Page) view {
 	}
 	v.StoriesID = anchor.Stories
 	v.Stories, v.StoryCounts = stories(in)
-	v.Nemesis = nemesisRows(in.Nemesis)
-	v.Figures = figures(in.History)
+	v.Nemesis = listNemesis(nemesisRows(in.Nemesis), MaxNemesisRows)
+	v.Refs = refsOf(v.Links)
+	v.Figures, v.FiguresID = figures(in.History), anchor.Figures
 	v.Timeline = timelineOf(in)
 	v.Runbook = runbook(in)
 	v.Metrics = metrics(in)
@@ -526,9 +540,21 @@ func config(in Page) ([]kv, string) {
 				val = s
 			}
 		}
-		out = append(out, kv{k, val})
+		out = append(out, configRow(k, m[k], val))
 	}
 	return out, ""
+}
+
+// configRow is one setting as a person reads it: a duration (test.json
+// keeps time.Duration as nanoseconds, runview.DurationKey says which
+// keys) as a Go duration, its raw value kept beside it so the file can
+// still be searched for it; anything else as it is.
+func configRow(key string, v any, shown string) kv {
+	n, ok := v.(float64)
+	if !ok || !runview.DurationKey(key) || n != float64(int64(n)) {
+		return kv{Key: key, Value: shown}
+	}
+	return kv{Key: key, Value: time.Duration(int64(n)).String(), Raw: shown + " ns"}
 }
 
 // nemesisRows pairs each nemesis invocation with its completion, so a

@@ -128,7 +128,7 @@ func TestWrite(t *testing.T) {
 	}
 	// The latency figure, inline: one acquire ok, the pause shaded, and
 	// its caption (which says how it was drawn) under it.
-	if !strings.Contains(html, "<figure><svg") || !strings.Contains(text, "ok (1)") ||
+	if !strings.Contains(html, `<figure class="plot"><svg`) || !strings.Contains(text, "ok (1)") ||
 		!regexp.MustCompile(`</svg>\s*<figcaption>Latency of every completed worker operation`).MatchString(html) {
 		t.Error("no inline latency figure with its caption")
 	}

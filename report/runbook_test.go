@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -115,7 +113,7 @@ func TestRunbookIsBounded(t *testing.T) {
 	if len(rv.Snapshots) != maxSnapshots || rv.Omitted != 25+3-maxSnapshots {
 		t.Errorf("%d snapshots, %d omitted; want %d and %d", len(rv.Snapshots), rv.Omitted, maxSnapshots, 25+3-maxSnapshots)
 	}
-	html := render(t, runbookPage(t, 25))
+	html, _ := render(t, runbookPage(t, 25))
 	if !strings.Contains(html, fmt.Sprintf("first %d violations; %d more not shown", maxSnapshots, 8)) {
 		t.Error("the page does not say how many violations are not shown")
 	}
@@ -126,7 +124,7 @@ func TestRunbookIsBounded(t *testing.T) {
 func TestRunbookWithoutMonitor(t *testing.T) {
 	p := runbookPage(t, 1)
 	p.Monitor, p.MonitorNote = nil, "Not recorded: the run has no monitor.jsonl."
-	html := render(t, p)
+	html, _ := render(t, p)
 	for _, id := range []string{anchor.Runbook, anchor.Snapshot(fence.NameDoubleWriter, 0), anchor.Snapshot(lock.NameTokenOrder, 0)} {
 		if !strings.Contains(html, `id="`+id+`"`) {
 			t.Errorf("no element %s", id)
@@ -139,20 +137,6 @@ func TestRunbookWithoutMonitor(t *testing.T) {
 	if !strings.Contains(text, "waiters per lock path") || strings.Count(text, notRecorded) < 2 {
 		t.Errorf("metrics without a monitor do not say not recorded:\n%s", text)
 	}
-}
-
-func render(t *testing.T, p Page) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "report.html")
-	if err := Write(path, p); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parse(t, b)
-	return string(b)
 }
 
 func TestMetricsFromAHandMadeRun(t *testing.T) {
@@ -198,7 +182,7 @@ func TestMetricsFromAHandMadeRun(t *testing.T) {
 	if mv.Waiters == nil || (mv.Waiters.SVG == "" && mv.Waiters.Note == "") {
 		t.Errorf("no waiters figure: %+v", mv.Waiters)
 	}
-	if html := render(t, p); !bytes.Contains([]byte(html), []byte(`id="`+anchor.Metrics+`"`)) {
+	if html, _ := render(t, p); !bytes.Contains([]byte(html), []byte(`id="`+anchor.Metrics+`"`)) {
 		t.Error("no metrics section id")
 	}
 }

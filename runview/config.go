@@ -58,7 +58,7 @@ func (c Config) Value(key string) (s string, ok bool) {
 	case string:
 		return x, true
 	case float64:
-		if durationKey(key) {
+		if DurationKey(key) {
 			return time.Duration(int64(x)).String(), true
 		}
 	}
@@ -69,9 +69,10 @@ func (c Config) Value(key string) (s string, ok bool) {
 	return string(b), true
 }
 
-// durationKey says a test.json key holds a time.Duration (nanoseconds):
-// runner names none of its other numbers this way.
-func durationKey(key string) bool {
+// DurationKey says a test.json key holds a time.Duration (nanoseconds):
+// runner names none of its other numbers this way (TestConfigMatchesRunner
+// checks every field). The report's configuration table reads it too.
+func DurationKey(key string) bool {
 	for _, s := range []string{"time_limit", "timeout", "interval", "pause_for", "hold", "think", "tick_time", "recovery", "budget"} {
 		if strings.HasSuffix(key, s) {
 			return true

@@ -27,14 +27,30 @@ func (f *frame) faults(ws []checker.FaultWindow, y0, y1 float64) {
 // axis draws the run clock under the lanes, in seconds, with a light
 // grid line at every tick.
 func (f *frame) axis(y0, y1 float64) {
-	step := niceWidth((f.t1 - f.t0) / 10)
-	first := (f.t0 + step - 1) / step * step
-	for t := first; t <= f.t1; t += step {
-		x := f.x(t)
+	for _, tk := range ClockTicks(f.t0, f.t1) {
+		x := f.x(tk.At)
 		f.s.path("tl-grid", "", fmt.Sprintf("M%s %sV%s", n(x), n(y0), n(y1+4)), "")
-		f.s.text("tl-sub", x, y1+15, "middle", tickLabel(t, step))
+		f.s.text("tl-sub", x, y1+15, "middle", tk.Label)
 	}
 	f.s.text("tl-sub", leftW-8, y1+15, "end", "run clock (s)")
+}
+
+// ClockTick is a labelled time (ns) on a run-clock axis.
+type ClockTick struct {
+	At    int64
+	Label string
+}
+
+// ClockTicks are the ticks of a run-clock axis over [t0, t1] (ns): about
+// ten, a round step apart, labelled in seconds. Package plots labels its
+// figures' time axes with them too, so they read as the timeline's.
+func ClockTicks(t0, t1 int64) []ClockTick {
+	step := niceWidth((t1 - t0) / 10)
+	var out []ClockTick
+	for t := (t0 + step - 1) / step * step; t <= t1; t += step {
+		out = append(out, ClockTick{At: t, Label: tickLabel(t, step)})
+	}
+	return out
 }
 
 // tickLabel writes t with as many decimals as the step needs.

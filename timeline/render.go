@@ -91,6 +91,15 @@ type Zoom struct {
 	SVG     []byte
 }
 
+// The plot area of a figure: its first LeftMargin CSS pixels hold the
+// lane labels and its last RightMargin are empty. Package plots draws the
+// report's figures in the same frame (at DefaultWidth), so the run clock
+// of every figure lines up with the timeline's on the page.
+const (
+	LeftMargin  = 130
+	RightMargin = 16
+)
+
 // Geometry of a figure, in CSS pixels.
 const (
 	rowH     = 16.0 // one row of tenures
@@ -99,8 +108,8 @@ const (
 	laneGap  = 14.0 // room for the violation marks above a lane
 	topH     = 26.0 // fault labels
 	axisH    = 26.0
-	leftW    = 130.0
-	rightW   = 16.0
+	leftW    = LeftMargin
+	rightW   = RightMargin
 	labelPx  = 6.2 // width of one character of a bar label
 	maxLabel = 28  // longest label drawn in a bar
 )
