@@ -22,7 +22,7 @@ import (
 // service must be watched by, each with where it comes from, and "not
 // recorded" with the reason when this run cannot tell.
 const metricsSource = `<h2 id="{{.Metrics.ID}}">Lock metrics (seed 22)</h2>
-{{with .Metrics}}{{with .Waiters}}<figure>{{if .SVG}}{{.SVG}}{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>{{end}}
+{{with .Metrics}}{{with .Waiters}}{{template "figure" .}}{{end}}
 <table>
 <tr><th>metric</th><th>value</th><th>from</th></tr>
 {{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Value}}</td><td>{{.From}}</td></tr>

@@ -207,7 +207,7 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{end}}
 
 {{if .Figures}}<section id="{{.FiguresID}}"><h2>Figures</h2>
-{{range .Figures}}<figure class="plot">{{if .SVG}}{{.SVG}}<figcaption>{{.Caption}}</figcaption>{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>
+{{range .Figures}}{{template "figure" .}}
 {{end}}</section>{{end}}
 {{template "timeline" .}}
 {{template "metrics" .}}
@@ -607,3 +607,10 @@ func fillNemesis(r *nemesisRow, e history.Event) {
 		r.Detail = strings.TrimSpace(r.Detail + " " + e.Error)
 	}
 }
+
+// figureSource is one figure of package plots on the page (the Figures
+// section and the metrics' waiters): its SVG and caption, or why it is
+// not drawn.
+const figureSource = `<figure class="plot">{{if .SVG}}{{.SVG}}<figcaption>{{.Caption}}</figcaption>{{else}}<figcaption>{{.Title}}: {{.Note}}</figcaption>{{end}}</figure>`
+
+var _ = template.Must(pageTmpl.New("figure").Parse(figureSource))
