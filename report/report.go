@@ -142,13 +142,28 @@ figure.plot figcaption { color: #444; margin-top: 0.2em; }
 {{with .Completion}}<p id="completion">{{if .Completed}}Run complete: the workload ran {{.Reached}} of {{.Limit}}, stopped by its time limit, and the final phase ran.{{else}}<strong>Run incomplete</strong>: {{.Why}}. Phase reached: {{.Phase}}; workload {{.Reached}} of {{.Limit}}; final phase {{if .FinalPhase}}ran{{else}}did not run{{end}}. Finding no violation in part of a run proves nothing about the rest, so this run cannot be valid.{{end}}</p>{{end}}
 {{if .Reasons}}<ul>{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
-<h2>Checkers</h2>
+<nav id="contents"><strong>Contents:</strong> <a href="#checkers">checkers</a> &middot; <a href="#{{.StoriesID}}">stories</a>{{with .Timeline}} &middot; <a href="#{{.ID}}">timeline</a>{{end}} &middot; <a href="#{{.Runbook.ID}}">runbook evidence</a>{{if .Figures}} &middot; <a href="#{{.FiguresID}}">figures</a>{{end}} &middot; <a href="#double-writes">double writes</a> &middot; <a href="#linearizability">linearizability</a> &middot; <a href="#operations">operations</a> &middot; <a href="#{{.Metrics.ID}}">lock metrics</a> &middot; <a href="#nemesis">nemesis</a> &middot; <a href="#configuration">configuration</a> &middot; <a href="#raw-files">raw files</a></nav>
+
+{{template "checkers" .}}
+{{template "stories" .}}
+{{template "timeline" .}}
+{{template "runbook" .}}
+{{template "figures" .}}
+{{template "doublewrites" .}}
+{{template "linear" .}}
+{{template "operations" .}}
+{{template "metrics" .}}
+{{template "nemesis" .}}
+{{template "configuration" .}}
+{{template "raw" .}}
+</body>
+</html>
+{{define "checkers"}}<h2 id="checkers">Checkers</h2>
 <table>
 <tr><th>checker</th><th>valid</th><th>gating</th><th>elapsed (ms)</th><th>error</th></tr>
 {{range .Checkers}}<tr><td>{{.Name}}</td><td class="{{.Class}}">{{.Valid}}</td><td>{{if .Gating}}yes{{else}}no{{end}}</td><td class="n">{{ms .ElapsedMS}}</td><td>{{.Error}}</td></tr>
-{{end}}</table>
-
-<h2>Double writes</h2>
+{{end}}</table>{{end}}
+{{define "doublewrites"}}<h2 id="double-writes">Double writes</h2>
 {{with .DW}}
 <p>{{$.DWList.Kept}} violations in {{template "fileref" $.Refs.Results}}{{if .ViolationsOmitted}} and {{.ViolationsOmitted}} more that the checker counted but did not keep{{end}};
 by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
@@ -163,11 +178,8 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{else}}<p>None found.</p>
 {{end}}
 {{else}}<p>No double-writer result{{if .DWError}}: {{.DWError}}{{end}}.</p>
-{{end}}
-
-{{template "stories" .}}
-
-<h2>Linearizability</h2>
+{{end}}{{end}}
+{{define "linear"}}<h2 id="linearizability">Linearizability</h2>
 {{range .Linear}}<h3>{{.Name}}: <span class="{{.Class}}">{{.Valid}}</span></h3>
 {{if .Error}}<p>{{.Error}}</p>{{end}}
 {{with .D}}<p>Model: {{.Model}}. {{.Partitions}} keys, {{.Operations}} operations ({{.InfoOperations}} unknown, returning at infinity){{if .BudgetMS}}; budget {{ms .BudgetMS}} ms{{end}}.</p>
@@ -178,9 +190,8 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{end}}</table>
 {{end}}{{if .DecodeError}}<p>Evidence unreadable: {{.DecodeError}}</p>{{end}}
 {{else}}<p>No linearizability results.</p>
-{{end}}
-
-<h2>Operations</h2>
+{{end}}{{end}}
+{{define "operations"}}<h2 id="operations">Operations</h2>
 {{with .Stats}}
 <table>
 <tr><th>f</th><th>ok</th><th>fail</th><th>info</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th></tr>
@@ -204,35 +215,27 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 <tr><th>unmatched completions</th><td class="n">{{.UnmatchedCompletions}}</td></tr>
 </table>
 {{else}}<p>No stats result{{if .StatsError}}: {{.StatsError}}{{end}}.</p>
-{{end}}
-
-{{if .Figures}}<section id="{{.FiguresID}}"><h2>Figures</h2>
+{{end}}{{end}}
+{{define "figures"}}{{if .Figures}}<section id="{{.FiguresID}}"><h2>Figures</h2>
 {{range .Figures}}{{template "figure" .}}
-{{end}}</section>{{end}}
-{{template "timeline" .}}
-{{template "metrics" .}}
-{{template "runbook" .}}
-<h2>Nemesis</h2>
+{{end}}</section>{{end}}{{end}}
+{{define "nemesis"}}<h2 id="nemesis">Nemesis</h2>
 {{if .Nemesis.Rows}}{{if .Nemesis.More}}<p><strong>Listed below: the first {{len .Nemesis.Rows}} nemesis operations</strong>; {{.Nemesis.More}} more are in {{template "fileref" .Refs.History}} (process "nemesis"). The figures and the timeline shade every fault.</p>
 {{end}}<table>
 <tr><th>time (s)</th><th>f</th><th>outcome</th><th>target</th><th>pid</th><th>verified</th><th>detail</th></tr>
 {{range .Nemesis.Rows}}<tr><td class="n">{{.Time}}</td><td>{{.F}}</td><td>{{.Outcome}}</td><td>{{.Target}}</td><td class="n">{{if .PID}}{{.PID}}{{end}}</td><td>{{.Verified}}</td><td>{{.Detail}}</td></tr>
 {{end}}</table>
-{{else}}<p>No nemesis operations.</p>{{end}}
-
-<h2>Configuration</h2>
+{{else}}<p>No nemesis operations.</p>{{end}}{{end}}
+{{define "configuration"}}<h2 id="configuration">Configuration</h2>
 {{if .Config}}<table>
 {{range .Config}}<tr><th>{{.Key}}</th><td><code>{{.Value}}</code>{{if .Raw}} <span class="raw" title="as test.json has it">({{.Raw}})</span>{{end}}</td></tr>
 {{end}}</table>
 {{else if .ConfigRaw}}<pre>{{.ConfigRaw}}</pre>
-{{else}}<p>Not recorded.</p>{{end}}
-
-<h2>Raw files</h2>
+{{else}}<p>Not recorded.</p>{{end}}{{end}}
+{{define "raw"}}<h2 id="raw-files">Raw files</h2>
 <ul>
 {{range .Links}}<li><a href="{{.Href}}">{{.Name}}</a> <code>{{.Href}}</code></li>
-{{end}}</ul>
-</body>
-</html>
+{{end}}</ul>{{end}}
 `
 
 var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{

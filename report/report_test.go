@@ -264,8 +264,8 @@ func TestTimelineSection(t *testing.T) {
 		parse(t, b)
 		html := string(b)
 		sec := strings.Index(html, `<section id="`+anchor.Timeline+`">`)
-		if sec < 0 || sec < strings.Index(html, "<h2>Figures</h2>") {
-			t.Fatalf("placed=%v: no timeline section after the figures", placed)
+		if sec < 0 || sec > strings.Index(html, "<h2>Figures</h2>") {
+			t.Fatalf("placed=%v: no timeline section before the figures", placed)
 		}
 		var d fence.DoubleWriterDetails
 		if err := p.Results.Checkers[fence.NameDoubleWriter].DecodeDetails(&d); err != nil {
@@ -279,6 +279,38 @@ func TestTimelineSection(t *testing.T) {
 			if !strings.Contains(html[sec:], `href="`+anchor.Href(anchor.Story(fence.NameDoubleWriter, i))+`"`) {
 				t.Errorf("placed=%v: mark %s does not link its story", placed, id)
 			}
+		}
+	}
+}
+
+// TestReadingOrder: the page answers what went wrong, when and why before
+// the numbers: verdict, checkers, stories, timeline, runbook evidence,
+// then figures and tables; the contents links every section shown.
+func TestReadingOrder(t *testing.T) {
+	p := page(t)
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := Write(path, p); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	last := -1
+	for _, id := range []string{"verdict", "contents", "checkers", anchor.Stories, anchor.Timeline, anchor.Runbook, anchor.Figures,
+		"double-writes", "linearizability", "operations", anchor.Metrics, "nemesis", "configuration", "raw-files"} {
+		at := strings.Index(html, `id="`+id+`"`)
+		if at < 0 {
+			t.Errorf("no section %q", id)
+			continue
+		}
+		if at < last {
+			t.Errorf("section %q is out of the reading order", id)
+		}
+		last = at
+		if id != "verdict" && id != "contents" && !strings.Contains(html, `href="#`+id+`"`) {
+			t.Errorf("the contents do not link %q", id)
 		}
 	}
 }
