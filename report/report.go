@@ -128,6 +128,7 @@ th { background: #f3f3f3; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .violation { border-left: 4px solid #c62828; padding: 0.3em 0.8em; margin: 0.6em 0; background: #fff5f5; }
 code, pre { font-family: ui-monospace, monospace; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 .raw { color: #777; font-size: 0.85em; }
 figure.plot { margin: 0.5em 0 1.5em; max-width: 1200px; }
 figure.plot svg { display: block; max-width: 100%; height: auto; }
