@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/internal/synth"
 	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/store"
 )
 
 // TestCheckSyntheticRun: Check reads a synthetic run folder
@@ -39,6 +42,43 @@ func TestCheckSyntheticRun(t *testing.T) {
 		page, err := os.ReadFile(out.Report)
 		if err != nil || !strings.Contains(string(page), "synthetic") {
 			t.Errorf("fencing %s: report %s: %v (want the synthetic name on it)", mode, out.Report, err)
+		}
+	}
+}
+
+// TestSyntheticConfigMatchesRunner: internal/synth cannot import runner
+// (report's benchmarks use it, and runner imports report), so it writes
+// test.json with a mirror of runner's field names. Every key it writes
+// but its own "synthetic" mark must be one runner writes, or chaos check
+// would read a synthetic run differently from a real one.
+func TestSyntheticConfigMatchesRunner(t *testing.T) {
+	r, err := synth.Generate(synth.Spec{Ops: 10, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := r.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, store.TestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written map[string]any
+	if err := json.Unmarshal(raw, &written); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(testFile{Config: Defaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var real map[string]any
+	if err := json.Unmarshal(b, &real); err != nil {
+		t.Fatal(err)
+	}
+	for k := range written {
+		if _, ok := real[k]; !ok && k != "synthetic" {
+			t.Errorf("synth writes %q, which runner's test.json does not have", k)
 		}
 	}
 }
