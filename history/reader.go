@@ -1,13 +1,12 @@
 package history
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/zkchaos/zkchaos/internal/jsonl"
 )
 
 // ReadResult is what Read found besides the events.
@@ -39,38 +38,16 @@ func ReadFile(path string) (ReadResult, error) {
 // skipped.
 func Read(r io.Reader) (ReadResult, error) {
 	var res ReadResult
-	br := bufio.NewReaderSize(r, 256<<10)
-	line := 0
-	for {
-		b, err := br.ReadBytes('\n')
-		if len(b) == 0 && errors.Is(err, io.EOF) {
-			return res, nil
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return res, fmt.Errorf("read line %d: %w", line+1, err)
-		}
-		line++
-		last := errors.Is(err, io.EOF) // no trailing newline
-		b = bytes.TrimSpace(b)
-		if len(b) == 0 {
-			if last {
-				return res, nil
-			}
-			continue
-		}
+	trunc, err := jsonl.Each(r, func(b []byte, _ int) error {
 		var e Event
-		if perr := decode(b, &e); perr != nil {
-			if last {
-				res.Truncated = true
-				return res, nil
-			}
-			return res, fmt.Errorf("line %d: %w", line, perr)
+		if err := decode(b, &e); err != nil {
+			return err
 		}
 		res.Events = append(res.Events, e)
-		if last {
-			return res, nil
-		}
-	}
+		return nil
+	})
+	res.Truncated = trunc
+	return res, err
 }
 
 func decode(b []byte, e *Event) error {

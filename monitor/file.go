@@ -1,14 +1,13 @@
 package monitor
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
+
+	"github.com/zkchaos/zkchaos/internal/jsonl"
 )
 
 // writer appends samples to monitor.jsonl, each line handed to the kernel
@@ -73,9 +72,9 @@ type File struct {
 	Truncated bool
 }
 
-// ReadFile reads monitor.jsonl. A last line without its newline is a
-// write cut short and is dropped; any other line that does not parse is
-// an error naming it.
+// ReadFile reads monitor.jsonl by the rule of every file a run writes as
+// it goes (internal/jsonl): only a cut-off last line is dropped, any other
+// line that does not parse is an error naming it.
 func ReadFile(path string) (File, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -87,27 +86,19 @@ func ReadFile(path string) (File, error) {
 
 func read(r io.Reader, name string) (File, error) {
 	var out File
-	br := bufio.NewReader(r)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			if err != nil && !bytes.HasSuffix(line, []byte("\n")) {
-				out.Truncated = true
-				return out, nil
-			}
-			var s Sample
-			if jerr := json.Unmarshal(line, &s); jerr != nil {
-				return out, fmt.Errorf("%s line %d: %w", name, n, jerr)
-			}
-			out.Samples = append(out.Samples, s)
+	trunc, err := jsonl.Each(r, func(b []byte, _ int) error {
+		var s Sample
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
 		}
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return out, fmt.Errorf("read %s: %w", name, err)
-		}
+		out.Samples = append(out.Samples, s)
+		return nil
+	})
+	out.Truncated = trunc
+	if err != nil {
+		return out, fmt.Errorf("%s %w", name, err)
 	}
+	return out, nil
 }
 
 // NearestBefore is the index of the last sample taken wholly before t
