@@ -401,53 +401,88 @@ func build(in Page) view {
 		v.Links = DefaultLinks(in.Dir)
 	}
 	v.Config, v.ConfigRaw = config(in)
+	v.Checkers = checkerRows(in.Results)
+	v.doubleWrites(in.Results)
+	v.operations(in.Results)
+	v.Linear = linearViews(in.Results)
+	v.StoriesID = anchor.Stories
+	v.Stories, v.StoryCounts = stories(in)
+	v.Nemesis = listNemesis(nemesisRows(in.Nemesis), MaxNemesisRows)
+	v.Refs = refsOf(v.Links)
+	v.Figures, v.FiguresID = figures(in.History), anchor.Figures
+	v.Timeline = timelineOf(in)
+	v.Runbook = runbook(in)
+	v.Metrics = metrics(in)
+	return v
+}
 
-	order := in.Results.Order
+// checkerRows is the checkers table, in the run's order (by name when
+// results.json has none).
+func checkerRows(res checker.Results) []checkerRow {
+	order := res.Order
 	if len(order) == 0 {
-		for name := range in.Results.Checkers {
+		for name := range res.Checkers {
 			order = append(order, name)
 		}
 		sort.Strings(order)
 	}
+	var rows []checkerRow
 	for _, name := range order {
-		r, ok := in.Results.Checkers[name]
+		r, ok := res.Checkers[name]
 		if !ok {
 			continue
 		}
-		v.Checkers = append(v.Checkers, checkerRow{Name: name, Valid: r.Valid.String(), Class: validClass(r.Valid),
+		rows = append(rows, checkerRow{Name: name, Valid: r.Valid.String(), Class: validClass(r.Valid),
 			Error: r.Error, Gating: r.Gating, ElapsedMS: float64(r.Elapsed) / float64(time.Millisecond)})
 	}
+	return rows
+}
 
-	if r, ok := in.Results.Checkers[fence.NameDoubleWriter]; ok && r.Details != nil {
-		var d fence.DoubleWriterDetails
-		if err := r.DecodeDetails(&d); err != nil {
-			v.DWError = err.Error()
-		} else {
-			v.DW = &d
-			v.DWList = listViolations(d.Violations, MaxViolationsShown)
-			if d.FirstViolationAfterNS != nil {
-				v.FirstAfterSec = fmt.Sprintf("%.3f s", float64(*d.FirstViolationAfterNS)/1e9)
-			}
-		}
+// doubleWrites fills the double-writes section from the checker's details.
+func (v *view) doubleWrites(res checker.Results) {
+	r, ok := res.Checkers[fence.NameDoubleWriter]
+	if !ok || r.Details == nil {
+		return
 	}
-	if r, ok := in.Results.Checkers[stats.Name]; ok && r.Details != nil {
-		var d stats.StatsDetails
-		if err := r.DecodeDetails(&d); err != nil {
-			v.StatsError = err.Error()
-		} else {
-			v.Stats = &d
-			fs := make([]string, 0, len(d.Ops))
-			for f := range d.Ops {
-				fs = append(fs, f)
-			}
-			sort.Strings(fs)
-			for _, f := range fs {
-				v.Ops = append(v.Ops, opRow{F: f, C: d.Ops[f], Latency: d.LatencyMS[f]})
-			}
-		}
+	var d fence.DoubleWriterDetails
+	if err := r.DecodeDetails(&d); err != nil {
+		v.DWError = err.Error()
+		return
 	}
+	v.DW = &d
+	v.DWList = listViolations(d.Violations, MaxViolationsShown)
+	if d.FirstViolationAfterNS != nil {
+		v.FirstAfterSec = fmt.Sprintf("%.3f s", float64(*d.FirstViolationAfterNS)/1e9)
+	}
+}
+
+// operations fills the operations section from the stats checker.
+func (v *view) operations(res checker.Results) {
+	r, ok := res.Checkers[stats.Name]
+	if !ok || r.Details == nil {
+		return
+	}
+	var d stats.StatsDetails
+	if err := r.DecodeDetails(&d); err != nil {
+		v.StatsError = err.Error()
+		return
+	}
+	v.Stats = &d
+	fs := make([]string, 0, len(d.Ops))
+	for f := range d.Ops {
+		fs = append(fs, f)
+	}
+	sort.Strings(fs)
+	for _, f := range fs {
+		v.Ops = append(v.Ops, opRow{F: f, C: d.Ops[f], Latency: d.LatencyMS[f]})
+	}
+}
+
+// linearViews are the porcupine checkers' sections.
+func linearViews(res checker.Results) []linearView {
+	var out []linearView
 	for _, name := range []string{linear.NameRegister, linear.NameMutex} {
-		r, ok := in.Results.Checkers[name]
+		r, ok := res.Checkers[name]
 		if !ok {
 			continue
 		}
@@ -460,17 +495,9 @@ func build(in Page) view {
 				lv.D = &d
 			}
 		}
-		v.Linear = append(v.Linear, lv)
+		out = append(out, lv)
 	}
-	v.StoriesID = anchor.Stories
-	v.Stories, v.StoryCounts = stories(in)
-	v.Nemesis = listNemesis(nemesisRows(in.Nemesis), MaxNemesisRows)
-	v.Refs = refsOf(v.Links)
-	v.Figures, v.FiguresID = figures(in.History), anchor.Figures
-	v.Timeline = timelineOf(in)
-	v.Runbook = runbook(in)
-	v.Metrics = metrics(in)
-	return v
+	return out
 }
 
 // figureView is one figure: an inline SVG (plots draws it from the
