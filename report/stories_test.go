@@ -51,3 +51,30 @@ func TestStoriesSection(t *testing.T) {
 		t.Error("hostile key not escaped in the stories")
 	}
 }
+
+// TestStoryContinuesAnEarlierOne: a story whose first steps are an
+// earlier one's shows only the rest, under a link to it; one that
+// shares too little, or another checker's, is shown whole.
+func TestStoryContinuesAnEarlierOne(t *testing.T) {
+	steps := func(texts ...string) []stepView {
+		var out []stepView
+		for _, x := range texts {
+			out = append(out, stepView{Text: x})
+		}
+		return out
+	}
+	first := storyView{ID: "story-double-writer-0", Checker: "double-writer", Index: 0, Steps: steps("a", "b", "c", "d", "lost")}
+	second := storyView{Checker: "double-writer", Index: 1, Steps: steps("a", "b", "c", "d", "regressed")}
+	shareWithEarlier(&second, []storyView{first})
+	if second.SameAs != "#story-double-writer-0" || second.Shared != 4 || second.Start != 5 || len(second.Steps) != 1 || second.Steps[0].Text != "regressed" {
+		t.Errorf("continuation %+v", second)
+	}
+	short := storyView{Checker: "double-writer", Steps: steps("a", "b", "x")}
+	other := storyView{Checker: "stale-term", Steps: steps("a", "b", "c", "d", "y")}
+	for _, sv := range []*storyView{&short, &other} {
+		shareWithEarlier(sv, []storyView{first})
+		if sv.SameAs != "" || sv.Shared != 0 {
+			t.Errorf("%s story shown as a continuation: %+v", sv.Checker, sv)
+		}
+	}
+}
