@@ -48,7 +48,8 @@ lint: fmt-check
 #   BENCH_THRICE (3x):  story BenchmarkTell; report BenchmarkReadHistory100k,
 #     BenchmarkReport100k, BenchmarkReportOverRead100k (the report's
 #     bound, docs/architecture.md "Figures at scale"); internal/pageload
-#     BenchmarkPageLoad100k (skipped without Chromium)
+#     BenchmarkPageLoad100k (Chromium through internal/browser: skipped only
+#     where scripts/install-deps.sh could not install it)
 # A package with a benchmark in none of the lists stops `make bench`, so
 # a new benchmark is not silently left out.
 BENCH_DEFAULT := ./register/
