@@ -48,13 +48,14 @@ lint: fmt-check
 #   BENCH_THRICE (3x):  story BenchmarkTell; report BenchmarkReadHistory100k,
 #     BenchmarkReport100k, BenchmarkReportOverRead100k (the report's
 #     bound, docs/architecture.md "Figures at scale"); internal/pageload
-#     BenchmarkPageLoad100k (skipped without Chromium)
+#     BenchmarkPageLoad100k (Chromium through internal/browser: skipped only
+#     where scripts/install-deps.sh could not install it)
 # A package with a benchmark in none of the lists stops `make bench`, so
 # a new benchmark is not silently left out.
 BENCH_DEFAULT := ./register/
 BENCH_ONCE := ./checker/fence/ ./checker/linear/ ./checker/suite/
 BENCH_THRICE := ./story/ ./report/ ./internal/pageload/
-bench:
+bench: deps
 	@missing=$$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | \
 	  while read -r d; do case " $(BENCH_DEFAULT) $(BENCH_ONCE) $(BENCH_THRICE) " in *" $$d/ "*) ;; *) echo "$$d/";; esac; done); \
 	if [ -n "$$missing" ]; then echo "bench: benchmarks in $$missing are in no list of the Makefile"; exit 1; fi

@@ -5,7 +5,9 @@
 // reader would notice: console errors and warnings, uncaught exceptions,
 // links that lead nowhere, a request that would leave the machine. It is
 // test support (its Need skips or fails a test), kept out of _test files
-// so that every test package that opens a page shares one owner.
+// so that every package that opens a page shares one owner: the browser
+// tests, and internal/pageload, which times report pages with the
+// Timing that Open reads.
 //
 // The browser reaches nothing but file:// and loopback: every request the
 // page makes is paused by the DevTools Fetch domain and let through only
@@ -44,26 +46,39 @@ const (
 	ViewportHeight = 900
 )
 
-// Find is the path of Chromium on PATH.
+// EnvBinary names the variable that picks another Chromium than the one
+// on PATH: a build of its own, or Chrome, to time a page in the browser
+// a reader has (internal/pageload). A name without a slash is looked up
+// on PATH. Unset, Find takes Debian's Binary.
+const EnvBinary = "CHROMIUM"
+
+// Find is the path of Chromium: $CHROMIUM when set, else Binary on PATH.
 func Find() (string, error) {
+	if name := os.Getenv(EnvBinary); name != "" {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("$%s names no browser: %w", EnvBinary, err)
+		}
+		return p, nil
+	}
 	p, err := exec.LookPath(Binary)
 	if err != nil {
-		return "", fmt.Errorf("no %s on PATH: run scripts/install-deps.sh (make test does): %w", Binary, err)
+		return "", fmt.Errorf("no %s on PATH: run scripts/install-deps.sh (make test does), or set $%s: %w", Binary, EnvBinary, err)
 	}
 	return p, nil
 }
 
-// Need is Find for a test: it returns Chromium's path, skips the test
-// when the install script wrote why it could not install Chromium, and
-// fails it when Chromium is missing for any other reason (the install
-// script was not run: make test runs it first).
+// Need is Find for a test or a benchmark: it returns Chromium's path,
+// skips when the install script wrote why it could not install Chromium
+// (and $CHROMIUM names no other), and fails otherwise when Chromium is
+// missing (the install script was not run: make test runs it first).
 func Need(t testing.TB) string {
 	t.Helper()
 	p, err := Find()
 	if err == nil {
 		return p
 	}
-	if root, rerr := RepoRoot(); rerr == nil {
+	if root, rerr := RepoRoot(); rerr == nil && os.Getenv(EnvBinary) == "" {
 		if why, nerr := os.ReadFile(filepath.Join(root, UnavailableNote)); nerr == nil {
 			t.Skipf("no %s: scripts/install-deps.sh could not install it: %s", Binary, strings.TrimSpace(string(why)))
 		}
@@ -102,8 +117,10 @@ type Browser struct {
 // nothing listens, so the connection is refused at once.
 const refusingProxy = "127.0.0.1:9"
 
-// Start starts headless Chromium from the Debian binary at path, with
+// Start starts headless Chromium from the binary at path (Find's), with
 // --no-sandbox when running as root (Chromium's sandbox refuses root).
+// Every user of the browser starts it here, so every page is opened with
+// the same window and the same guard against the network.
 // The browser lives until Close, or until ctx ends.
 func Start(ctx context.Context, path string) (*Browser, error) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],

@@ -99,8 +99,11 @@ func TestCleanPage(t *testing.T) {
 		"other.html": `<!DOCTYPE html><html><head><meta charset="utf-8"><title>o</title></head><body><p id="there">here</p></body></html>`,
 	})
 	p := open(t, filepath.Join(dir, "index.html"))
-	if p.Load <= 0 || p.Load > 10*time.Second {
-		t.Errorf("load time %s", p.Load)
+	if p.DOMContentLoaded <= 0 || p.Load < p.DOMContentLoaded || p.Drawn < p.Load || p.Load > 10*time.Second {
+		t.Errorf("timing %+v: want 0 < DOMContentLoaded <= load <= drawn, load under 10 s", p.Timing)
+	}
+	if n, err := p.Count(ctx(t), "*"); err != nil || n != p.Elements || n != 18 {
+		t.Errorf("timing counted %d elements, the page holds %d (%v), want 18", p.Elements, n, err)
 	}
 	if probs, err := p.Problems(ctx(t)); err != nil || len(probs) > 0 {
 		t.Errorf("problems of a clean page: %q, %v", probs, err)
@@ -235,5 +238,19 @@ func TestLocal(t *testing.T) {
 		if got := Local(addr); got != want {
 			t.Errorf("Local(%q) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// TestFind: $CHROMIUM, when set, is the browser, looked up on PATH when
+// it is a bare name, and an error when it names nothing.
+func TestFind(t *testing.T) {
+	path := Need(t)
+	t.Setenv(EnvBinary, filepath.Base(path))
+	if p, err := Find(); err != nil || p != path {
+		t.Errorf("$%s=%s: found %q, %v; want %s", EnvBinary, filepath.Base(path), p, err, path)
+	}
+	t.Setenv(EnvBinary, filepath.Join(t.TempDir(), "no-such-browser"))
+	if p, err := Find(); err == nil || !strings.Contains(err.Error(), "$"+EnvBinary) {
+		t.Errorf("$%s naming nothing: found %q, %v; want an error naming $%s", EnvBinary, p, err, EnvBinary)
 	}
 }

@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
@@ -24,9 +22,9 @@ import (
 type Page struct {
 	// URL is the address the page was opened at.
 	URL string
-	// Load is the time from navigation start to the end of the load
-	// event, as the page's own Navigation Timing entry measures it.
-	Load time.Duration
+	// Timing is how its load went, read when Open returned: Load (to
+	// the end of the load event), Drawn, DOMContentLoaded, Elements.
+	Timing
 
 	b      *Browser
 	tab    context.Context
@@ -39,8 +37,8 @@ type Page struct {
 	done     chan struct{} // closed when the console reader ends
 }
 
-// Open opens url in a new tab of b and waits for its load event; ctx
-// bounds the whole load. Every request the page makes outside file://
+// Open opens url in a new tab of b and waits for its load event and two
+// frames drawn after it (Timing); ctx bounds the whole load. Every request the page makes outside file://
 // and loopback is refused and counted as a problem.
 func (b *Browser) Open(ctx context.Context, rawURL string) (*Page, error) {
 	tab, cancel := chromedp.NewContext(b.ctx)
@@ -70,7 +68,7 @@ func FileURL(abs string) string {
 }
 
 // start attaches the tab, arms the request guard and the console reader,
-// navigates and measures the load. The tab is attached with its own
+// navigates and reads the timing. The tab is attached with its own
 // context (chromedp ties a tab's life to the context of its first
 // action), and closed if ctx ends first.
 func (p *Page) start(ctx context.Context) error {
@@ -90,8 +88,8 @@ func (p *Page) start(ctx context.Context) error {
 	if err := chromedp.Do(p.tab, chromedp.Navigate(p.URL)); err != nil {
 		return err
 	}
-	load, err := p.loadTime(p.tab)
-	p.Load = load
+	t, err := readTiming(p.tab)
+	p.Timing = t
 	return err
 }
 
@@ -185,29 +183,6 @@ func loopbackHost(h string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
-}
-
-// loadTime reads the page's Navigation Timing entry once its load event
-// has ended (Navigate returns at the event, its end follows).
-func (p *Page) loadTime(ctx context.Context) (time.Duration, error) {
-	const js = `(() => { const n = performance.getEntriesByType('navigation')[0]; return n ? n.loadEventEnd - n.startTime : -1; })()`
-	for {
-		ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](js))
-		if err != nil {
-			return 0, fmt.Errorf("read the load time: %w", err)
-		}
-		if ms < 0 {
-			return 0, errors.New("read the load time: the page has no navigation timing entry")
-		}
-		if ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond)), nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 const syncPrefix = "zkchaos-sync-"

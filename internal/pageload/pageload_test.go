@@ -6,28 +6,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/browser"
 	"github.com/zkchaos/zkchaos/internal/synth"
 	"github.com/zkchaos/zkchaos/report"
 )
 
-// browser is Chromium, or a skip where there is none.
-func browser(tb testing.TB) string {
-	tb.Helper()
-	b, err := Browser()
-	if err != nil {
-		tb.Skip(err)
-	}
-	return b
-}
-
 // TestMeasure: a page of a known number of elements is loaded, drawn
 // and counted, in the order the browser does it.
 func TestMeasure(t *testing.T) {
-	b := browser(t)
+	b := browser.Need(t)
 	page := filepath.Join(t.TempDir(), "p.html")
 	body := "<!DOCTYPE html><html><head><title>t</title></head><body>" + strings.Repeat("<p>x</p>", 100) + "</body></html>"
 	if err := os.WriteFile(page, []byte(body), 0o644); err != nil {
@@ -54,7 +46,7 @@ func TestMeasure(t *testing.T) {
 // run (internal/synth; checked by every checker, as runner.Check does)
 // in headless Chromium; ms-drawn is the bound's figure (under 2 000).
 func BenchmarkPageLoad100k(b *testing.B) {
-	br := browser(b)
+	br := browser.Need(b)
 	r, err := synth.Generate(synth.Spec{Ops: 100_000, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
@@ -81,6 +73,21 @@ func BenchmarkPageLoad100k(b *testing.B) {
 	}
 	m := Median(ts[0])
 	b.ReportMetric(float64(st.Size()), "page-bytes")
-	b.ReportMetric(m.Load, "ms-load")
-	b.ReportMetric(m.Drawn, "ms-drawn")
+	b.ReportMetric(float64(m.Load)/float64(time.Millisecond), "ms-load")
+	b.ReportMetric(float64(m.Drawn)/float64(time.Millisecond), "ms-drawn")
+}
+
+// TestMedian: the load of median drawn time by the nearest-rank rule,
+// the lower of the two middle loads for an even count.
+func TestMedian(t *testing.T) {
+	ts := []browser.Timing{{Drawn: 40, Elements: 4}, {Drawn: 10, Elements: 1}, {Drawn: 30, Elements: 3}, {Drawn: 20, Elements: 2}}
+	if m := Median(ts); m.Elements != 2 {
+		t.Errorf("median of 4 loads %+v, want the one drawn at 20", m)
+	}
+	if m := Median(ts[:3]); m.Elements != 3 {
+		t.Errorf("median of 3 loads %+v, want the one drawn at 30", m)
+	}
+	if ts[0].Drawn != 40 {
+		t.Error("Median sorted its argument")
+	}
 }
