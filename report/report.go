@@ -143,11 +143,11 @@ figure.plot figcaption { color: #444; margin-top: 0.2em; }
 {{with .Completion}}<p id="completion">{{if .Completed}}Run complete: the workload ran {{.Reached}} of {{.Limit}}, stopped by its time limit, and the final phase ran.{{else}}<strong>Run incomplete</strong>: {{.Why}}. Phase reached: {{.Phase}}; workload {{.Reached}} of {{.Limit}}; final phase {{if .FinalPhase}}ran{{else}}did not run{{end}}. Finding no violation in part of a run proves nothing about the rest, so this run cannot be valid.{{end}}</p>{{end}}
 {{if .Reasons}}<ul>{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
-<nav id="contents"><strong>Contents:</strong> <a href="#checkers">checkers</a> &middot; <a href="#{{.StoriesID}}">stories</a>{{with .Timeline}} &middot; <a href="#{{.ID}}">timeline</a>{{end}} &middot; <a href="#{{.Runbook.ID}}">runbook evidence</a>{{if .Figures}} &middot; <a href="#{{.FiguresID}}">figures</a>{{end}} &middot; <a href="#double-writes">double writes</a> &middot; <a href="#linearizability">linearizability</a> &middot; <a href="#operations">operations</a> &middot; <a href="#{{.Metrics.ID}}">lock metrics</a> &middot; <a href="#nemesis">nemesis</a> &middot; <a href="#configuration">configuration</a> &middot; <a href="#raw-files">raw files</a></nav>
+<nav id="contents"><strong>Contents:</strong> <a href="#checkers">checkers</a>{{with .Timeline}} &middot; <a href="#{{.ID}}">timeline</a>{{end}} &middot; <a href="#{{.StoriesID}}">stories</a> &middot; <a href="#{{.Runbook.ID}}">runbook evidence</a>{{if .Figures}} &middot; <a href="#{{.FiguresID}}">figures</a>{{end}} &middot; <a href="#double-writes">double writes</a> &middot; <a href="#linearizability">linearizability</a> &middot; <a href="#operations">operations</a> &middot; <a href="#{{.Metrics.ID}}">lock metrics</a> &middot; <a href="#nemesis">nemesis</a> &middot; <a href="#configuration">configuration</a> &middot; <a href="#raw-files">raw files</a></nav>
 
 {{template "checkers" .}}
-{{template "stories" .}}
 {{template "timeline" .}}
+{{template "stories" .}}
 {{template "runbook" .}}
 {{template "figures" .}}
 {{template "doublewrites" .}}

@@ -284,7 +284,8 @@ func TestTimelineSection(t *testing.T) {
 }
 
 // TestReadingOrder: the page answers what went wrong, when and why before
-// the numbers: verdict, checkers, stories, timeline, runbook evidence,
+// the numbers: verdict, checkers, the timeline (one screen, its marks
+// linking the stories), the stories, runbook evidence,
 // then figures and tables; the contents links every section shown.
 func TestReadingOrder(t *testing.T) {
 	p := page(t)
@@ -298,7 +299,7 @@ func TestReadingOrder(t *testing.T) {
 	}
 	html := string(b)
 	last := -1
-	for _, id := range []string{"verdict", "contents", "checkers", anchor.Stories, anchor.Timeline, anchor.Runbook, anchor.Figures,
+	for _, id := range []string{"verdict", "contents", "checkers", anchor.Timeline, anchor.Stories, anchor.Runbook, anchor.Figures,
 		"double-writes", "linearizability", "operations", anchor.Metrics, "nemesis", "configuration", "raw-files"} {
 		at := strings.Index(html, `id="`+id+`"`)
 		if at < 0 {
