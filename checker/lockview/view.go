@@ -187,29 +187,11 @@ func (s Session) May(id string) bool {
 func (v View) SessionAt(p history.Process, t int64) Session {
 	s := Session{ended: map[string]bool{}}
 	for _, e := range v.Instants {
-		if e.Time > t || e.Process != p || e.F != history.FSession || e.Value == nil {
-			continue
-		}
-		id := normSession(e.Value.Session)
-		switch e.Value.State {
-		case StateConnected:
-			if s.ID != "" && normSession(s.ID) != id {
-				s.ended[normSession(s.ID)] = true
-			}
-			s.ID = e.Value.Session
-		case StateExpired, StateClosed:
-			if id != "" {
-				s.ended[id] = true
-			}
-			if id == "" || SameSession(s.ID, e.Value.Session) {
-				s.ID = ""
-			}
+		if e.Time <= t && e.Process == p && e.F == history.FSession && e.Value != nil {
+			s.apply(e)
 		}
 	}
-	if s.ended[normSession(s.ID)] {
-		s.ID = ""
-	}
-	return s
+	return s.settled()
 }
 
 // LossReported finds the first session loss worker process p reported
@@ -219,14 +201,7 @@ func (v View) SessionAt(p history.Process, t int64) Session {
 // is no loss.
 func (v View) LossReported(p history.Process, key string, session Session, from, to int64) (Instant, bool) {
 	for _, e := range v.Instants {
-		if e.Process != p || e.Time < from || e.Time >= to || e.Value == nil {
-			continue
-		}
-		switch {
-		case e.F == history.FLost && e.Key == key && (e.Value.State == StateExpired || e.Value.State == StateSessionChanged) &&
-			session.May(e.Value.Session):
-			return e, true
-		case e.F == history.FSession && e.Value.State == StateExpired && session.May(e.Value.Session):
+		if e.Process == p && e.Time >= from && e.Time < to && e.Value != nil && isLoss(e, key, session) {
 			return e, true
 		}
 	}
