@@ -23,8 +23,9 @@ import (
 // events now and then, so times need not grow with the index.
 func randomLockHistory(rng *rand.Rand) []history.Event {
 	var evs []history.Event
+	unit := []int64{int64(time.Millisecond), int64(300 * time.Millisecond)}[rng.IntN(2)]
 	add := func(t int64, p history.Process, typ history.Type, f, key string, v *history.Value, e string) {
-		evs = append(evs, history.Event{Time: t * int64(time.Millisecond), Process: p, Type: typ, F: f, Key: key, Value: v, Error: e})
+		evs = append(evs, history.Event{Time: t * unit, Process: p, Type: typ, F: f, Key: key, Value: v, Error: e})
 	}
 	sessions := []string{"0x1a", "1A", "0x2b", "2b", "0x3c", ""}
 	sess := func() string { return sessions[rng.IntN(len(sessions))] }
@@ -37,7 +38,7 @@ func randomLockHistory(rng *rand.Rand) []history.Event {
 		for range 5 + rng.IntN(25) {
 			key := keys[rng.IntN(len(keys))]
 			d := int64(1 + rng.IntN(15))
-			switch r := rng.IntN(10); {
+			switch r := rng.IntN(11); {
 			case r < 4:
 				tok++
 				typ := []history.Type{history.OK, history.OK, history.OK, history.Fail, history.Info, ""}[rng.IntN(6)]
@@ -56,10 +57,18 @@ func randomLockHistory(rng *rand.Rand) []history.Event {
 			case r < 9:
 				st := []string{"expired", "session-changed", "released", "revoked"}[rng.IntN(4)]
 				add(t, proc, history.OK, history.FLost, key, &history.Value{Session: sess(), State: st}, "")
-			default:
+			case r < 10:
 				seen := t - int64(rng.IntN(30))
 				add(t+int64(rng.IntN(40)), history.Nemesis, history.OK, history.FSessionGone, "",
-					&history.Value{Session: sess(), TargetProcess: history.Int(p), LastSeenNS: history.Int64(seen * int64(time.Millisecond))}, "")
+					&history.Value{Session: sess(), TargetProcess: history.Int(p), LastSeenNS: history.Int64(seen * unit)}, "")
+			default:
+				target := []string{fmt.Sprintf("process %d (pid 9) holding %s", p, key), "all"}[rng.IntN(2)]
+				add(t, history.Nemesis, history.Invoke, history.FPause, "", &history.Value{Target: target}, "")
+				add(t+1, history.Nemesis, history.OK, history.FPause, "", &history.Value{Target: target}, "")
+				if rng.IntN(4) > 0 {
+					add(t+d, history.Nemesis, history.Invoke, history.FResume, "", nil, "")
+					add(t+d+1, history.Nemesis, history.OK, history.FResume, "", nil, "")
+				}
 			}
 			t += d + int64(rng.IntN(10))
 		}
@@ -130,7 +139,7 @@ func oracleInputs(t *testing.T) map[string]checker.Input {
 		ins[fmt.Sprintf("random %d", i)] = checker.Input{History: randomLockHistory(rng), MaxViolations: limit}
 	}
 	for _, keys := range []int{1, 8} {
-		r, err := synth.Generate(synth.Spec{Ops: 5000, Keys: keys, Seed: uint64(keys)})
+		r, err := synth.Generate(synth.Spec{Ops: 5000, Keys: keys, Seed: uint64(keys), FaultEvery: time.Second, Pause: 8 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,5 +174,18 @@ func countsOnly(c func(context.Context, checker.Input) checker.Result) func(cont
 		d := r.Details.(GrantOverlapDetails)
 		d.Overlaps, d.FalseReleases, d.FirstViolationTimeNS = nil, nil, nil
 		return checker.Result{Valid: r.Valid, Details: d}
+	}
+}
+
+func TestLivenessMatchesOracle(t *testing.T) {
+	invalid := 0
+	for name, in := range oracleInputs(t) {
+		differential(t, name, in, CheckLiveness, oracleLiveness)
+		if CheckLiveness(context.Background(), in).Valid == checker.Invalid {
+			invalid++
+		}
+	}
+	if invalid < 100 {
+		t.Errorf("only %d inputs with stalls: the test would not see a wrong one", invalid)
 	}
 }

@@ -1,9 +1,11 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -155,8 +157,11 @@ func inferAcquireTimeout(ops []lockview.Op) time.Duration {
 type span struct{ from, to int64 }
 
 // excused are the fault windows (with grace) that count for a key: every
-// ensemble fault, and client faults whose target used the key meanwhile.
-func excused(faults []checker.FaultWindow, ops []lockview.Op) []span {
+// ensemble fault, and client faults whose target used the key meanwhile
+// (found by binary search in its operations sorted by invocation, not by
+// a scan per fault), merged into their union.
+func excused(faults []checker.FaultWindow, ops []lockview.Op) *cover {
+	used := usesOf(ops)
 	var out []span
 	for _, f := range faults {
 		if f.Process < 0 {
@@ -164,44 +169,108 @@ func excused(faults []checker.FaultWindow, ops []lockview.Op) []span {
 			continue
 		}
 		to := f.To + int64(clientFaultGrace)
-		for _, o := range ops {
-			done := o.Done
-			if o.Type == "" {
-				done = to
-			}
-			if o.Process == f.Process && o.Invoke <= to && done >= f.From {
-				out = append(out, span{f.From, to})
-				break
-			}
+		if used[f.Process].during(f.From, to) {
+			out = append(out, span{f.From, to})
 		}
+	}
+	return coverOf(out)
+}
+
+// uses are one process's operations on a key sorted by invocation, with,
+// for each prefix, the latest completion of its completed operations and
+// whether it holds an open one (an open operation lasts to any end).
+type uses struct {
+	invokes []int64
+	maxDone []int64
+	open    []bool
+}
+
+func usesOf(ops []lockview.Op) map[history.Process]*uses {
+	byProc := map[history.Process][]lockview.Op{}
+	for _, o := range ops {
+		byProc[o.Process] = append(byProc[o.Process], o)
+	}
+	out := map[history.Process]*uses{}
+	for p, os := range byProc {
+		slices.SortFunc(os, func(a, b lockview.Op) int { return cmp.Compare(a.Invoke, b.Invoke) })
+		u := &uses{}
+		done, open := int64(math.MinInt64), false
+		for _, o := range os {
+			if o.Type == "" {
+				open = true
+			} else {
+				done = max(done, o.Done)
+			}
+			u.invokes, u.maxDone, u.open = append(u.invokes, o.Invoke), append(u.maxDone, done), append(u.open, open)
+		}
+		out[p] = u
 	}
 	return out
 }
 
-// counted is how much of [from, to] lies outside every excused span.
-func counted(from, to int64, ex []span) int64 {
-	var cut []span
-	for _, s := range ex {
-		a, b := max(s.from, from), min(s.to, to)
-		if a < b {
-			cut = append(cut, span{a, b})
+// during says whether an operation was invoked by to and not completed
+// before from (an open one counts as completed at to).
+func (u *uses) during(from, to int64) bool {
+	if u == nil {
+		return false
+	}
+	n := sort.Search(len(u.invokes), func(i int) bool { return u.invokes[i] > to })
+	return n > 0 && (u.maxDone[n-1] >= from || (u.open[n-1] && to >= from))
+}
+
+// cover is a union of spans, disjoint and sorted, with the length covered
+// before each: how much of a stretch lies outside it takes two binary
+// searches.
+type cover struct {
+	spans  []span
+	before []int64
+}
+
+func coverOf(ex []span) *cover {
+	var s []span
+	for _, e := range ex {
+		if e.from < e.to {
+			s = append(s, e)
 		}
 	}
-	sort.Slice(cut, func(i, j int) bool { return cut[i].from < cut[j].from })
-	total, cur := to-from, from
-	for _, s := range cut {
-		if s.to <= cur {
+	slices.SortFunc(s, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+	c := &cover{}
+	for _, e := range s {
+		if n := len(c.spans); n > 0 && e.from <= c.spans[n-1].to {
+			c.spans[n-1].to = max(c.spans[n-1].to, e.to)
 			continue
 		}
-		total -= s.to - max(s.from, cur)
-		cur = s.to
+		c.spans = append(c.spans, e)
 	}
-	return total
+	var sum int64
+	for _, e := range c.spans {
+		c.before = append(c.before, sum)
+		sum += e.to - e.from
+	}
+	return c
+}
+
+// covered is how much of the cover lies before t.
+func (c *cover) covered(t int64) int64 {
+	i := sort.Search(len(c.spans), func(i int) bool { return c.spans[i].from >= t })
+	if i == 0 {
+		return 0
+	}
+	last := c.spans[i-1]
+	return c.before[i-1] + min(last.to, t) - last.from
+}
+
+// counted is how much of [from, to] lies outside the cover.
+func (c *cover) counted(from, to int64) int64 {
+	if to <= from {
+		return to - from
+	}
+	return to - from - (c.covered(to) - c.covered(from))
 }
 
 // freeStalls replays one key: holders come and go, waiters wait; every
 // stretch where the key is free while someone waits is measured.
-func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int64, ex []span, limit time.Duration) []Stall {
+func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int64, ex *cover, limit time.Duration) []Stall {
 	type ev struct {
 		t    int64
 		rank int // at equal times: completions before invocations
@@ -262,7 +331,7 @@ func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int6
 		if from < 0 {
 			return
 		}
-		if c := counted(from, t, ex); c > int64(limit) {
+		if c := ex.counted(from, t); c > int64(limit) {
 			out = append(out, Stall{Kind: StallFreeWithWaiters, Key: key, FromNS: from, ToNS: t, CountedMS: float64(c) / 1e6,
 				Processes: sortedProcs(stuck),
 				Message: fmt.Sprintf("%s was free for %.1fs (%.1fs outside fault windows) while processes %v waited for it",
@@ -292,7 +361,7 @@ func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int6
 
 // droughts finds long stretches without a grant of key during which
 // acquires on it timed out.
-func droughts(key string, ops []lockview.Op, end int64, ex []span, limit time.Duration) []Stall {
+func droughts(key string, ops []lockview.Op, end int64, ex *cover, limit time.Duration) []Stall {
 	var grants []int64
 	first := int64(-1)
 	for _, o := range ops {
@@ -314,7 +383,7 @@ func droughts(key string, ops []lockview.Op, end int64, ex []span, limit time.Du
 	var out []Stall
 	for i := 0; i+1 < len(bounds); i++ {
 		from, to := bounds[i], bounds[i+1]
-		c := counted(from, to, ex)
+		c := ex.counted(from, to)
 		if c <= int64(limit) {
 			continue
 		}
