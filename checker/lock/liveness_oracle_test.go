@@ -76,9 +76,6 @@ func oracleLiveness(ctx context.Context, in checker.Input) checker.Result {
 	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
-
-
-
 // excused are the fault windows (with grace) that count for a key: every
 // ensemble fault, and client faults whose target used the key meanwhile.
 func oracleExcused(faults []checker.FaultWindow, ops []lockview.Op) []span {
@@ -261,4 +258,3 @@ func oracleDroughts(key string, ops []lockview.Op, end int64, ex []span, limit t
 	}
 	return out
 }
-
