@@ -31,6 +31,7 @@ func randomLockHistory(rng *rand.Rand) []history.Event {
 	sess := func() string { return sessions[rng.IntN(len(sessions))] }
 	keys := []string{"K", "L", "M"}[:1+rng.IntN(3)]
 	procs := 2 + rng.IntN(4)
+	wakeMax := []int{1, 4, 4, 60}[rng.IntN(4)] // 60: a running count
 	tok := int64(0)
 	for p := range procs {
 		proc := history.Process(p)
@@ -44,7 +45,7 @@ func randomLockHistory(rng *rand.Rand) []history.Event {
 				typ := []history.Type{history.OK, history.OK, history.OK, history.Fail, history.Info, ""}[rng.IntN(6)]
 				add(t, proc, history.Invoke, history.FAcquire, key, nil, "")
 				if typ != "" {
-					v := &history.Value{Token: history.Int64(tok), Wakeups: history.Int64(int64(rng.IntN(4)))}
+					v := &history.Value{Token: history.Int64(tok), Wakeups: history.Int64(int64(rng.IntN(wakeMax)))}
 					add(t+d, proc, typ, history.FAcquire, key, v, "")
 				}
 			case r < 7:
@@ -187,5 +188,22 @@ func TestLivenessMatchesOracle(t *testing.T) {
 	}
 	if invalid < 100 {
 		t.Errorf("only %d inputs with stalls: the test would not see a wrong one", invalid)
+	}
+}
+
+func TestHerdMatchesOracle(t *testing.T) {
+	var some, none int
+	for name, in := range oracleInputs(t) {
+		differential(t, name, in, CheckHerd, func(ctx context.Context, in checker.Input) checker.Result {
+			return oracleHerdOf(ctx, in, history.FAcquire, history.FRelease)
+		})
+		if d := CheckHerd(context.Background(), in).Details.(HerdDetails); d.Implausible > 0 {
+			some++
+		} else if d.Acquires > 0 {
+			none++
+		}
+	}
+	if some < 100 || none < 100 {
+		t.Errorf("%d inputs with implausible counts, %d without: too few for the test to see a wrong count", some, none)
 	}
 }
