@@ -71,7 +71,9 @@ type View struct {
 // the same process may have an operation in flight, so they never pair with
 // it. Nemesis operations become fault windows (checker.FaultWindows).
 func Of(h []history.Event) View {
-	var v View
+	// Most events are one half of an operation: room for them all at once
+	// saves the copies of a growing slice (most of the pairing's time).
+	v := View{Ops: make([]Op, 0, len(h)/2+1)}
 	open := map[history.Process]int{}
 	for _, e := range h {
 		v.End = max(v.End, e.Time)
