@@ -186,22 +186,26 @@ type uses struct {
 }
 
 func usesOf(ops []lockview.Op) map[history.Process]*uses {
-	byProc := map[history.Process][]lockview.Op{}
+	type use struct {
+		invoke, done int64
+		open         bool
+	}
+	byProc := map[history.Process][]use{}
 	for _, o := range ops {
-		byProc[o.Process] = append(byProc[o.Process], o)
+		byProc[o.Process] = append(byProc[o.Process], use{o.Invoke, o.Done, o.Type == ""})
 	}
 	out := map[history.Process]*uses{}
-	for p, os := range byProc {
-		slices.SortFunc(os, func(a, b lockview.Op) int { return cmp.Compare(a.Invoke, b.Invoke) })
-		u := &uses{}
+	for p, us := range byProc {
+		slices.SortFunc(us, func(a, b use) int { return cmp.Compare(a.invoke, b.invoke) })
+		u := &uses{invokes: make([]int64, len(us)), maxDone: make([]int64, len(us)), open: make([]bool, len(us))}
 		done, open := int64(math.MinInt64), false
-		for _, o := range os {
-			if o.Type == "" {
+		for i, o := range us {
+			if o.open {
 				open = true
 			} else {
-				done = max(done, o.Done)
+				done = max(done, o.done)
 			}
-			u.invokes, u.maxDone, u.open = append(u.invokes, o.Invoke), append(u.maxDone, done), append(u.open, open)
+			u.invokes[i], u.maxDone[i], u.open[i] = o.invoke, done, open
 		}
 		out[p] = u
 	}

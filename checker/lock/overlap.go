@@ -102,9 +102,12 @@ func CheckGrantOverlap(ctx context.Context, in checker.Input) checker.Result {
 	v := lockview.Of(in.History)
 	x := v.Index()
 	d := GrantOverlapDetails{Overlaps: []Overlap{}, FalseReleases: []FalseRelease{}, Excused: map[string]int{}}
-	byKey := map[string][]lockview.Op{}
-	perProc := map[history.Process][]lockview.Op{}
-	for _, o := range v.Ops {
+	// Pointers into v.Ops, not copies: copying the operations was most of
+	// the check's time once it was n log n.
+	byKey := map[string][]*lockview.Op{}
+	perProc := map[history.Process][]*lockview.Op{}
+	for i := range v.Ops {
+		o := &v.Ops[i]
 		perProc[o.Process] = append(perProc[o.Process], o)
 		if o.F == history.FAcquire && o.Type == history.OK {
 			byKey[o.Key] = append(byKey[o.Key], o)
@@ -124,7 +127,7 @@ func CheckGrantOverlap(ctx context.Context, in checker.Input) checker.Result {
 		ends := grantEnds(ops)
 		for i, a := range ops {
 			if a.F == history.FAcquire && a.Type == history.OK && ends[i] >= 0 && ops[ends[i]].F == history.FRelease && ops[ends[i]].Type == history.OK {
-				judgeGrant(x, &d, a, ops[ends[i]], byKey[a.Key], limit)
+				judgeGrant(x, &d, *a, *ops[ends[i]], byKey[a.Key], limit)
 			}
 		}
 	}
@@ -145,7 +148,7 @@ func CheckGrantOverlap(ctx context.Context, in checker.Input) checker.Result {
 // grantEnds gives, for each of one process's operations, the index of its
 // next acquire or release of the same key (the operation that ends a
 // grant), or -1: one pass from the end instead of a scan per grant.
-func grantEnds(ops []lockview.Op) []int {
+func grantEnds(ops []*lockview.Op) []int {
 	ends := make([]int, len(ops))
 	next := map[string]int{}
 	for i := len(ops) - 1; i >= 0; i-- {
@@ -164,7 +167,7 @@ func grantEnds(ops []lockview.Op) []int {
 // judgeGrant checks one grant a, released ok by rel, against the key's
 // other grants (sorted by completion: only those granted while a was held
 // are visited, found by binary search) and the holder's session.
-func judgeGrant(x *lockview.Index, d *GrantOverlapDetails, a, rel lockview.Op, grants []lockview.Op, limit int) {
+func judgeGrant(x *lockview.Index, d *GrantOverlapDetails, a, rel lockview.Op, grants []*lockview.Op, limit int) {
 	p := a.Process
 	atok, _ := a.Token()
 	session := x.SessionAt(p, a.Done)
