@@ -275,59 +275,35 @@ func (c *cover) counted(from, to int64) int64 {
 // freeStalls replays one key: holders come and go, waiters wait; every
 // stretch where the key is free while someone waits is measured.
 func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int64, ex *cover, limit time.Duration) []Stall {
-	type ev struct {
-		t    int64
-		rank int // at equal times: completions before invocations
-		f    func()
-	}
+	evs := keyEvents(ops, lost, end)
 	holders := map[history.Process]bool{} // true: a ghost (outcome unknown)
 	waiting := map[history.Process]bool{}
-	var evs []ev
-	for _, o := range ops {
-		o := o
-		switch o.F {
-		case history.FAcquire:
-			evs = append(evs, ev{o.Invoke, 1, func() { waiting[o.Process] = true }})
-			done := o.Done
-			if o.Type == "" {
-				done = end
-			}
-			evs = append(evs, ev{done, 0, func() {
-				delete(waiting, o.Process)
-				switch o.Type {
-				case history.OK:
-					// A grant ends every ghost: ZooKeeper handed the lock on.
-					for p, ghost := range holders {
-						if ghost {
-							delete(holders, p)
-						}
+	apply := func(e keyEvent) {
+		switch e.kind {
+		case evWait:
+			waiting[e.p] = true
+		case evAnswer:
+			delete(waiting, e.p)
+			switch e.typ {
+			case history.OK:
+				// A grant ends every ghost: ZooKeeper handed the lock on.
+				for p, ghost := range holders {
+					if ghost {
+						delete(holders, p)
 					}
-					holders[o.Process] = false
-				case history.Info, "":
-					holders[o.Process] = true // it may hold the lock
 				}
-			}})
-		default:
-			if o.Type == "" || o.Type == history.Info {
-				evs = append(evs, ev{o.Done, 0, func() {
-					if _, ok := holders[o.Process]; ok {
-						holders[o.Process] = true
-					}
-				}})
-			} else if o.F == history.FRelease {
-				evs = append(evs, ev{o.Done, 0, func() { delete(holders, o.Process) }})
+				holders[e.p] = false
+			case history.Info, "":
+				holders[e.p] = true // it may hold the lock
 			}
+		case evUnsure:
+			if _, ok := holders[e.p]; ok {
+				holders[e.p] = true
+			}
+		case evGone:
+			delete(holders, e.p)
 		}
 	}
-	for _, l := range lost {
-		evs = append(evs, ev{l.Time, 0, func() { delete(holders, l.Process) }})
-	}
-	sort.SliceStable(evs, func(i, j int) bool {
-		if evs[i].t != evs[j].t {
-			return evs[i].t < evs[j].t
-		}
-		return evs[i].rank < evs[j].rank
-	})
 	var out []Stall
 	var from int64 = -1
 	stuck := map[history.Process]bool{}
@@ -345,7 +321,7 @@ func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int6
 		clear(stuck)
 	}
 	for _, e := range evs {
-		e.f()
+		apply(e)
 		stalled := len(holders) == 0 && len(waiting) > 0
 		switch {
 		case stalled && from < 0:
@@ -361,6 +337,55 @@ func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int6
 	}
 	flush(end)
 	return out
+}
+
+// keyEvent is one change of a key's holders or waiters (freeStalls).
+type keyEvent struct {
+	t    int64
+	rank int8 // at equal times: completions before invocations
+	kind int8
+	seq  int32 // order appended
+	p    history.Process
+	typ  history.Type
+}
+
+const (
+	evWait   = iota // an acquire invoked
+	evAnswer        // an acquire answered (typ), or never
+	evUnsure        // another operation without a known outcome: a holder may be a ghost
+	evGone          // a release answered, or a lost event: no longer a holder
+)
+
+// keyEvents lists a key's changes in time order (values, not closures:
+// the replay of a long history allocates nothing per event).
+func keyEvents(ops []lockview.Op, lost []lockview.Instant, end int64) []keyEvent {
+	evs := make([]keyEvent, 0, 2*len(ops)+len(lost))
+	for _, o := range ops {
+		switch {
+		case o.F == history.FAcquire:
+			done := o.Done
+			if o.Type == "" {
+				done = end
+			}
+			evs = append(evs, keyEvent{t: o.Invoke, rank: 1, kind: evWait, p: o.Process}, keyEvent{t: done, kind: evAnswer, p: o.Process, typ: o.Type})
+		case o.Type == "" || o.Type == history.Info:
+			evs = append(evs, keyEvent{t: o.Done, kind: evUnsure, p: o.Process})
+		case o.F == history.FRelease:
+			evs = append(evs, keyEvent{t: o.Done, kind: evGone, p: o.Process})
+		}
+	}
+	for _, l := range lost {
+		evs = append(evs, keyEvent{t: l.Time, kind: evGone, p: l.Process})
+	}
+	// Stable by the order appended, with an unstable sort: faster than
+	// slices.SortStableFunc's merges.
+	for i := range evs {
+		evs[i].seq = int32(i)
+	}
+	slices.SortFunc(evs, func(a, b keyEvent) int {
+		return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.rank, b.rank), cmp.Compare(a.seq, b.seq))
+	})
+	return evs
 }
 
 // droughts finds long stretches without a grant of key during which
