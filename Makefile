@@ -44,7 +44,9 @@ lint: fmt-check
 #   BENCH_ONCE (1x):  checker/fence BenchmarkDoubleWriter (1M entries);
 #     checker/linear BenchmarkPorcupineConcurrency (100k events, 1-50
 #     workers per key); checker/suite BenchmarkCheckers (10k, 100k, 1M
-#     events) and BenchmarkCheckers100k (internal/synth)
+#     events), BenchmarkCheckers100k (internal/synth), BenchmarkLockCheckers
+#     (each lock-level checker and lockview.Of at 100k and 1M events, 1 and
+#     8 keys) and BenchmarkSuiteHour (the suite on a synthetic 1-hour run)
 #   BENCH_THRICE (3x):  story BenchmarkTell; report BenchmarkReadHistory100k,
 #     BenchmarkReport100k, BenchmarkReportOverRead100k (the report's
 #     bound, docs/architecture.md "Figures at scale"); internal/pageload

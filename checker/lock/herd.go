@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -220,36 +219,44 @@ func waiters(acqs []lockview.Op) (grants, sum int) {
 // node deleted meanwhile, and every deletion is a release, an abandoned
 // or failed acquire, or a lost session, each answered around it (the
 // slack covers answers recorded just after the deletion they follow).
+// The answers during an acquire are counted by binary search, all of the
+// key's less the acquiring process's own, not one by one.
 func implausible(byKey map[string][]lockview.Op, ops []lockview.Op, enter, leave string) int {
-	type done struct {
-		t int64
-		p history.Process
+	type pk struct {
+		p   history.Process
+		key string
 	}
-	dones := map[string][]done{}
+	all, own := map[string][]int64{}, map[pk][]int64{}
 	for _, o := range ops {
 		if o.Type != "" && (o.F == enter || o.F == leave) {
-			dones[o.Key] = append(dones[o.Key], done{o.Done, o.Process})
+			all[o.Key] = append(all[o.Key], o.Done)
+			own[pk{o.Process, o.Key}] = append(own[pk{o.Process, o.Key}], o.Done)
 		}
+	}
+	for _, ts := range all {
+		slices.Sort(ts)
+	}
+	for _, ts := range own {
+		slices.Sort(ts)
 	}
 	n := 0
 	for k, acqs := range byKey {
-		ds := dones[k]
-		slices.SortFunc(ds, func(a, b done) int { return cmp.Compare(a.t, b.t) })
 		for _, a := range acqs {
 			if a.Value == nil || a.Value.Wakeups == nil || a.Type == "" {
 				continue
 			}
-			w := *a.Value.Wakeups
-			others := int64(0)
-			for i := sort.Search(len(ds), func(i int) bool { return ds[i].t >= a.Invoke }); i < len(ds) && ds[i].t <= a.Done && others <= w; i++ {
-				if ds[i].p != a.Process {
-					others++
-				}
-			}
-			if w > others+2 {
+			others := within(all[k], a.Invoke, a.Done) - within(own[pk{a.Process, k}], a.Invoke, a.Done)
+			if *a.Value.Wakeups > others+2 {
 				n++
 			}
 		}
 	}
 	return n
+}
+
+// within counts the sorted times ts in [from, to].
+func within(ts []int64, from, to int64) int64 {
+	lo, _ := slices.BinarySearch(ts, from)
+	hi := sort.Search(len(ts), func(i int) bool { return ts[i] > to })
+	return int64(max(0, hi-lo))
 }

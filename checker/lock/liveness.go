@@ -1,9 +1,11 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -155,8 +157,11 @@ func inferAcquireTimeout(ops []lockview.Op) time.Duration {
 type span struct{ from, to int64 }
 
 // excused are the fault windows (with grace) that count for a key: every
-// ensemble fault, and client faults whose target used the key meanwhile.
-func excused(faults []checker.FaultWindow, ops []lockview.Op) []span {
+// ensemble fault, and client faults whose target used the key meanwhile
+// (found by binary search in its operations sorted by invocation, not by
+// a scan per fault), merged into their union.
+func excused(faults []checker.FaultWindow, ops []lockview.Op) *cover {
+	used := usesOf(ops)
 	var out []span
 	for _, f := range faults {
 		if f.Process < 0 {
@@ -164,97 +169,141 @@ func excused(faults []checker.FaultWindow, ops []lockview.Op) []span {
 			continue
 		}
 		to := f.To + int64(clientFaultGrace)
-		for _, o := range ops {
-			done := o.Done
-			if o.Type == "" {
-				done = to
-			}
-			if o.Process == f.Process && o.Invoke <= to && done >= f.From {
-				out = append(out, span{f.From, to})
-				break
-			}
+		if used[f.Process].during(f.From, to) {
+			out = append(out, span{f.From, to})
 		}
+	}
+	return coverOf(out)
+}
+
+// uses are one process's operations on a key sorted by invocation, with,
+// for each prefix, the latest completion of its completed operations and
+// whether it holds an open one (an open operation lasts to any end).
+type uses struct {
+	invokes []int64
+	maxDone []int64
+	open    []bool
+}
+
+func usesOf(ops []lockview.Op) map[history.Process]*uses {
+	type use struct {
+		invoke, done int64
+		open         bool
+	}
+	byProc := map[history.Process][]use{}
+	for _, o := range ops {
+		byProc[o.Process] = append(byProc[o.Process], use{o.Invoke, o.Done, o.Type == ""})
+	}
+	out := map[history.Process]*uses{}
+	for p, us := range byProc {
+		slices.SortFunc(us, func(a, b use) int { return cmp.Compare(a.invoke, b.invoke) })
+		u := &uses{invokes: make([]int64, len(us)), maxDone: make([]int64, len(us)), open: make([]bool, len(us))}
+		done, open := int64(math.MinInt64), false
+		for i, o := range us {
+			if o.open {
+				open = true
+			} else {
+				done = max(done, o.done)
+			}
+			u.invokes[i], u.maxDone[i], u.open[i] = o.invoke, done, open
+		}
+		out[p] = u
 	}
 	return out
 }
 
-// counted is how much of [from, to] lies outside every excused span.
-func counted(from, to int64, ex []span) int64 {
-	var cut []span
-	for _, s := range ex {
-		a, b := max(s.from, from), min(s.to, to)
-		if a < b {
-			cut = append(cut, span{a, b})
+// during says whether an operation was invoked by to and not completed
+// before from (an open one counts as completed at to).
+func (u *uses) during(from, to int64) bool {
+	if u == nil {
+		return false
+	}
+	n := sort.Search(len(u.invokes), func(i int) bool { return u.invokes[i] > to })
+	return n > 0 && (u.maxDone[n-1] >= from || (u.open[n-1] && to >= from))
+}
+
+// cover is a union of spans, disjoint and sorted, with the length covered
+// before each: how much of a stretch lies outside it takes two binary
+// searches.
+type cover struct {
+	spans  []span
+	before []int64
+}
+
+func coverOf(ex []span) *cover {
+	var s []span
+	for _, e := range ex {
+		if e.from < e.to {
+			s = append(s, e)
 		}
 	}
-	sort.Slice(cut, func(i, j int) bool { return cut[i].from < cut[j].from })
-	total, cur := to-from, from
-	for _, s := range cut {
-		if s.to <= cur {
+	slices.SortFunc(s, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+	c := &cover{}
+	for _, e := range s {
+		if n := len(c.spans); n > 0 && e.from <= c.spans[n-1].to {
+			c.spans[n-1].to = max(c.spans[n-1].to, e.to)
 			continue
 		}
-		total -= s.to - max(s.from, cur)
-		cur = s.to
+		c.spans = append(c.spans, e)
 	}
-	return total
+	var sum int64
+	for _, e := range c.spans {
+		c.before = append(c.before, sum)
+		sum += e.to - e.from
+	}
+	return c
+}
+
+// covered is how much of the cover lies before t.
+func (c *cover) covered(t int64) int64 {
+	i := sort.Search(len(c.spans), func(i int) bool { return c.spans[i].from >= t })
+	if i == 0 {
+		return 0
+	}
+	last := c.spans[i-1]
+	return c.before[i-1] + min(last.to, t) - last.from
+}
+
+// counted is how much of [from, to] lies outside the cover.
+func (c *cover) counted(from, to int64) int64 {
+	if to <= from {
+		return to - from
+	}
+	return to - from - (c.covered(to) - c.covered(from))
 }
 
 // freeStalls replays one key: holders come and go, waiters wait; every
 // stretch where the key is free while someone waits is measured.
-func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int64, ex []span, limit time.Duration) []Stall {
-	type ev struct {
-		t    int64
-		rank int // at equal times: completions before invocations
-		f    func()
-	}
+func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int64, ex *cover, limit time.Duration) []Stall {
+	evs := keyEvents(ops, lost, end)
 	holders := map[history.Process]bool{} // true: a ghost (outcome unknown)
 	waiting := map[history.Process]bool{}
-	var evs []ev
-	for _, o := range ops {
-		o := o
-		switch o.F {
-		case history.FAcquire:
-			evs = append(evs, ev{o.Invoke, 1, func() { waiting[o.Process] = true }})
-			done := o.Done
-			if o.Type == "" {
-				done = end
-			}
-			evs = append(evs, ev{done, 0, func() {
-				delete(waiting, o.Process)
-				switch o.Type {
-				case history.OK:
-					// A grant ends every ghost: ZooKeeper handed the lock on.
-					for p, ghost := range holders {
-						if ghost {
-							delete(holders, p)
-						}
+	apply := func(e keyEvent) {
+		switch e.kind {
+		case evWait:
+			waiting[e.p] = true
+		case evAnswer:
+			delete(waiting, e.p)
+			switch e.typ {
+			case history.OK:
+				// A grant ends every ghost: ZooKeeper handed the lock on.
+				for p, ghost := range holders {
+					if ghost {
+						delete(holders, p)
 					}
-					holders[o.Process] = false
-				case history.Info, "":
-					holders[o.Process] = true // it may hold the lock
 				}
-			}})
-		default:
-			if o.Type == "" || o.Type == history.Info {
-				evs = append(evs, ev{o.Done, 0, func() {
-					if _, ok := holders[o.Process]; ok {
-						holders[o.Process] = true
-					}
-				}})
-			} else if o.F == history.FRelease {
-				evs = append(evs, ev{o.Done, 0, func() { delete(holders, o.Process) }})
+				holders[e.p] = false
+			case history.Info, "":
+				holders[e.p] = true // it may hold the lock
 			}
+		case evUnsure:
+			if _, ok := holders[e.p]; ok {
+				holders[e.p] = true
+			}
+		case evGone:
+			delete(holders, e.p)
 		}
 	}
-	for _, l := range lost {
-		evs = append(evs, ev{l.Time, 0, func() { delete(holders, l.Process) }})
-	}
-	sort.SliceStable(evs, func(i, j int) bool {
-		if evs[i].t != evs[j].t {
-			return evs[i].t < evs[j].t
-		}
-		return evs[i].rank < evs[j].rank
-	})
 	var out []Stall
 	var from int64 = -1
 	stuck := map[history.Process]bool{}
@@ -262,7 +311,7 @@ func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int6
 		if from < 0 {
 			return
 		}
-		if c := counted(from, t, ex); c > int64(limit) {
+		if c := ex.counted(from, t); c > int64(limit) {
 			out = append(out, Stall{Kind: StallFreeWithWaiters, Key: key, FromNS: from, ToNS: t, CountedMS: float64(c) / 1e6,
 				Processes: sortedProcs(stuck),
 				Message: fmt.Sprintf("%s was free for %.1fs (%.1fs outside fault windows) while processes %v waited for it",
@@ -272,7 +321,7 @@ func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int6
 		clear(stuck)
 	}
 	for _, e := range evs {
-		e.f()
+		apply(e)
 		stalled := len(holders) == 0 && len(waiting) > 0
 		switch {
 		case stalled && from < 0:
@@ -290,9 +339,58 @@ func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int6
 	return out
 }
 
+// keyEvent is one change of a key's holders or waiters (freeStalls).
+type keyEvent struct {
+	t    int64
+	rank int8 // at equal times: completions before invocations
+	kind int8
+	seq  int32 // order appended
+	p    history.Process
+	typ  history.Type
+}
+
+const (
+	evWait   = iota // an acquire invoked
+	evAnswer        // an acquire answered (typ), or never
+	evUnsure        // another operation without a known outcome: a holder may be a ghost
+	evGone          // a release answered, or a lost event: no longer a holder
+)
+
+// keyEvents lists a key's changes in time order (values, not closures:
+// the replay of a long history allocates nothing per event).
+func keyEvents(ops []lockview.Op, lost []lockview.Instant, end int64) []keyEvent {
+	evs := make([]keyEvent, 0, 2*len(ops)+len(lost))
+	for _, o := range ops {
+		switch {
+		case o.F == history.FAcquire:
+			done := o.Done
+			if o.Type == "" {
+				done = end
+			}
+			evs = append(evs, keyEvent{t: o.Invoke, rank: 1, kind: evWait, p: o.Process}, keyEvent{t: done, kind: evAnswer, p: o.Process, typ: o.Type})
+		case o.Type == "" || o.Type == history.Info:
+			evs = append(evs, keyEvent{t: o.Done, kind: evUnsure, p: o.Process})
+		case o.F == history.FRelease:
+			evs = append(evs, keyEvent{t: o.Done, kind: evGone, p: o.Process})
+		}
+	}
+	for _, l := range lost {
+		evs = append(evs, keyEvent{t: l.Time, kind: evGone, p: l.Process})
+	}
+	// Stable by the order appended, with an unstable sort: faster than
+	// slices.SortStableFunc's merges.
+	for i := range evs {
+		evs[i].seq = int32(i)
+	}
+	slices.SortFunc(evs, func(a, b keyEvent) int {
+		return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.rank, b.rank), cmp.Compare(a.seq, b.seq))
+	})
+	return evs
+}
+
 // droughts finds long stretches without a grant of key during which
 // acquires on it timed out.
-func droughts(key string, ops []lockview.Op, end int64, ex []span, limit time.Duration) []Stall {
+func droughts(key string, ops []lockview.Op, end int64, ex *cover, limit time.Duration) []Stall {
 	var grants []int64
 	first := int64(-1)
 	for _, o := range ops {
@@ -314,7 +412,7 @@ func droughts(key string, ops []lockview.Op, end int64, ex []span, limit time.Du
 	var out []Stall
 	for i := 0; i+1 < len(bounds); i++ {
 		from, to := bounds[i], bounds[i+1]
-		c := counted(from, to, ex)
+		c := ex.counted(from, to)
 		if c <= int64(limit) {
 			continue
 		}

@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/zkchaos/zkchaos/checker"
@@ -98,10 +100,14 @@ type GrantOverlapDetails struct {
 // was granted meanwhile.
 func CheckGrantOverlap(ctx context.Context, in checker.Input) checker.Result {
 	v := lockview.Of(in.History)
+	x := v.Index()
 	d := GrantOverlapDetails{Overlaps: []Overlap{}, FalseReleases: []FalseRelease{}, Excused: map[string]int{}}
-	byKey := map[string][]lockview.Op{}
-	perProc := map[history.Process][]lockview.Op{}
-	for _, o := range v.Ops {
+	// Pointers into v.Ops, not copies: copying the operations was most of
+	// the check's time once it was n log n.
+	byKey := map[string][]*lockview.Op{}
+	perProc := map[history.Process][]*lockview.Op{}
+	for i := range v.Ops {
+		o := &v.Ops[i]
 		perProc[o.Process] = append(perProc[o.Process], o)
 		if o.F == history.FAcquire && o.Type == history.OK {
 			byKey[o.Key] = append(byKey[o.Key], o)
@@ -113,21 +119,20 @@ func CheckGrantOverlap(ctx context.Context, in checker.Input) checker.Result {
 		sort.SliceStable(gs, func(i, j int) bool { return gs[i].Done < gs[j].Done })
 	}
 	limit := in.Limit()
-	for _, ops := range perProc {
+	for _, p := range slices.Sorted(maps.Keys(perProc)) {
 		if ctx.Err() != nil {
 			return checker.Cancelled(ctx)
 		}
+		ops := perProc[p]
+		ends := grantEnds(ops)
 		for i, a := range ops {
-			if a.F != history.FAcquire || a.Type != history.OK {
-				continue
-			}
-			if rel := releaseOf(ops[i+1:], a.Key); rel != nil {
-				judgeGrant(v, &d, a, *rel, byKey[a.Key], limit)
+			if a.F == history.FAcquire && a.Type == history.OK && ends[i] >= 0 && ops[ends[i]].F == history.FRelease && ops[ends[i]].Type == history.OK {
+				judgeGrant(x, &d, *a, *ops[ends[i]], byKey[a.Key], limit)
 			}
 		}
 	}
-	sort.Slice(d.Overlaps, func(i, j int) bool { return d.Overlaps[i].GrantedNS < d.Overlaps[j].GrantedNS })
-	sort.Slice(d.FalseReleases, func(i, j int) bool { return d.FalseReleases[i].ReleaseNS < d.FalseReleases[j].ReleaseNS })
+	sort.SliceStable(d.Overlaps, func(i, j int) bool { return d.Overlaps[i].GrantedNS < d.Overlaps[j].GrantedNS })
+	sort.SliceStable(d.FalseReleases, func(i, j int) bool { return d.FalseReleases[i].ReleaseNS < d.FalseReleases[j].ReleaseNS })
 	for _, o := range d.Overlaps {
 		d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, o.GrantedNS)
 	}
@@ -140,29 +145,33 @@ func CheckGrantOverlap(ctx context.Context, in checker.Input) checker.Result {
 	return checker.Result{Valid: checker.Invalid, Details: d, Error: overlapSummary(d)}
 }
 
-// releaseOf is the holder's release of key that answered ok, if its next
-// operation on key that ends the grant is one.
-func releaseOf(later []lockview.Op, key string) *lockview.Op {
-	for j := range later {
-		o := &later[j]
-		if o.Key != key || (o.F != history.FRelease && o.F != history.FAcquire) {
-			continue
+// grantEnds gives, for each of one process's operations, the index of its
+// next acquire or release of the same key (the operation that ends a
+// grant), or -1: one pass from the end instead of a scan per grant.
+func grantEnds(ops []*lockview.Op) []int {
+	ends := make([]int, len(ops))
+	next := map[string]int{}
+	for i := len(ops) - 1; i >= 0; i-- {
+		j, ok := next[ops[i].Key]
+		if !ok {
+			j = -1
 		}
-		if o.F == history.FRelease && o.Type == history.OK {
-			return o
+		ends[i] = j
+		if ops[i].F == history.FRelease || ops[i].F == history.FAcquire {
+			next[ops[i].Key] = i
 		}
-		return nil
 	}
-	return nil
+	return ends
 }
 
 // judgeGrant checks one grant a, released ok by rel, against the key's
-// other grants and the holder's session.
-func judgeGrant(v lockview.View, d *GrantOverlapDetails, a, rel lockview.Op, grants []lockview.Op, limit int) {
+// other grants (sorted by completion: only those granted while a was held
+// are visited, found by binary search) and the holder's session.
+func judgeGrant(x *lockview.Index, d *GrantOverlapDetails, a, rel lockview.Op, grants []*lockview.Op, limit int) {
 	p := a.Process
 	atok, _ := a.Token()
-	session := v.SessionAt(p, a.Done)
-	if g, ok := v.GoneBy(p, session, a.Done, rel.Invoke); ok {
+	session := x.SessionAt(p, a.Done)
+	if g, ok := x.GoneBy(p, session, a.Done, rel.Invoke); ok {
 		d.FalseReleaseCount++
 		if len(d.FalseReleases) < limit {
 			d.FalseReleases = append(d.FalseReleases, FalseRelease{Key: a.Key, Holder: int(p), HolderTok: atok, HeldFromNS: a.Done,
@@ -173,15 +182,26 @@ func judgeGrant(v lockview.View, d *GrantOverlapDetails, a, rel lockview.Op, gra
 			d.FalseReleasesOmitted++
 		}
 	}
-	for _, b := range grants {
-		if b.Process == p || b.Done <= a.Done || b.Done >= rel.Invoke {
+	lo := sort.Search(len(grants), func(i int) bool { return grants[i].Done > a.Done })
+	if lo == len(grants) || grants[lo].Done >= rel.Invoke {
+		return
+	}
+	// A loss excuses every grant after it: the first reported one, and the
+	// earliest a nemesis observation says the session may have ended.
+	lost := x.FirstLoss(p, a.Key, session, a.Done, rel.Invoke)
+	gone := x.EarliestGoneBefore(p, session, a.Done)
+	for _, b := range grants[lo:] {
+		if b.Done >= rel.Invoke {
+			break
+		}
+		if b.Process == p {
 			continue
 		}
-		if _, ok := v.LossReported(p, a.Key, session, a.Done, b.Done); ok {
+		if b.Done > lost {
 			d.Excused[ExcusedReportedLoss]++
 			continue
 		}
-		if _, ok := v.GoneBefore(p, session, a.Done, b.Done); ok {
+		if b.Done > gone {
 			d.Excused[ExcusedSessionGone]++
 			continue
 		}

@@ -71,7 +71,9 @@ type View struct {
 // the same process may have an operation in flight, so they never pair with
 // it. Nemesis operations become fault windows (checker.FaultWindows).
 func Of(h []history.Event) View {
-	var v View
+	// Most events are one half of an operation: room for them all at once
+	// saves the copies of a growing slice (most of the pairing's time).
+	v := View{Ops: make([]Op, 0, len(h)/2+1)}
 	open := map[history.Process]int{}
 	for _, e := range h {
 		v.End = max(v.End, e.Time)
@@ -187,29 +189,11 @@ func (s Session) May(id string) bool {
 func (v View) SessionAt(p history.Process, t int64) Session {
 	s := Session{ended: map[string]bool{}}
 	for _, e := range v.Instants {
-		if e.Time > t || e.Process != p || e.F != history.FSession || e.Value == nil {
-			continue
-		}
-		id := normSession(e.Value.Session)
-		switch e.Value.State {
-		case StateConnected:
-			if s.ID != "" && normSession(s.ID) != id {
-				s.ended[normSession(s.ID)] = true
-			}
-			s.ID = e.Value.Session
-		case StateExpired, StateClosed:
-			if id != "" {
-				s.ended[id] = true
-			}
-			if id == "" || SameSession(s.ID, e.Value.Session) {
-				s.ID = ""
-			}
+		if e.Time <= t && e.Process == p && e.F == history.FSession && e.Value != nil {
+			s.apply(e)
 		}
 	}
-	if s.ended[normSession(s.ID)] {
-		s.ID = ""
-	}
-	return s
+	return s.settled()
 }
 
 // LossReported finds the first session loss worker process p reported
@@ -219,14 +203,7 @@ func (v View) SessionAt(p history.Process, t int64) Session {
 // is no loss.
 func (v View) LossReported(p history.Process, key string, session Session, from, to int64) (Instant, bool) {
 	for _, e := range v.Instants {
-		if e.Process != p || e.Time < from || e.Time >= to || e.Value == nil {
-			continue
-		}
-		switch {
-		case e.F == history.FLost && e.Key == key && (e.Value.State == StateExpired || e.Value.State == StateSessionChanged) &&
-			session.May(e.Value.Session):
-			return e, true
-		case e.F == history.FSession && e.Value.State == StateExpired && session.May(e.Value.Session):
+		if e.Process == p && e.Time >= from && e.Time < to && e.Value != nil && isLoss(e, key, session) {
 			return e, true
 		}
 	}
