@@ -25,6 +25,12 @@ type Completion struct {
 	// FinalPhase says every fault was undone and the final reads ran.
 	FinalPhase     bool   `json:"final_phase"`
 	StoppedBecause string `json:"stopped_because,omitempty"`
+	// StoppedAtFirst says the run is incomplete only because it was asked
+	// to stop at its first violation (chaos run --stop-at-first) and did:
+	// the controller finished and the final phase ran. Such a run is
+	// invalid by the violation it stopped at; finding none, it is unknown
+	// like any other incomplete run.
+	StoppedAtFirst bool `json:"stopped_at_first_violation,omitempty"`
 	// Why says, in one line, what makes the run incomplete.
 	Why string `json:"why,omitempty"`
 }
@@ -41,11 +47,15 @@ func CompletionOf(st store.Status, found bool, historyEndNS int64) Completion {
 		c.ReachedNS = historyEndNS
 	}
 	reached := fmt.Sprintf("workload reached %s of %s", dur(c.ReachedNS), dur(c.TimeLimitNS))
+	first, atFirst := store.StoppedAtFirst(st)
 	switch {
 	case !found:
 		c.Why = "no status.json: no controller carried this run through (the history ends at " + dur(historyEndNS) + ")"
 	case st.Phase != store.PhaseDone:
 		c.Why = fmt.Sprintf("the controller stopped in phase %q without finishing (killed?); %s", st.Phase, reached)
+	case atFirst && st.FinalPhase:
+		c.StoppedAtFirst = true
+		c.Why = fmt.Sprintf("stopped at its first violation (%s), as --stop-at-first asks; %s, then the final phase ran", first, reached)
 	case st.StoppedBecause != store.StopTimeLimit:
 		c.Why = fmt.Sprintf("the workload stopped early (%s); %s", st.StoppedBecause, reached)
 	case !st.FinalPhase:
@@ -59,7 +69,10 @@ func CompletionOf(st store.Status, found bool, historyEndNS int64) Completion {
 func dur(ns int64) string { return time.Duration(ns).Round(time.Millisecond).String() }
 
 // applyCompletion lowers a verdict that rests on an incomplete run: valid
-// becomes unknown (invalid stays invalid: a violation seen is real).
+// becomes unknown (invalid stays invalid: a violation seen is real). A run
+// stopped at its first violation is no exception: if the full check finds
+// nothing, the online check and the full one disagree, and the run is
+// unknown.
 func applyCompletion(res *Results, c *Completion) {
 	if c == nil {
 		return
@@ -68,7 +81,11 @@ func applyCompletion(res *Results, c *Completion) {
 	if c.Completed {
 		return
 	}
-	res.Reasons = append(res.Reasons, "run incomplete: "+c.Why)
+	if c.StoppedAtFirst {
+		res.Reasons = append(res.Reasons, "run "+c.Why)
+	} else {
+		res.Reasons = append(res.Reasons, "run incomplete: "+c.Why)
+	}
 	if res.Valid == Valid {
 		res.Valid = Unknown
 	}

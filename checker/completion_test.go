@@ -30,11 +30,32 @@ func TestCompletionOf(t *testing.T) {
 			return s
 		}(), true, false, "stopped early (interrupted (signal interrupt)); workload reached 10s of 1m0s"},
 		{"final phase cut", func() store.Status { s := done; s.FinalPhase = false; return s }(), true, false, "final phase"},
+		{"stopped at first", func() store.Status {
+			s := done
+			s.StoppedBecause = store.StoppedAtFirstBecause("double-writer")
+			s.WorkloadNS = int64(4200 * time.Millisecond)
+			return s
+		}(), true, false, "stopped at its first violation (double-writer), as --stop-at-first asks; workload reached 4.2s of 1m0s, then the final phase ran"},
+		{"stopped at first, final phase cut", func() store.Status {
+			s := done
+			s.StoppedBecause = store.StoppedAtFirstBecause("double-writer")
+			s.FinalPhase = false
+			return s
+		}(), true, false, "stopped early (first-violation (double-writer))"},
+		{"stopped at first, killed after", func() store.Status {
+			s := done
+			s.StoppedBecause = store.StoppedAtFirstBecause("double-writer")
+			s.Phase = store.PhaseFinal
+			return s
+		}(), true, false, `phase "final"`},
 	}
 	for _, c := range cases {
 		got := CompletionOf(c.st, c.found, int64(12*time.Second))
 		if got.Completed != c.complete || !strings.Contains(got.Why, c.why) {
 			t.Errorf("%s: got completed=%v why=%q, want %v and %q", c.name, got.Completed, got.Why, c.complete, c.why)
+		}
+		if want := c.name == "stopped at first"; got.StoppedAtFirst != want {
+			t.Errorf("%s: stopped at first = %v, want %v", c.name, got.StoppedAtFirst, want)
 		}
 	}
 	if got := CompletionOf(store.Status{Phase: store.PhaseWorkload}, true, int64(12*time.Second)); got.ReachedNS != int64(12*time.Second) {
@@ -56,6 +77,17 @@ func TestRunAllIncompleteRun(t *testing.T) {
 	}
 	if r := Run(context.Background(), in, []string{"fail"}, []Checker{fail}); r.Valid != Invalid {
 		t.Errorf("incomplete run with a violation: got %s, want false", r.Valid)
+	}
+	// Stopped at the first violation: invalid when the full check agrees,
+	// never valid when it does not.
+	in.Completion = &Completion{StoppedAtFirst: true, Why: "stopped at its first violation (fail)"}
+	if r := Run(context.Background(), in, []string{"fail"}, []Checker{fail}); r.Valid != Invalid {
+		t.Errorf("stopped at first, violation found: got %s, want false", r.Valid)
+	} else if !strings.Contains(strings.Join(r.Reasons, ";"), "run stopped at its first violation") || strings.Contains(strings.Join(r.Reasons, ";"), "incomplete") {
+		t.Errorf("stopped at first: reasons should say so, not \"incomplete\": %v", r.Reasons)
+	}
+	if r := Run(context.Background(), in, []string{"pass"}, []Checker{pass}); r.Valid != Unknown {
+		t.Errorf("stopped at first, nothing found: got %s, want unknown", r.Valid)
 	}
 	in.Completion = &Completion{Completed: true}
 	if r := Run(context.Background(), in, []string{"pass"}, []Checker{pass}); r.Valid != Valid {

@@ -78,7 +78,10 @@ func heading(label string, s Side) column {
 	if cp := r.Results.Completion; cp != nil {
 		c.Complete = cp.Completed
 		c.Completion = "complete: workload ran " + dur(cp.ReachedNS) + " of " + dur(cp.TimeLimitNS) + ", final phase ran"
-		if !cp.Completed {
+		switch {
+		case cp.StoppedAtFirst:
+			c.Completion = cp.Why
+		case !cp.Completed:
 			c.Completion = "incomplete: " + cp.Why
 		}
 	} else {

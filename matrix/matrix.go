@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/progress"
 )
 
 // Cell is one configuration and what it must produce.
@@ -69,7 +70,29 @@ func (c Cell) RunArgs(seed int64) []string {
 	if c.Workload != "" {
 		args = append(args, "--workload", c.Workload)
 	}
+	if c.StopsAtFirst() {
+		args = append(args, "--stop-at-first")
+	}
 	return append(args, c.Args...)
+}
+
+// StopsAtFirst says the cell's run ends at its first violation (chaos run
+// --stop-at-first) instead of running its whole time limit: every
+// verdict it expects is invalid, and every checker it names has an online
+// check that can see the violation while the run lasts. Only the
+// double-writer has one today, so these are the cells that expect an
+// invalid double-writer and nothing else; other invalid cells run their
+// time as before.
+func (c Cell) StopsAtFirst() bool {
+	if len(c.Expect) == 0 {
+		return false
+	}
+	for n, v := range c.Expect {
+		if v != checker.Invalid || !progress.Online(n) {
+			return false
+		}
+	}
+	return true
 }
 
 // ExpectString renders the expectation, e.g. "double-writer=false".

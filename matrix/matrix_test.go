@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/integrity"
+	"github.com/zkchaos/zkchaos/checker/lock"
 )
 
 func TestFilter(t *testing.T) {
@@ -148,26 +150,60 @@ func TestCellNamesAreUnique(t *testing.T) {
 }
 
 // A cell whose run did not complete, or whose history failed its
-// integrity check, is unknown even when every expected checker agreed.
+// integrity check, is unknown even when every expected checker agreed. A
+// run stopped at its first violation is judged only for a cell that asks
+// for that stop.
 func TestTrusted(t *testing.T) {
 	done := &checker.Completion{Completed: true}
+	first := &checker.Completion{StoppedAtFirst: true, Why: "stopped at its first violation (double-writer)"}
 	ok := map[string]checker.Result{integrity.Name: {Valid: checker.Valid}}
+	stops := Cell{Expect: invalid(fence.NameDoubleWriter)}
 	cases := []struct {
 		name string
+		cell Cell
 		res  checker.Results
 		want Outcome
 	}{
-		{"complete and intact", checker.Results{Completion: done, Checkers: ok}, Pass},
-		{"no completion record", checker.Results{Checkers: ok}, Unknown},
-		{"incomplete", checker.Results{Completion: &checker.Completion{Why: "killed"}, Checkers: ok}, Unknown},
-		{"broken history", checker.Results{Completion: done,
+		{"stopped at first", stops, checker.Results{Completion: first, Checkers: ok}, Pass},
+		{"stopped at first, broken history", stops, checker.Results{Completion: first,
 			Checkers: map[string]checker.Result{integrity.Name: {Valid: checker.Unknown, Error: "duplicate index"}}}, Unknown},
-		{"no integrity result", checker.Results{Completion: done, Checkers: map[string]checker.Result{}}, Unknown},
+		{"stopped at first, a cell that runs its time", Cell{Expect: valid(fence.NameDoubleWriter)},
+			checker.Results{Completion: first, Checkers: ok}, Unknown},
+		{"complete and intact", stops, checker.Results{Completion: done, Checkers: ok}, Pass},
+		{"no completion record", stops, checker.Results{Checkers: ok}, Unknown},
+		{"incomplete", stops, checker.Results{Completion: &checker.Completion{Why: "killed"}, Checkers: ok}, Unknown},
+		{"broken history", stops, checker.Results{Completion: done,
+			Checkers: map[string]checker.Result{integrity.Name: {Valid: checker.Unknown, Error: "duplicate index"}}}, Unknown},
+		{"no integrity result", stops, checker.Results{Completion: done, Checkers: map[string]checker.Result{}}, Unknown},
 	}
 	for _, c := range cases {
-		if got, why := trusted(c.res); got != c.want || (got != Pass && why == "") {
+		if got, why := trusted(c.cell, c.res); got != c.want || (got != Pass && why == "") {
 			t.Errorf("%s: trusted = %s %q, want %s with a reason", c.name, got, why, c.want)
 		}
+	}
+}
+
+// TestStopsAtFirst: exactly the cells that expect an invalid
+// double-writer and nothing else stop at their first violation (only the
+// double-writer has an online check), and pass --stop-at-first.
+func TestStopsAtFirst(t *testing.T) {
+	n := 0
+	for _, c := range Default("/bin/chaos") {
+		want := len(c.Expect) == 1 && c.Expect[fence.NameDoubleWriter] == checker.Invalid
+		args := strings.Join(c.RunArgs(1), " ")
+		if c.StopsAtFirst() != want || strings.Contains(args, "--stop-at-first") != want {
+			t.Errorf("%s (expects %s): stops at first %v, args %q; want %v", c.Name(), c.ExpectString(), c.StopsAtFirst(), args, want)
+		}
+		if want {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("no cell stops at its first violation")
+	}
+	mixed := Cell{Expect: map[string]checker.Validity{fence.NameDoubleWriter: checker.Invalid, lock.NameGrantOverlap: checker.Invalid}}
+	if mixed.StopsAtFirst() {
+		t.Error("a cell that also expects a violation no online check sees must run its time")
 	}
 }
 

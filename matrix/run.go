@@ -264,7 +264,7 @@ func runAttempt(ctx context.Context, c Cell, o Options, seed int64, prefix strin
 	}
 	a.Outcome = compare(c, a.Actual)
 	if a.Outcome == Pass {
-		a.Outcome, a.Detail = trusted(res)
+		a.Outcome, a.Detail = trusted(c, res)
 	}
 	return a
 }
@@ -303,8 +303,13 @@ func runShown(cmd *exec.Cmd, shown *progress.Latest, prefix string) error {
 // trusted says whether a cell's run can be judged at all: a run that did
 // not complete, or whose history failed its integrity check, has checker
 // answers about data that is not all there. Such a cell is unknown, never
-// a pass, whatever its expected checkers said.
-func trusted(res checker.Results) (Outcome, string) {
+// a pass, whatever its expected checkers said. A run stopped at its first
+// violation (a cell that StopsAtFirst) is judged: it expects only
+// violations, and a violation found in part of a run is real.
+func trusted(c Cell, res checker.Results) (Outcome, string) {
+	if cp := res.Completion; cp != nil && cp.StoppedAtFirst && c.StopsAtFirst() {
+		return trustedHistory(res)
+	}
 	if c := res.Completion; c == nil || !c.Completed {
 		why := "no completion record"
 		if c != nil {
@@ -312,6 +317,12 @@ func trusted(res checker.Results) (Outcome, string) {
 		}
 		return Unknown, "run incomplete: " + why
 	}
+	return trustedHistory(res)
+}
+
+// trustedHistory: a history that failed its integrity check cannot be
+// judged.
+func trustedHistory(res checker.Results) (Outcome, string) {
 	if r, ok := res.Checkers[integrity.Name]; !ok || r.Valid != checker.Valid {
 		return Unknown, "history integrity " + r.Valid.String() + ": " + r.Error
 	}

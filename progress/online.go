@@ -26,6 +26,10 @@ func feedOf[V any](c stream.Checker[*register.Entry, V], describe func(V) string
 	}}
 }
 
+// Online says whether checker has an online version, which can find a
+// violation while the run lasts (only the double-writer today).
+func Online(checker string) bool { return len(onlineFeeds([]string{checker})) > 0 }
+
 // onlineFeeds are the streaming versions of the checkers among names (a
 // workload's checkers); the soak issue adds the others here.
 func onlineFeeds(names []string) []feed {

@@ -158,10 +158,11 @@ func (t *Tracker) Status() (Status, bool) {
 // Follow runs the online checks among names (the run's checkers) on the
 // apply log at path while the register appends it, until ctx ends, and
 // logs each checker's first violation with how long after its commit it
-// was found. An online check that stops (the log is damaged) says so on
+// was found; first, when not nil, is told the checker's name then (chaos
+// run --stop-at-first ends the workload on it). An online check that stops (the log is damaged) says so on
 // the line and in the error; the run goes on, and the full check after it
 // judges the log.
-func (t *Tracker) Follow(ctx context.Context, path string, names []string, log *slog.Logger) error {
+func (t *Tracker) Follow(ctx context.Context, path string, names []string, log *slog.Logger, first func(checker string)) error {
 	feeds := onlineFeeds(names)
 	if t == nil || len(feeds) == 0 {
 		return nil
@@ -173,7 +174,7 @@ func (t *Tracker) Follow(ctx context.Context, path string, names []string, log *
 	t.mu.Unlock()
 	err := register.Follow(ctx, path, followPoll, func(e *register.Entry) {
 		for i, f := range feeds {
-			n, first := f.add(e)
+			n, what := f.add(e)
 			if n == 0 {
 				continue
 			}
@@ -183,7 +184,10 @@ func (t *Tracker) Follow(ctx context.Context, path string, names []string, log *
 			t.mu.Unlock()
 			if firstOne {
 				log.Info("online check: first violation", "checker", f.name, "seq", e.Seq,
-					"after_commit", time.Since(time.Unix(0, e.Wall)).Round(time.Millisecond).String(), "violation", first)
+					"after_commit", time.Since(time.Unix(0, e.Wall)).Round(time.Millisecond).String(), "violation", what)
+				if first != nil {
+					first(f.name)
+				}
 			}
 		}
 	})

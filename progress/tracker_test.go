@@ -133,8 +133,10 @@ func TestTrackerFollow(t *testing.T) {
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	firsts := make(chan string, 10)
 	go func() {
-		done <- tr.Follow(ctx, path, []string{"integrity", fence.NameDoubleWriter}, slog.New(slog.NewTextHandler(&logs, nil)))
+		done <- tr.Follow(ctx, path, []string{"integrity", fence.NameDoubleWriter}, slog.New(slog.NewTextHandler(&logs, nil)),
+			func(c string) { firsts <- c })
 	}()
 	violations := func() int {
 		st, _ := tr.Status()
@@ -171,6 +173,17 @@ func TestTrackerFollow(t *testing.T) {
 	if out := logs.String(); strings.Count(out, "first violation") != 1 || !strings.Contains(out, "seq=3") {
 		t.Errorf("log: %s", out)
 	}
+	close(firsts)
+	var told []string
+	for c := range firsts {
+		told = append(told, c)
+	}
+	if len(told) != 1 || told[0] != fence.NameDoubleWriter {
+		t.Errorf("first was told %v, want [%s]", told, fence.NameDoubleWriter)
+	}
+	if !Online(fence.NameDoubleWriter) || Online("integrity") {
+		t.Errorf("Online: double-writer %v, integrity %v; want true, false", Online(fence.NameDoubleWriter), Online("integrity"))
+	}
 	// A workload without the double-writer has no online check.
 	if st, _ := NewTracker().Status(); st.Online != nil {
 		t.Errorf("online = %v before Follow", st.Online)
@@ -185,7 +198,7 @@ func TestTrackerFollowStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := started()
-	err := tr.Follow(context.Background(), path, []string{fence.NameDoubleWriter}, slog.New(slog.DiscardHandler))
+	err := tr.Follow(context.Background(), path, []string{fence.NameDoubleWriter}, slog.New(slog.DiscardHandler), nil)
 	st, _ := tr.Status()
 	if err == nil || len(st.Online) != 1 || st.Online[0].Stopped == "" || !strings.Contains(st.String(), "double-writer stopped") {
 		t.Errorf("err %v, status %q", err, st)
@@ -233,7 +246,7 @@ func BenchmarkFollow(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		tr := started()
-		if err := tr.Follow(ctx, path, []string{fence.NameDoubleWriter}, slog.New(slog.DiscardHandler)); err != nil {
+		if err := tr.Follow(ctx, path, []string{fence.NameDoubleWriter}, slog.New(slog.DiscardHandler), nil); err != nil {
 			b.Fatal(err)
 		}
 		if st, _ := tr.Status(); st.Online[0].Violations != 0 {

@@ -315,3 +315,25 @@ func TestReadingOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionStoppedAtFirst: a run stopped at its first violation is
+// shown as such, not as an incomplete run, and the page says it could not
+// have been valid.
+func TestCompletionStoppedAtFirst(t *testing.T) {
+	res := checker.Results{Valid: checker.Invalid, Completion: &checker.Completion{StoppedAtFirst: true, Phase: "done",
+		ReachedNS: int64(8 * time.Second), TimeLimitNS: int64(30 * time.Second), FinalPhase: true,
+		Why: "stopped at its first violation (double-writer)"}}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := Write(path, Page{Name: "x", Results: res}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := parse(t, b)
+	if !strings.Contains(text, "Run stopped at its first violation") || !strings.Contains(text, "the workload ran 8s of 30s") ||
+		!strings.Contains(text, "never valid") || strings.Contains(text, "Run incomplete") {
+		t.Errorf("completion paragraph: %s", text)
+	}
+}

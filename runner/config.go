@@ -11,9 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/progress"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/store"
 	"github.com/zkchaos/zkchaos/subjects"
@@ -79,6 +81,11 @@ type Config struct {
 	// (a flooding worker must not fill the results folder).
 	WorkerLogHead int64 `json:"worker_log_head"`
 	WorkerLogTail int64 `json:"worker_log_tail"`
+	// StopAtFirst ends the workload when an online check of the apply log
+	// finds its first violation, instead of at the time limit: a run that
+	// is expected to fail fails sooner (chaos test-all's invalid cells).
+	// The run still heals, reads finally, and is judged by the full check.
+	StopAtFirst bool `json:"stop_at_first,omitempty"`
 }
 
 // Values of Config.ACL.
@@ -287,6 +294,8 @@ func (c Config) Validate() error {
 		bad("--gate is empty: give one or more of %s", strings.Join(workloads.CheckerNames(wl), ", "))
 	} else if err := workloads.ValidateGate(wl, c.Gate); err != nil {
 		errs = append(errs, fmt.Errorf("--gate: %w", err))
+	} else if c.StopAtFirst && len(onlineCheckers(wl)) == 0 {
+		bad("--stop-at-first: none of the %s workload's checkers has an online check (only %s has one)", wl.Name(), fence.NameDoubleWriter)
 	}
 
 	if c.TimeLimit > 0 && c.NemesisInterval > 0 && c.PauseFor >= 0 {
@@ -333,4 +342,16 @@ func (c Config) Validate() error {
 		bad("worker log cap %d+%d bytes: must not be negative", c.WorkerLogHead, c.WorkerLogTail)
 	}
 	return errors.Join(errs...)
+}
+
+// onlineCheckers are the workload's checkers that also run online, on the
+// apply log while the run lasts.
+func onlineCheckers(wl workloads.Workload) []string {
+	var out []string
+	for _, ck := range wl.Checkers() {
+		if progress.Online(ck.Name) {
+			out = append(out, ck.Name)
+		}
+	}
+	return out
 }

@@ -97,6 +97,10 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.StopAtFirst && o.track == nil {
+		// Shown nowhere, but the online check must run to stop the run.
+		o.track = progress.NewTracker()
+	}
 	wl, err := cfg.NewWorkload()
 	if err != nil {
 		return nil, err
@@ -128,7 +132,9 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	}
 	runCtx, abortRun := context.WithCancelCause(hard)
 	defer abortRun(nil)
-	c := &controller{cfg: cfg, wl: wl, exe: exe, run: run, runID: runID, log: log, jan: jan, hard: hard, t0: t0,
+	firstFound, foundFirst := context.WithCancel(context.Background())
+	defer foundFirst()
+	c := &controller{firstFound: firstFound, foundFirst: foundFirst, cfg: cfg, wl: wl, exe: exe, run: run, runID: runID, log: log, jan: jan, hard: hard, t0: t0,
 		runCtx: runCtx, abortRun: abortRun, watchDone: make(chan struct{}), track: o.track,
 		env:    proc.Env(runID, os.Getpid()),
 		status: store.Status{TimeLimitNS: int64(cfg.TimeLimit), ControllerPID: os.Getpid()}}
@@ -226,6 +232,14 @@ type controller struct {
 	failMu     sync.Mutex
 	harnessErr error // the first harness failure; the run exits 255 with it
 
+	// firstFound ends when --stop-at-first is set and an online check
+	// found the run's first violation (firstChecker names the checker):
+	// the workload stops.
+	firstFound   context.Context
+	foundFirst   context.CancelFunc
+	firstOnce    sync.Once
+	firstChecker string
+
 	// status is status.json: how far the run got (see store.Status).
 	statusMu sync.Mutex
 	status   store.Status
@@ -239,7 +253,8 @@ func (c *controller) setPhase(p store.Phase) error {
 }
 
 // online starts the online checks of the apply log for the progress line
-// (a signal only: the verdict is the full check after the run) and
+// (a signal only: the verdict is the full check after the run), and with
+// --stop-at-first to end the workload at the first violation, and
 // returns what stops them once the register has written its last entry
 // (safe to call twice).
 func (c *controller) online() (stop func()) {
@@ -251,12 +266,28 @@ func (c *controller) online() (stop func()) {
 	}
 	go func() {
 		defer close(done)
-		if err := c.track.Follow(ctx, c.run.Path(store.ApplyLogFile), names, c.log); err != nil {
+		if err := c.track.Follow(ctx, c.run.Path(store.ApplyLogFile), names, c.log, c.stopAtFirst); err != nil {
 			c.log.Warn("progress: the online check stopped; the check after the run judges the log", "err", err)
 		}
 	}()
 	return func() { cancel(); <-done }
 }
+
+// stopAtFirst is told each online checker's first violation; with
+// --stop-at-first the first of them ends the workload.
+func (c *controller) stopAtFirst(checker string) {
+	if !c.cfg.StopAtFirst {
+		return
+	}
+	c.firstOnce.Do(func() {
+		c.firstChecker = checker
+		c.log.Info("stopping the workload at its first violation (--stop-at-first)", "checker", checker)
+		c.foundFirst()
+	})
+}
+
+// errStoppedAtFirst is why a workload stopped at its first violation.
+var errStoppedAtFirst = errors.New("stopped at the first violation")
 
 // updateStatus changes status.json under its lock. A write that fails
 // stops the run (abort): a run whose progress cannot be recorded cannot
@@ -415,9 +446,14 @@ func (c *controller) startServices(ctx context.Context) error {
 func (c *controller) workload(ctx context.Context) {
 	wStart := time.Now()
 	c.track.Workload(c.cfg.TimeLimit)
-	gen, stop := context.WithTimeout(ctx, c.cfg.TimeLimit)
-	defer stop()
-	defer context.AfterFunc(c.runCtx, stop)()
+	limited, stopLimited := context.WithTimeout(ctx, c.cfg.TimeLimit)
+	defer stopLimited()
+	// gen's cause tells what ended it first: the time limit, the
+	// interrupt (ctx's cause), or the first violation.
+	gen, stop := context.WithCancelCause(limited)
+	defer stop(nil)
+	defer context.AfterFunc(c.runCtx, func() { stop(nil) })()
+	defer context.AfterFunc(c.firstFound, func() { stop(errStoppedAtFirst) })()
 	seed := uint64(c.cfg.Seed)
 	wl := c.wl
 	c.startMonitor()
@@ -456,6 +492,8 @@ func (c *controller) workload(ctx context.Context) {
 	switch err := c.harnessError(); {
 	case err != nil:
 		why = "harness failure: " + err.Error()
+	case errors.Is(context.Cause(gen), errStoppedAtFirst):
+		why = store.StoppedAtFirstBecause(c.firstChecker)
 	case ctx.Err() != nil:
 		why = store.StopInterrupted
 		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {

@@ -72,8 +72,11 @@ type runRow struct {
 	Path, Name, Time, Recipe, Workload, Nemesis, Fencing string
 	Verdict, Class, Duration, Problem                    string
 	Incomplete                                           bool
-	Report, Folder                                       string
-	Label                                                string
+	// StoppedAtFirst: the run ended at its first violation, as asked
+	// (chaos run --stop-at-first), not cut short.
+	StoppedAtFirst bool
+	Report, Folder string
+	Label          string
 }
 
 type pageRow struct {
@@ -117,7 +120,8 @@ func (s *Server) row(e runview.Entry) runRow {
 		rr.Duration = d.Round(100 * time.Millisecond).String()
 	}
 	if c := e.Results.Completion; e.Checked && c != nil && !c.Completed {
-		rr.Incomplete = true
+		rr.StoppedAtFirst = c.StoppedAtFirst
+		rr.Incomplete = !c.StoppedAtFirst
 	}
 	if _, err := fs.Stat(s.fsys, path.Join(e.Path, store.ReportFile)); err == nil {
 		rr.Report = href(path.Join(e.Path, store.ReportFile))

@@ -38,7 +38,7 @@ code { font-family: ui-monospace, monospace; }
 <table id="runs">
 <tr><th>started (UTC)</th><th>name</th><th>recipe</th><th>workload</th><th>nemesis</th><th>fencing</th><th>verdict</th><th>duration</th><th>pages</th></tr>
 {{range .Runs}}<tr><td>{{.Time}}</td><td>{{.Name}}</td><td>{{.Recipe}}</td><td>{{.Workload}}</td><td>{{.Nemesis}}</td><td>{{.Fencing}}</td>
-<td><span class="{{.Class}}">{{.Verdict}}</span>{{if .Incomplete}} (incomplete){{end}}{{if .Problem}}<div class="note">{{.Problem}}</div>{{end}}</td>
+<td><span class="{{.Class}}">{{.Verdict}}</span>{{if .Incomplete}} (incomplete){{else if .StoppedAtFirst}} (stopped at its first violation){{end}}{{if .Problem}}<div class="note">{{.Problem}}</div>{{end}}</td>
 <td class="n">{{.Duration}}</td><td>{{if .Report}}<a href="{{.Report}}">report</a> &middot; {{end}}<a href="{{.Folder}}">files</a></td></tr>
 {{else}}<tr><td colspan="9">No run{{if .Filtered}} matches the filters{{else}} in this folder yet{{end}}.</td></tr>
 {{end}}</table>

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -33,14 +34,35 @@ const (
 const (
 	StopTimeLimit   = "time-limit"
 	StopInterrupted = "interrupted"
+	// StopFirstViolation (followed by the checker in parentheses): the
+	// run was asked to stop at its first violation (chaos run
+	// --stop-at-first) and an online check found one.
+	StopFirstViolation = "first-violation"
 )
+
+// StoppedAtFirstBecause is StoppedBecause for a workload that ended at
+// the first violation the online checker found.
+func StoppedAtFirstBecause(checker string) string {
+	return StopFirstViolation + " (" + checker + ")"
+}
+
+// StoppedAtFirst says s records a workload that ended at its first
+// violation, and names the online checker that found it.
+func StoppedAtFirst(s Status) (checker string, ok bool) {
+	rest, ok := strings.CutPrefix(s.StoppedBecause, StopFirstViolation)
+	if !ok {
+		return "", false
+	}
+	return strings.Trim(strings.TrimSpace(rest), "()"), true
+}
 
 // Status is status.json.
 type Status struct {
 	Phase Phase `json:"phase"`
 	// StoppedBecause is why the workload ended: StopTimeLimit when it ran
 	// its whole time, StopInterrupted (with the signal) when a person or
-	// CI stopped it, or the harness failure that ended it. Empty while the
+	// CI stopped it, StopFirstViolation (with the checker) when it was
+	// asked to stop at its first violation and did, or the harness failure that ended it. Empty while the
 	// workload runs.
 	StoppedBecause string `json:"stopped_because,omitempty"`
 	// TimeLimitNS is the workload's time limit; WorkloadNS how long it ran

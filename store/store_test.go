@@ -102,3 +102,15 @@ func TestCheckBase(t *testing.T) {
 		t.Errorf("CheckBase left %d entries in %s, want only the file", len(entries), dir)
 	}
 }
+
+func TestStoppedAtFirst(t *testing.T) {
+	got, ok := StoppedAtFirst(Status{StoppedBecause: StoppedAtFirstBecause("double-writer")})
+	if !ok || got != "double-writer" {
+		t.Errorf("StoppedAtFirst = %q %v, want double-writer true", got, ok)
+	}
+	for _, why := range []string{StopTimeLimit, StopInterrupted + " (signal interrupt)", "", "harness failure: disk full"} {
+		if _, ok := StoppedAtFirst(Status{StoppedBecause: why}); ok {
+			t.Errorf("StoppedAtFirst(%q) = true", why)
+		}
+	}
+}

@@ -89,10 +89,13 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 	r := c.Results
 	fmt.Fprintf(w, "valid: %s (gate: %s)\n", r.Valid, strings.Join(r.Gate, ","))
 	if c := r.Completion; c != nil {
-		if c.Completed {
+		switch {
+		case c.Completed:
 			fmt.Fprintf(w, "run: complete (workload %s of %s, final phase ran)\n",
 				time.Duration(c.ReachedNS).Round(100*time.Millisecond), time.Duration(c.TimeLimitNS).Round(100*time.Millisecond))
-		} else {
+		case c.StoppedAtFirst:
+			fmt.Fprintf(w, "run: %s\n", c.Why)
+		default:
 			fmt.Fprintf(w, "run: INCOMPLETE: %s\n", c.Why)
 		}
 	}

@@ -39,3 +39,17 @@ func TestPrintSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintSummaryStoppedAtFirst: a run stopped at its first violation
+// says so plainly, not that it is incomplete.
+func TestPrintSummaryStoppedAtFirst(t *testing.T) {
+	why := "stopped at its first violation (double-writer), as --stop-at-first asks; workload reached 4.2s of 30s, then the final phase ran"
+	res := checker.Results{Valid: checker.Invalid, Gate: []string{fence.NameDoubleWriter},
+		Completion: &checker.Completion{StoppedAtFirst: true, Why: why},
+		Checkers:   map[string]checker.Result{fence.NameDoubleWriter: {Valid: checker.Invalid, Gating: true}}}
+	var out bytes.Buffer
+	printSummary(&out, &runner.CheckOutcome{Results: res, Report: "/r/report.html"})
+	if s := out.String(); !strings.Contains(s, "run: "+why+"\n") || strings.Contains(s, "INCOMPLETE") {
+		t.Errorf("summary should say the run stopped at its first violation, not INCOMPLETE:\n%s", s)
+	}
+}

@@ -52,3 +52,22 @@ func TestCuratorSelectorIsAnElectionSubject(t *testing.T) {
 		t.Errorf("chaos run --recipe curator-selector (lock): exit %d, want %d", code, exitHarness)
 	}
 }
+
+// TestStopAtFirstFlag: off by default; on for a workload with an online
+// check (lock: double-writer); refused for one without, before anything
+// starts (exit 255).
+func TestStopAtFirstFlag(t *testing.T) {
+	if cfg, err := parseRunFlags([]string{"--results", t.TempDir()}, io.Discard); err != nil || cfg.StopAtFirst {
+		t.Fatalf("default: stop at first %v, err %v; want false, nil", cfg.StopAtFirst, err)
+	}
+	if cfg, err := parseRunFlags([]string{"--stop-at-first", "--results", t.TempDir()}, io.Discard); err != nil || !cfg.StopAtFirst {
+		t.Fatalf("--stop-at-first: %v, err %v; want true, nil", cfg.StopAtFirst, err)
+	}
+	args := []string{"--workload", "config", "--stop-at-first", "--results", t.TempDir()}
+	if _, err := parseRunFlags(args, io.Discard); err == nil || !strings.Contains(err.Error(), "--stop-at-first: none of the config workload's checkers has an online check") {
+		t.Errorf("%v: error %v, want one saying the config workload has no online check", args, err)
+	}
+	if code := cmdRun(context.Background(), context.Background(), args); code != exitHarness {
+		t.Errorf("chaos run %v: exit %d, want %d", args, code, exitHarness)
+	}
+}
