@@ -4,6 +4,7 @@
 //	chaos run [flags]          one chaos run; exit 0 valid, 1 invalid, 2 unknown, 255 harness failure
 //	chaos check [flags] DIR    re-run the checkers on a stored run, same exit codes
 //	chaos test-all [flags]     the matrix of expected verdicts; --junit for CI
+//	chaos gate --recipe exec:CMD [flags]  the standard cells against a team's own client
 //	chaos compare A B          one page with two runs side by side
 //	chaos serve [flags]        the results folder in a browser (loopback only by default)
 //	chaos cleanup [--all]      remove what earlier runs left behind
@@ -27,6 +28,7 @@ commands:
   run       run a chaos test and check it (chaos run -h for flags)
   check     re-check a stored run: chaos check [--gate LIST] RUN-DIR
   test-all  run the matrix of recipes x faults x fencing against expected verdicts
+  gate      run the standard cells of a correct lock (or --matrix FILE) against one subject, for CI
   compare   chaos compare [--out FILE] RUN-A RUN-B: one page with two runs side by side
   serve     chaos serve [--results DIR] [--addr 127.0.0.1:8080]: browse the results folder
   cleanup   remove processes, namespaces and rules left by earlier runs
@@ -86,6 +88,8 @@ func realMain(args []string) int {
 		return cmdJanitor(ctx, rest)
 	case "test-all":
 		return cmdTestAll(ctx, rest)
+	case "gate":
+		return cmdGate(ctx, rest)
 	case "image":
 		return cmdImage(ctx, rest)
 	case "compare":

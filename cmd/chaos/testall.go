@@ -62,49 +62,77 @@ func cmdTestAll(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "chaos test-all: --time-limit must not be negative")
 		return exitHarness
 	}
-	if *limit > 0 {
+	sel = withTimeLimit(sel, *limit)
+	if *list {
+		listCells(sel)
+		return 0
+	}
+	return runMatrix(ctx, sel, matrixRun{cmd: "test-all", results: *results, repeat: *repeat,
+		passRate: *passRate, seed: *seed, junit: *junit, mode: mode})
+}
+
+// withTimeLimit overrides every cell's --time-limit (0: keep the cell's).
+func withTimeLimit(sel []matrix.Cell, limit time.Duration) []matrix.Cell {
+	if limit > 0 {
 		for i := range sel {
 			sel[i].Args = append(slices.Clone(sel[i].Args), "--time-limit", limit.String())
 		}
 	}
-	if *list {
-		for _, c := range sel {
-			fmt.Printf("%-48s expect %-30s %s\n", c.Name(), c.ExpectString(), c.Why)
-		}
-		return 0
+	return sel
+}
+
+func listCells(sel []matrix.Cell) {
+	for _, c := range sel {
+		fmt.Printf("%-48s expect %-30s %s\n", c.Name(), c.ExpectString(), c.Why)
 	}
+}
+
+// matrixRun is how test-all and gate run their cells: one runner, two
+// cell lists.
+type matrixRun struct {
+	cmd      string // "test-all" or "gate": messages, the results subfolder, the JSON's name
+	results  string
+	repeat   int
+	passRate float64
+	seed     int64
+	junit    string
+	mode     progress.Mode
+}
+
+// runMatrix runs the cells and writes the table, <cmd>.json, index.html
+// and the JUnit file; its exit code is test-all's.
+func runMatrix(ctx context.Context, sel []matrix.Cell, r matrixRun) int {
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos test-all: find own executable: %v\n", err)
+		fmt.Fprintf(os.Stderr, "chaos %s: find own executable: %v\n", r.cmd, err)
 		return exitHarness
 	}
-	dir := filepath.Join(*results, "test-all", time.Now().UTC().Format("20060102T150405Z"))
+	dir := filepath.Join(r.results, r.cmd, time.Now().UTC().Format("20060102T150405Z"))
 	var cell *progress.Latest
-	if mode != progress.Off {
+	if r.mode != progress.Off {
 		cell = &progress.Latest{}
 	}
-	shown := progress.Start(mode, os.Stderr, cell.Get)
-	rs, runErr := matrix.Run(ctx, sel, matrix.Options{Exe: exe, Results: dir, Repeat: *repeat,
-		PassRate: *passRate, Seed: *seed, Out: shown.Bypass(os.Stdout), Skip: backendMissing(ctx), Progress: cell})
+	shown := progress.Start(r.mode, os.Stderr, cell.Get)
+	rs, runErr := matrix.Run(ctx, sel, matrix.Options{Exe: exe, Results: dir, Repeat: r.repeat,
+		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(os.Stdout), Skip: backendMissing(ctx), Progress: cell})
 	shown.Stop()
 	code := matrix.Summary(os.Stdout, rs)
-	if err := matrix.WriteJSON(filepath.Join(dir, "test-all.json"), rs); err != nil {
-		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
-		code = exitHarness
+	writes := []func() error{
+		func() error { return matrix.WriteJSON(filepath.Join(dir, r.cmd+".json"), rs) },
+		func() error { return matrix.WriteIndex(filepath.Join(dir, "index.html"), rs) },
 	}
-	if err := matrix.WriteIndex(filepath.Join(dir, "index.html"), rs); err != nil {
-		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
-		code = exitHarness
+	if r.junit != "" {
+		writes = append(writes, func() error { return matrix.WriteJUnit(r.junit, rs) })
 	}
-	if *junit != "" {
-		if err := matrix.WriteJUnit(*junit, rs); err != nil {
-			fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
+	for _, w := range writes {
+		if err := w(); err != nil {
+			fmt.Fprintf(os.Stderr, "chaos %s: %v\n", r.cmd, err)
 			code = exitHarness
 		}
 	}
 	fmt.Printf("runs: %s (index: %s)\n", dir, filepath.Join(dir, "index.html"))
 	if runErr != nil {
-		fmt.Fprintf(os.Stderr, "chaos test-all: stopped: %v\n", runErr)
+		fmt.Fprintf(os.Stderr, "chaos %s: stopped: %v\n", r.cmd, runErr)
 		if code == 0 {
 			code = exitUnknown
 		}

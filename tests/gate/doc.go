@@ -1,0 +1,6 @@
+// Package gate tests `chaos gate` the way a team's CI runs it: the
+// commands of docs/ci.md's marked block, exactly, against a correct
+// client (must pass), and the gate against a broken one (must fail,
+// naming the cell). About 90 s of real runs. See tests/core for why
+// integration tests are split into packages.
+package gate

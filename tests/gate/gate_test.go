@@ -1,0 +1,165 @@
+package gate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/internal/chaostest"
+)
+
+// ciMarker is the info string of docs/ci.md's block of commands.
+const ciMarker = "```sh ci-gate"
+
+// ciBlock is the shell block of docs/ci.md marked for this test.
+func ciBlock(t *testing.T, repo string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repo, "docs", "ci.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block []string
+	in, found := false, false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.TrimSpace(line) == ciMarker:
+			in, found = true, true
+		case in && strings.HasPrefix(line, "```"):
+			in = false
+		case in:
+			block = append(block, line)
+		}
+	}
+	if !found || in || len(block) == 0 {
+		t.Fatalf("docs/ci.md has no closed %s block", ciMarker)
+	}
+	return strings.Join(block, "\n") + "\n"
+}
+
+// junitCases reads the names of the test cases and of those that failed.
+func junitCases(t *testing.T, path string) (all, failed []string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			all = append(all, c.Name)
+			if c.Failure != nil {
+				failed = append(failed, c.Name)
+			}
+		}
+	}
+	return all, failed
+}
+
+// TestCIJobPasses runs docs/ci.md's commands, exactly, from a team's
+// folder, with the chaos binary's own seed worker as the team's client:
+// a correct lock, so the gate must pass and leave its JUnit file and run
+// folders under results/.
+func TestCIJobPasses(t *testing.T) {
+	chaostest.NeedEnsemble(t)
+	exe := chaostest.Binary(t)
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	team := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", ciBlock(t, repo))
+	cmd.Dir = team
+	cmd.Env = append(os.Environ(), "ZKCHAOS="+repo, "LOCK_CLIENT="+exe+" worker --recipe seed", "GATE_TIME=20s")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if code := chaostest.ExitOf(cmd.Run()); code != 0 {
+		t.Fatalf("the CI job exited %d, want 0:\n%s", code, chaostest.Tail(out.String(), 3000))
+	}
+	all, failed := junitCases(t, filepath.Join(team, "results", "gate.xml"))
+	if len(all) != 2 || len(failed) != 0 {
+		t.Errorf("JUnit: cases %v, failed %v; want the quick set's 2, none failed", all, failed)
+	}
+	if idx, _ := filepath.Glob(filepath.Join(team, "results", "gate", "*", "index.html")); len(idx) != 1 {
+		t.Errorf("results/gate/<timestamp>/index.html: found %v", idx)
+	}
+}
+
+// TestGateCatchesBrokenClient gates a zoo recipe that hands out the lock
+// on any fired watch (assume-on-watch), through a --matrix file of one
+// cell under contention: the gate must exit 1 and name that cell.
+func TestGateCatchesBrokenClient(t *testing.T) {
+	chaostest.NeedEnsemble(t)
+	exe := chaostest.Binary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cells.json")
+	cells := `[{"nemesis": ["none"], "args": ["--keys", "1", "--acquire-timeout", "300ms"],
+  "expect": {"grant-overlap": "valid", "liveness": "valid"}, "why": "one holder at a time under contention"}]`
+	if err := os.WriteFile(file, []byte(cells), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	junit := filepath.Join(dir, "gate.xml")
+	cmd := exec.CommandContext(t.Context(), exe, "gate", "--recipe", "exec:"+exe+" worker --recipe assume-on-watch",
+		"--matrix", file, "--time-limit", "20s", "--junit", junit, "--results", filepath.Join(dir, "results"), "--progress", "off")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if code := chaostest.ExitOf(cmd.Run()); code != 1 {
+		t.Fatalf("gate of a broken client exited %d, want 1:\n%s", code, chaostest.Tail(out.String(), 3000))
+	}
+	const cell = "subject/none/fencing-on"
+	if !strings.Contains(out.String(), "  "+cell+": wrong") {
+		t.Errorf("the summary does not name the failing cell %s:\n%s", cell, chaostest.Tail(out.String(), 2000))
+	}
+	if _, failed := junitCases(t, junit); len(failed) != 1 || failed[0] != cell {
+		t.Errorf("JUnit failures %v, want [%s]", failed, cell)
+	}
+}
+
+// TestGateBadInput: what a CI job gets wrong is reported before anything
+// runs, on the first line, with exit 255.
+func TestGateBadInput(t *testing.T) {
+	exe := chaostest.Binary(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("[\n  {\"expect\": {\"grant-overlap\": \"valid\"}, \"nemsis\": [\"none\"]}\n]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--recipe", "exec:" + filepath.Join(dir, "missing-client")}, "missing-client"},
+		{[]string{"--recipe", "no-such-recipe"}, `unknown subject "no-such-recipe"`},
+		{[]string{"--recipe", "seed", "--matrix", bad}, bad + `:2:42: json: unknown field "nemsis"`},
+		{[]string{"--quick"}, "--recipe is required"},
+	}
+	for _, tc := range cases {
+		cmd := exec.CommandContext(t.Context(), exe, append([]string{"gate", "--results", filepath.Join(dir, "results")}, tc.args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		code := chaostest.ExitOf(cmd.Run())
+		first, _, _ := strings.Cut(stderr.String(), "\n")
+		if code != 255 || !strings.Contains(first, tc.want) {
+			t.Errorf("gate %v: exit %d, first line %q; want 255 and %q", tc.args, code, first, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results")); err == nil {
+		t.Error("bad input started a run: results/ exists")
+	}
+}
