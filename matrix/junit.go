@@ -41,9 +41,11 @@ type junitMessage struct {
 	Body    string `xml:",chardata"`
 }
 
-// WriteJUnit writes the results as JUnit XML to path.
-func WriteJUnit(path string, rs []CellResult) error {
-	s := junitSuite{Name: "zkchaos test-all", Tests: len(rs)}
+// WriteJUnit writes the results as JUnit XML to path, as the suite
+// "zkchaos <command>" (test-all, gate), so a CI system that keeps both
+// tells them apart.
+func WriteJUnit(path, command string, rs []CellResult) error {
+	s := junitSuite{Name: "zkchaos " + command, Tests: len(rs)}
 	for _, r := range rs {
 		tc := junitCase{Name: r.Name, Classname: "zkchaos." + r.Cell.Recipe}
 		var out []string

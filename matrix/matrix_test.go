@@ -116,7 +116,7 @@ func TestJUnit(t *testing.T) {
 		{Cell: c, Name: c.Name() + "-3", Outcome: Error, Attempts: []Attempt{{Seed: 3, Outcome: Error, Detail: "boom <&>"}}},
 	}
 	p := filepath.Join(t.TempDir(), "junit.xml")
-	if err := WriteJUnit(p, rs); err != nil {
+	if err := WriteJUnit(p, "gate", rs); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(p)
@@ -128,8 +128,8 @@ func TestJUnit(t *testing.T) {
 		t.Fatalf("junit is not XML: %v", err)
 	}
 	s := got.Suites[0]
-	if s.Tests != 3 || s.Failures != 1 || s.Errors != 1 {
-		t.Errorf("suite tests=%d failures=%d errors=%d, want 3 1 1", s.Tests, s.Failures, s.Errors)
+	if s.Tests != 3 || s.Failures != 1 || s.Errors != 1 || s.Name != "zkchaos gate" {
+		t.Errorf("suite %q tests=%d failures=%d errors=%d, want zkchaos gate, 3 1 1", s.Name, s.Tests, s.Failures, s.Errors)
 	}
 	if s.Cases[1].Failure == nil || s.Cases[0].Failure != nil {
 		t.Errorf("failure elements wrong: %+v", s.Cases)
@@ -234,7 +234,7 @@ func TestSkippedCellIsReportedNotPassed(t *testing.T) {
 		t.Errorf("table:\n%s", table.String())
 	}
 	path := filepath.Join(t.TempDir(), "junit.xml")
-	if err := WriteJUnit(path, rs); err != nil {
+	if err := WriteJUnit(path, "test-all", rs); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)

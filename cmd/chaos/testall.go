@@ -122,7 +122,7 @@ func runMatrix(ctx context.Context, sel []matrix.Cell, r matrixRun) int {
 		func() error { return matrix.WriteIndex(filepath.Join(dir, "index.html"), rs) },
 	}
 	if r.junit != "" {
-		writes = append(writes, func() error { return matrix.WriteJUnit(r.junit, rs) })
+		writes = append(writes, func() error { return matrix.WriteJUnit(r.junit, r.cmd, rs) })
 	}
 	for _, w := range writes {
 		if err := w(); err != nil {
