@@ -169,11 +169,20 @@ func DecodeResults(b []byte) (Results, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return Results{}, err
 	}
-	if len(r.Order) == 0 {
-		for name := range r.Checkers {
-			r.Order = append(r.Order, name)
-		}
-		sort.Strings(r.Order)
-	}
+	r.Order = r.Names()
 	return r, nil
+}
+
+// Names are the checkers of r in the order they ran, or by name when r
+// does not say (results written before Order existed, or made by hand).
+func (r Results) Names() []string {
+	if len(r.Order) > 0 {
+		return r.Order
+	}
+	names := make([]string, 0, len(r.Checkers))
+	for name := range r.Checkers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }

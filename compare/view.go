@@ -282,7 +282,7 @@ func pair(p stats.Percentiles) string {
 func firstViolation(res checker.Results) string {
 	var first *time.Duration
 	who := ""
-	for _, n := range res.Order {
+	for _, n := range res.Names() {
 		r := res.Checkers[n]
 		if r.Valid != checker.Invalid {
 			continue

@@ -419,15 +419,8 @@ func build(in Page) view {
 // checkerRows is the checkers table, in the run's order (by name when
 // results.json has none).
 func checkerRows(res checker.Results) []checkerRow {
-	order := res.Order
-	if len(order) == 0 {
-		for name := range res.Checkers {
-			order = append(order, name)
-		}
-		sort.Strings(order)
-	}
 	var rows []checkerRow
-	for _, name := range order {
+	for _, name := range res.Names() {
 		r, ok := res.Checkers[name]
 		if !ok {
 			continue

@@ -158,15 +158,8 @@ func Tell(in Input) Told {
 
 // untold lists the invalid checkers that have no teller, in run order.
 func untold(res checker.Results) []string {
-	order := res.Order
-	if len(order) == 0 {
-		for name := range res.Checkers {
-			order = append(order, name)
-		}
-		slices.Sort(order)
-	}
 	var out []string
-	for _, name := range order {
+	for _, name := range res.Names() {
 		r, ok := res.Checkers[name]
 		if !ok || r.Valid != checker.Invalid || slices.ContainsFunc(tellers, func(t teller) bool { return t.name == name }) {
 			continue

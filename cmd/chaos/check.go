@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -99,14 +98,7 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 			fmt.Fprintf(w, "run: INCOMPLETE: %s\n", c.Why)
 		}
 	}
-	names := append([]string(nil), r.Order...)
-	if len(names) == 0 {
-		for n := range r.Checkers {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-	}
-	for _, n := range names {
+	for _, n := range r.Names() {
 		res := r.Checkers[n]
 		line := fmt.Sprintf("  %-14s %s", n, res.Valid)
 		if res.Gating {
