@@ -123,8 +123,16 @@ const refusingProxy = "127.0.0.1:9"
 // the same window and the same guard against the network.
 // The browser lives until Close, or until ctx ends.
 func Start(ctx context.Context, path string) (*Browser, error) {
+	// Chromium puts its singleton lock folder (org.chromium.Chromium.*)
+	// in TMPDIR and leaves it when it is killed, as chromedp ends it: a
+	// folder of our own as its TMPDIR, removed by Close, leaves nothing.
+	tmp, err := os.MkdirTemp("", "zkchaos-chromium-")
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", path, err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
+		chromedp.Env("TMPDIR="+tmp),
 		chromedp.WindowSize(ViewportWidth, ViewportHeight),
 		chromedp.ProxyServer(refusingProxy),
 		chromedp.Flag("dns-prefetch-disable", true),
@@ -135,7 +143,7 @@ func Start(ctx context.Context, path string) (*Browser, error) {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
-	b := &Browser{ctx: bctx, cancel: func() { cancelBrowser(); cancelAlloc() }}
+	b := &Browser{ctx: bctx, cancel: func() { cancelBrowser(); cancelAlloc(); os.RemoveAll(tmp) }}
 	// The first action starts the process and opens its first tab.
 	if err := chromedp.Do(bctx); err != nil {
 		b.cancel()
@@ -145,7 +153,7 @@ func Start(ctx context.Context, path string) (*Browser, error) {
 }
 
 // Close ends the browser and waits for its processes and profile folder
-// to be gone.
+// to be gone, then removes its TMPDIR.
 func (b *Browser) Close() { b.cancel() }
 
 // StartForTest is Need and Start for a test: the browser is closed when

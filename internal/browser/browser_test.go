@@ -254,3 +254,32 @@ func TestFind(t *testing.T) {
 		t.Errorf("$%s naming nothing: found %q, %v; want an error naming $%s", EnvBinary, p, err, EnvBinary)
 	}
 }
+
+// TestCloseLeavesNothing: Chromium, killed by chromedp, leaves its
+// singleton lock folder (org.chromium.Chromium.*) in its TMPDIR; Start
+// gives it a folder of its own that Close removes, so a test run leaves
+// nothing in the machine's temporary folder.
+func TestCloseLeavesNothing(t *testing.T) {
+	leftovers := func() []string {
+		m, err := filepath.Glob(filepath.Join(os.TempDir(), "org.chromium.Chromium.*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := filepath.Glob(filepath.Join(os.TempDir(), "zkchaos-chromium-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(m, own...)
+	}
+	before := leftovers()
+	b, err := Start(context.Background(), Need(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	for _, p := range leftovers() {
+		if !slices.Contains(before, p) {
+			t.Errorf("the browser left %s behind", p)
+		}
+	}
+}
