@@ -346,6 +346,14 @@ func TestRun(t *testing.T) {
 	if code, _ := get(t, "http://"+a.String()+"/"); code != http.StatusOK {
 		t.Fatalf("GET /: %d", code)
 	}
+	// A socket opened and never used, as a browser preconnects: stopping
+	// must still end cleanly (net/http's Shutdown waits 5 s for these).
+	pre, err := net.Dial("tcp", a.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pre.Close()
+	serve.ShutdownGrace = 200 * time.Millisecond
 	cancel()
 	select {
 	case err := <-done:
