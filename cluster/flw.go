@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,4 +83,54 @@ func ParseSrvr(out string) Status {
 		}
 	}
 	return st
+}
+
+// notServing is how a server that is up but not in a quorum answers every
+// four-letter word but a few.
+const notServing = "This ZooKeeper instance is not currently serving requests"
+
+// ErrNotServing is a server's answer when it is up but not in a quorum.
+var ErrNotServing = errors.New("not serving (no quorum)")
+
+// IsNotServing says out is the answer of a server that is up but not in a
+// quorum, which is not an answer to the word asked.
+func IsNotServing(out string) bool { return strings.HasPrefix(out, notServing) }
+
+// ParseCons reads a cons answer, one connection per line
+// (" /198.18.0.9:37864[1](queued=0,...,sid=0x1000007164c0002,...)"), and
+// returns the session ids listed, sorted and without repeats. Connections
+// without a session (the one asking) list none. An answer with no
+// connection at all is not a list: the asking connection is always there.
+func ParseCons(out string) ([]string, error) {
+	if IsNotServing(out) {
+		return nil, ErrNotServing
+	}
+	if !strings.Contains(out, "(queued=") {
+		return nil, fmt.Errorf("not a cons answer: %q", FirstLine(out))
+	}
+	sessions := []string{}
+	for _, l := range strings.Split(out, "\n") {
+		_, rest, ok := strings.Cut(l, "sid=")
+		if !ok {
+			continue
+		}
+		sid, _, _ := strings.Cut(rest, ",")
+		sid = strings.TrimSuffix(sid, ")")
+		if _, err := strconv.ParseUint(strings.TrimPrefix(sid, "0x"), 16, 64); err != nil || !strings.HasPrefix(sid, "0x") {
+			return nil, fmt.Errorf("cons: session id %q", sid)
+		}
+		sessions = append(sessions, sid)
+	}
+	slices.Sort(sessions)
+	return slices.Compact(sessions), nil
+}
+
+// FirstLine is out's first line, cut to 120 characters, for an error
+// quoting an answer that is not what was asked.
+func FirstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if len(l) > 120 {
+		l = l[:120] + "…"
+	}
+	return l
 }

@@ -1,24 +1,17 @@
 package monitor
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/zkchaos/zkchaos/cluster"
 )
 
 // Words are the four-letter words the monitor sends. The servers answer
 // only cluster.FourLetterWords; Start refuses a word not among them, so
 // the monitor cannot probe a server with something it was told to refuse.
 var Words = []string{"mntr", "cons"}
-
-// notServing is how a server that is up but not in a quorum answers every
-// four-letter word but a few.
-const notServing = "This ZooKeeper instance is not currently serving requests"
-
-// ErrNotServing is a server's answer when it is up but not in a quorum.
-var ErrNotServing = errors.New("not serving (no quorum)")
 
 // Mntr is the part of a server's mntr answer the runbook reads (seed 002,
 // "关键指标"): its state, request latency, the queue, and the counts of
@@ -54,8 +47,8 @@ func (m *Mntr) mntrInts() map[string]*int64 {
 // without zk_server_state is not a list of metrics (not serving, not
 // whitelisted, cut short) and is an error quoting its first line.
 func ParseMntr(out string) (*Mntr, error) {
-	if strings.HasPrefix(out, notServing) {
-		return nil, ErrNotServing
+	if cluster.IsNotServing(out) {
+		return nil, cluster.ErrNotServing
 	}
 	m := &Mntr{}
 	ints := m.mntrInts()
@@ -83,46 +76,9 @@ func ParseMntr(out string) (*Mntr, error) {
 		}
 	}
 	if !seen {
-		return nil, fmt.Errorf("not a mntr answer: %q", firstLine(out))
+		return nil, fmt.Errorf("not a mntr answer: %q", cluster.FirstLine(out))
 	}
 	return m, nil
-}
-
-// ParseCons reads a cons answer, one connection per line
-// (" /198.18.0.9:37864[1](queued=0,...,sid=0x1000007164c0002,...)"), and
-// returns the session ids listed, sorted and without repeats. Connections
-// without a session (the one asking) list none. An answer with no
-// connection at all is not a list: the asking connection is always there.
-func ParseCons(out string) ([]string, error) {
-	if strings.HasPrefix(out, notServing) {
-		return nil, ErrNotServing
-	}
-	if !strings.Contains(out, "(queued=") {
-		return nil, fmt.Errorf("not a cons answer: %q", firstLine(out))
-	}
-	sessions := []string{}
-	for _, l := range strings.Split(out, "\n") {
-		_, rest, ok := strings.Cut(l, "sid=")
-		if !ok {
-			continue
-		}
-		sid, _, _ := strings.Cut(rest, ",")
-		sid = strings.TrimSuffix(sid, ")")
-		if _, err := strconv.ParseUint(strings.TrimPrefix(sid, "0x"), 16, 64); err != nil || !strings.HasPrefix(sid, "0x") {
-			return nil, fmt.Errorf("cons: session id %q", sid)
-		}
-		sessions = append(sessions, sid)
-	}
-	slices.Sort(sessions)
-	return slices.Compact(sessions), nil
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if len(l) > 120 {
-		l = l[:120] + "…"
-	}
-	return l
 }
 
 // SeqOf is the sequence number ZooKeeper appended to a sequential node's

@@ -264,7 +264,7 @@ func servers(ctx context.Context, nodes []cluster.Node) []Server {
 			defer wg.Done()
 			ans, err := cluster.FourLetter(ctx, out[i].Addr, "cons")
 			if err == nil {
-				out[i].Sessions, err = ParseCons(ans)
+				out[i].Sessions, err = cluster.ParseCons(ans)
 			}
 			if err != nil {
 				out[i].ConsError = err.Error()

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"slices"
 	"syscall"
 	"time"
 
@@ -160,15 +160,19 @@ func readFrame(r io.Reader) ([]byte, error) {
 // answer that is not a list of connections (a server not serving, or one
 // that does not allow cons), which must not pass for "not listed".
 func serversListing(ctx context.Context, addrs []string, session int64) (listing, silent []string) {
-	needle := "sid=" + sessionHex(session) + ","
+	sid := sessionHex(session)
 	for _, a := range addrs {
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		out, err := cluster.FourLetter(pctx, a, "cons")
 		cancel()
+		var sessions []string
+		if err == nil {
+			sessions, err = cluster.ParseCons(out)
+		}
 		switch {
-		case err != nil || !consList(out):
+		case err != nil:
 			silent = append(silent, a)
-		case strings.Contains(out, needle):
+		case slices.Contains(sessions, sid):
 			listing = append(listing, a)
 		}
 	}
@@ -193,8 +197,3 @@ func waitUnlisted(ctx context.Context, addrs []string, session int64, timeout ti
 		}
 	}
 }
-
-// consList reports whether out is a list of connections: it always has
-// at least one, the connection that asked, and every entry carries its
-// queue counters.
-func consList(out string) bool { return strings.Contains(out, "(queued=") }

@@ -110,14 +110,19 @@ func DecodeStatus(b []byte) (Status, error) {
 
 // WriteFileAtomic writes b to path through a temporary file in the same
 // folder, fsync'd and renamed over path, so a reader sees the old content
-// or the new, never half of either.
+// or the new, never half of either. The file is 0644 like every other
+// file of a run folder (a temporary file is created 0600, which made
+// results.json and status.json unreadable to a CI job's other user).
 func WriteFileAtomic(path string, b []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, werr := f.Write(b)
+	werr := f.Chmod(0o644)
+	if werr == nil {
+		_, werr = f.Write(b)
+	}
 	if werr == nil {
 		werr = f.Sync()
 	}

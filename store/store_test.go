@@ -114,3 +114,19 @@ func TestStoppedAtFirst(t *testing.T) {
 		}
 	}
 }
+
+// A file written atomically is readable by others, like every other file
+// of a run folder, whatever CreateTemp's own mode.
+func TestWriteFileAtomicMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results.json")
+	if err := WriteFileAtomic(path, []byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fi.Mode().Perm(); m != 0o644 {
+		t.Errorf("mode %v, want -rw-r--r--", m)
+	}
+}
