@@ -60,10 +60,7 @@ func (expireHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	}
 	w, ok := waitWorker(ctx, env, ws, freshWait+time.Second, freshWait, inWindow, expirable)
 	if !ok {
-		if hs := env.Targets.Holders(); len(hs) > 0 {
-			return nil, fmt.Errorf("%w: %d holders, none reported its session password", ErrNoTarget, len(hs))
-		}
-		return nil, ErrNoTarget
+		return nil, fmt.Errorf("%w: %s", ErrNoTarget, whyNotExpirable(ws.Workers(), freshWait+time.Second))
 	}
 	target := fmt.Sprintf("process %d (pid %d) holding %s with token %d, session %s", w.Process, w.PID, w.Key, w.Token, sessionHex(w.Session))
 	if w.InCriticalSection {
@@ -138,4 +135,24 @@ func listingText(listing, silent []string) string {
 		s += " (no answer from " + strings.Join(silent, ", ") + ")"
 	}
 	return s
+}
+
+// whyNotExpirable says what the workers reported when none could be
+// expired: whether anyone held a lock at all, and whether the holders had
+// told their session (a message blaming the password when nobody held
+// anything sent readers looking for a protocol fault).
+func whyNotExpirable(ws []Worker, waited time.Duration) string {
+	holding, withSession := 0, 0
+	for _, w := range ws {
+		if w.Holding {
+			holding++
+			if w.Session != 0 && len(w.Password) > 0 {
+				withSession++
+			}
+		}
+	}
+	if holding == 0 {
+		return fmt.Sprintf("no worker of %d reported holding a lock within %s", len(ws), waited)
+	}
+	return fmt.Sprintf("%d of %d workers hold a lock now, %d of them with their session id and password reported (none within %s)", holding, len(ws), withSession, waited)
 }
