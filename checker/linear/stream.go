@@ -125,8 +125,10 @@ func (s *Stream) Name() string { return s.cfg.Checker }
 // Add takes the next history event and returns the violations of the
 // segments it closed.
 func (s *Stream) Add(e history.Event) []Violation {
-	s.sp.event(e)
+	// Time first: what returned before e is closed, and e has not opened
+	// anything yet.
 	s.g.advance(e.Time)
+	s.sp.event(e)
 	return s.take()
 }
 
@@ -141,10 +143,10 @@ func (s *Stream) Applied(e register.Entry) { s.sp.applied(e) }
 // apply log (resolve.go), which lets their keys be cut. It returns the
 // violations of the segments that closed.
 func (s *Stream) Exited(p history.Process, at int64) []Violation {
+	s.g.advance(at)
 	s.mu.Lock()
 	s.unresolved += s.sp.resolve(p, at)
 	s.mu.Unlock()
-	s.g.advance(at)
 	return s.take()
 }
 
