@@ -222,6 +222,18 @@ type splitter struct {
 	// and writes in the apply log: resolve compares the two.
 	reached map[history.Process]int
 	logged  map[history.Process]*procLog
+	// keepNotes bounds the nemesis and session events kept for the pages
+	// (0: all): a soak must not keep every fault of hours.
+	keepNotes int
+}
+
+// keepLast drops the older half of xs once it holds more than n (n > 0),
+// so that appending stays amortised O(1).
+func keepLast[T any](xs []T, n int) []T {
+	if n <= 0 || len(xs) <= n {
+		return xs
+	}
+	return slices.Clone(xs[len(xs)-n/2:])
 }
 
 // procLog is what the apply log says of one process: how many reads and
@@ -256,7 +268,7 @@ func (s *splitter) proc(p history.Process) int {
 func (s *splitter) event(e history.Event) {
 	h := s.h
 	if e.Process == history.Nemesis {
-		h.nemesisEvents = append(h.nemesisEvents, e)
+		h.nemesisEvents = keepLast(append(h.nemesisEvents, e), s.keepNotes)
 		return
 	}
 	if e.Process < 0 {
@@ -264,7 +276,7 @@ func (s *splitter) event(e history.Event) {
 		return
 	}
 	if e.F == history.FSession && e.Type == history.OK {
-		h.sessions = append(h.sessions, sessionNote(e))
+		h.sessions = keepLast(append(h.sessions, sessionNote(e)), s.keepNotes)
 	}
 	instant := checker.IsInstant(e.F)
 	if e.Type == history.Invoke && !instant && s.retired[s.proc(e.Process)] {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -64,6 +65,17 @@ import (
 // finds no cut within this many operations is given up (unknown), so
 // that one uncuttable key cannot take a soak's memory.
 const DefaultMaxSegmentOps = 200_000
+
+// A key is cut only once its open segment holds minCutOps operations or
+// spans minCutSpan of run time: any cut point may be skipped (the union of
+// two segments is a segment whose end state the summary still follows),
+// and one porcupine call per operation would cost more than it saves,
+// while a second keeps a violation's report prompt. Variables so that the
+// tests can cut at every point.
+var (
+	minCutOps  = 64
+	minCutSpan = int64(time.Second)
+)
 
 // modelOf is the checker whose model an operation belongs to.
 func modelOf(f string) string {
@@ -233,6 +245,9 @@ func (g *segmenter) tryCut(t *keyTrack) {
 	}
 	if len(t.seg.ops) == 0 {
 		t.seg.notes = nil // excluded operations only: nothing to draw them on
+		return
+	}
+	if len(t.seg.ops) < minCutOps && g.now-t.seg.from < minCutSpan {
 		return
 	}
 	end, ok := t.sum.end(t.start)

@@ -6,12 +6,21 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/internal/checktest"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/register"
 )
+
+// eagerCuts makes the segmenter cut wherever it may, so that small
+// histories are cut too.
+func eagerCuts(t testing.TB) {
+	ops, span := minCutOps, minCutSpan
+	minCutOps, minCutSpan = 0, 0
+	t.Cleanup(func() { minCutOps, minCutSpan = ops, span })
+}
 
 // whole is the reference: porcupine on each key's whole history.
 func whole(name string, in checker.Input) checker.Result {
@@ -65,7 +74,11 @@ func mutate(r *rand.Rand, es []history.Event) []history.Event {
 func TestSegmentedMatchesWhole(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 1))
 	seen := map[string]int{}
+	eagerCuts(t)
 	for i := range 400 {
+		if i == 200 {
+			minCutOps, minCutSpan = 64, int64(time.Second) // the defaults
+		}
 		modes := []string{register.ModeOff, register.ModeOn, register.ModeStrict}
 		spec := checktest.GenSpec{Seed: uint64(i), Events: 100 + r.IntN(1500), Keys: 1 + r.IntN(3), WorkersPerKey: 1 + r.IntN(4),
 			InfoShare: r.Float64() * 0.1, StaleShare: r.Float64() * 0.1, Mode: modes[r.IntN(3)]}
@@ -165,6 +178,7 @@ func randomRegister(r *rand.Rand, n int) []history.Event {
 // TestSegmentedMatchesWholeConcurrent: the same on a register used
 // concurrently, without a lock.
 func TestSegmentedMatchesWholeConcurrent(t *testing.T) {
+	eagerCuts(t)
 	r := rand.New(rand.NewPCG(7, 7))
 	seen := map[string]int{}
 	for i := range 1500 {
@@ -186,6 +200,7 @@ func TestSegmentedMatchesWholeConcurrent(t *testing.T) {
 
 // TestCutRules: where a key is cut and where not.
 func TestCutRules(t *testing.T) {
+	eagerCuts(t)
 	seg := func(b *checktest.Hist) PartitionResult {
 		t.Helper()
 		r := CheckRegister(context.Background(), checker.Input{History: b.Events, Fencing: register.ModeOff})
@@ -224,6 +239,7 @@ func TestCutRules(t *testing.T) {
 // TestTimesBackwards: a history whose times go back across a cut cannot
 // be segmented, so the key is unknown rather than judged.
 func TestTimesBackwards(t *testing.T) {
+	eagerCuts(t)
 	b := &checktest.Hist{}
 	b.Section(0, "k", 10, 0, -1).Section(1, "k", 11, 1, 10)
 	b.Events[10].Time, b.Events[11].Time = 35, 36 // p1's read, before p0's write returned
@@ -258,6 +274,7 @@ func exitIndex(es []history.Event) map[int]history.Process {
 // and keeps the whole check's verdict on generated runs (correct ones
 // stay true, stale writes without fencing stay false).
 func TestResolvedNarrows(t *testing.T) {
+	eagerCuts(t)
 	seen := map[string]int{}
 	for i := range 150 {
 		modes := []string{register.ModeOff, register.ModeOn, register.ModeStrict}
@@ -310,6 +327,7 @@ func TestResolvedNarrows(t *testing.T) {
 // TestStreamGivesUp: a key that is never cut is given up at the bound,
 // unknown, and named.
 func TestStreamGivesUp(t *testing.T) {
+	eagerCuts(t)
 	s, err := NewStream(context.Background(), StreamConfig{Checker: NameRegister, Fencing: register.ModeOff, MaxSegmentOps: 10})
 	if err != nil {
 		t.Fatal(err)

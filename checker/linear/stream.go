@@ -33,6 +33,11 @@ type StreamConfig struct {
 	MaxSegmentOps int
 }
 
+// keptNotes is how many nemesis and session events a bounded Stream keeps
+// to annotate its pages: the pages of a long soak show the last faults
+// only.
+const keptNotes = 1024
+
 // Violation is a segment porcupine found not linearizable.
 type Violation struct {
 	Checker string `json:"checker"`
@@ -102,6 +107,9 @@ func newStream(ctx context.Context, cfg StreamConfig, cuts bool, workers int) (*
 	s := &Stream{ctx: ctx, cfg: cfg}
 	s.g = newSegmenter(cfg.Checker, m, cuts, cfg.MaxSegmentOps, s.closed)
 	s.sp = newSplitter(s.g)
+	if cfg.MaxSegmentOps > 0 {
+		s.sp.keepNotes = keptNotes
+	}
 	if ms, ok := m.(mutexSeg); ok {
 		ms.procs = s.sp.hproc
 		s.g.m = ms
