@@ -112,6 +112,9 @@ type segment struct {
 	index int
 	p     *partition
 	start any
+	// t is the key's track, so that a pool worker need not look it up
+	// in the map the producer writes.
+	t *keyTrack
 }
 
 // keyTrack is the segmenter's state of one key.
@@ -260,7 +263,7 @@ func (g *segmenter) tryCut(t *keyTrack) {
 // close hands the open segment over and opens the next from end.
 func (g *segmenter) close(t *keyTrack, end any) {
 	sortOps(t.seg)
-	s := &segment{key: t.key, index: t.segments, p: t.seg, start: t.start}
+	s := &segment{key: t.key, index: t.segments, p: t.seg, start: t.start, t: t}
 	t.segments++
 	t.res.largest = max(t.res.largest, len(t.seg.ops))
 	t.cut, t.hasCut = t.maxRet, true

@@ -185,8 +185,7 @@ func (s *Stream) check(seg *segment) {
 	r := checkPartition(ctx, seg.p, func(c context.Context) porcupine.Model { return s.g.m.from(c, seg.start) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.g.keys[seg.key]
-	t.chk.merge(seg, r)
+	seg.t.chk.merge(seg, r)
 	if r.Valid == checker.Invalid {
 		s.found = append(s.found, Violation{Checker: s.cfg.Checker, Key: seg.key, Segment: seg.index,
 			From: seg.p.from, To: seg.p.to, Operations: len(seg.p.ops)})
