@@ -237,27 +237,31 @@ func (g *segmenter) advance(now int64) {
 		if t.open == 0 && t.maxRet >= g.now && len(t.seg.ops) > 0 {
 			continue // look again once time has passed its last return
 		}
-		delete(g.touched, t)
-		g.tryCut(t)
+		if !g.tryCut(t) {
+			delete(g.touched, t)
+		}
 	}
 }
 
-func (g *segmenter) tryCut(t *keyTrack) {
+// tryCut cuts t if it may; true means "not yet, look again": only the
+// segment's youth stood in the way.
+func (g *segmenter) tryCut(t *keyTrack) (again bool) {
 	if !g.cuts || t.open > 0 || t.res.givenUp != "" {
-		return
+		return false
 	}
 	if len(t.seg.ops) == 0 {
 		t.seg.notes = nil // excluded operations only: nothing to draw them on
-		return
-	}
-	if len(t.seg.ops) < minCutOps && g.now-t.seg.from < minCutSpan {
-		return
+		return false
 	}
 	end, ok := t.sum.end(t.start)
 	if !ok {
-		return
+		return false
+	}
+	if len(t.seg.ops) < minCutOps && g.now-t.seg.from < minCutSpan {
+		return true
 	}
 	g.close(t, end)
+	return false
 }
 
 // close hands the open segment over and opens the next from end.

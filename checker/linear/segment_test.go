@@ -350,3 +350,35 @@ func TestStreamGivesUp(t *testing.T) {
 		t.Fatal("a bogus checker name was accepted")
 	}
 }
+
+// TestStreamReportsIdleKey: with the default cut thresholds, a violation
+// on a key that then goes quiet is reported once a second has passed on
+// the run clock (other keys' events), not at the end.
+func TestStreamReportsIdleKey(t *testing.T) {
+	s, err := NewStream(context.Background(), StreamConfig{Checker: NameRegister, Fencing: register.ModeOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &checktest.Hist{}
+	b.Section(0, "k", 10, 0, -1).Acquire(1, "k", 11).Read(1, "k", 11, 5, -1) // 5 was never written
+	b.Release(1, "k")
+	var at []int64
+	for i := range 30 {
+		b.T += int64(100 * time.Millisecond)
+		b.Section(2+i, "j", int64(20+i), int64(i), -1)
+	}
+	for _, e := range b.Events {
+		for _, v := range s.Add(e) {
+			if v.Key != "k" {
+				t.Fatalf("violation on %s", v)
+			}
+			at = append(at, e.Time)
+		}
+	}
+	if len(at) != 1 || at[0] > int64(1500*time.Millisecond) {
+		t.Fatalf("violation reported at %v", at)
+	}
+	if r := s.Result(); r.Valid != checker.Invalid {
+		t.Fatalf("%v %s", r.Valid, r.Error)
+	}
+}
