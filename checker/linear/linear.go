@@ -268,7 +268,7 @@ func (s *Stream) draw(ctx context.Context, d *LinearDetails, r *PartitionResult,
 	d.Visualizations[seg.key] = rel
 }
 
-// checkPartition decides one key. The model's steps fail once ctx ends,
+// checkPartition decides one segment of a key. The model's steps fail once ctx ends,
 // which makes porcupine give up quickly but also makes a "not
 // linearizable" answer meaningless, so that answer is kept only if ctx
 // was still live when porcupine returned (ctx never comes back to life).
