@@ -43,7 +43,10 @@ lint: fmt-check
 #   BENCH_DEFAULT (go's 1 s):  register BenchmarkWrite
 #   BENCH_ONCE (1x):  checker/fence BenchmarkDoubleWriter (1M entries);
 #     checker/linear BenchmarkPorcupineConcurrency (100k events, 1-50
-#     workers per key); checker/suite BenchmarkCheckers (10k, 100k, 1M
+#     workers per key), BenchmarkLinearHour (register and mutex on a
+#     synthetic 1-hour run: whole, segmented, streamed) and
+#     BenchmarkLinearStreamHeld (what a stream keeps over 15 min, 1 h,
+#     2 h); checker/suite BenchmarkCheckers (10k, 100k, 1M
 #     events), BenchmarkCheckers100k (internal/synth), BenchmarkLockCheckers
 #     (each lock-level checker and lockview.Of at 100k and 1M events, 1 and
 #     8 keys) and BenchmarkSuiteHour (the suite on a synthetic 1-hour run)

@@ -187,9 +187,11 @@ func TestWriteEmpty(t *testing.T) {
 func TestLinearizabilitySection(t *testing.T) {
 	d := linear.LinearDetails{Model: "owner-aware mutex", Partitions: 2, Operations: 9, Note: "Under SIGSTOP of a holder",
 		FailingKeys: []string{"SKU-2"}, Visualizations: map[string]string{"SKU-2": "porcupine/mutex-SKU-2.html"},
+		Segments: 4, UncutKeys: []string{"SKU-2"},
 		Keys: map[string]linear.PartitionResult{
-			"SKU-1": {Valid: checker.Valid, Operations: 4},
-			"SKU-2": {Valid: checker.Invalid, Operations: 5, Visualization: "porcupine/mutex-SKU-2.html"},
+			"SKU-1": {Valid: checker.Valid, Operations: 4, Segments: 3, LargestSegment: 2},
+			"SKU-2": {Valid: checker.Invalid, Operations: 5, Visualization: "porcupine/mutex-SKU-2.html", Segments: 1, LargestSegment: 5,
+				Uncut: "one segment: an operation invoked at 1.000s was open to the end"},
 		}}
 	res := checker.Results{Valid: checker.Valid, Checkers: map[string]checker.Result{
 		linear.NameMutex:    {Valid: checker.Invalid, Error: "not linearizable: keys SKU-2", Details: d},
@@ -209,6 +211,11 @@ func TestLinearizabilitySection(t *testing.T) {
 	}
 	if !strings.Contains(text, "Under SIGSTOP of a holder") || !strings.Contains(text, "fenced register") {
 		t.Error("model or caveat missing")
+	}
+	for _, want := range []string{"Checked in 4 segments", "keys that could not be cut: SKU-2", "Not cut: one segment: an operation invoked at 1.000s"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("segments: %q missing", want)
+		}
 	}
 	if i, j := strings.Index(text, "SKU-2"), strings.Index(text, "SKU-1"); i < 0 || j < 0 || i > j {
 		t.Errorf("failing key not listed first (SKU-2 at %d, SKU-1 at %d)", i, j)

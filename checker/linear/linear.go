@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
@@ -44,8 +43,17 @@ type PartitionResult struct {
 	// exponential in.
 	MaxConcurrency int     `json:"max_concurrency"`
 	ElapsedMS      float64 `json:"elapsed_ms"`
+	// Segments is how many segments the key was cut into (segment.go),
+	// LargestSegment the operations of the largest: what porcupine had to
+	// hold at once.
+	Segments       int `json:"segments,omitempty"`
+	LargestSegment int `json:"largest_segment,omitempty"`
+	// Uncut says why the key's last segment could not be cut (an
+	// operation open to the end) or why the key was given up.
+	Uncut string `json:"uncut,omitempty"`
 	// Visualization is porcupine's page for a key that is not
-	// linearizable, relative to the run folder.
+	// linearizable (its first failing segment), relative to the run
+	// folder.
 	Visualization      string `json:"visualization,omitempty"`
 	VisualizationError string `json:"visualization_error,omitempty"`
 	Error              string `json:"error,omitempty"`
@@ -63,6 +71,14 @@ type LinearDetails struct {
 	InfoOperations int      `json:"info_operations"`
 	FailingKeys    []string `json:"failing_keys"`
 	UnknownKeys    []string `json:"unknown_keys,omitempty"`
+	// Segments counts the segments checked over all keys; UncutKeys are
+	// the keys with an operation open to the end or given up
+	// (PartitionResult.Uncut says which).
+	Segments  int      `json:"segments,omitempty"`
+	UncutKeys []string `json:"uncut_keys,omitempty"`
+	// Unresolved counts info operations the apply log could not resolve
+	// (streaming only).
+	Unresolved int `json:"unresolved,omitempty"`
 	// Visualizations maps each failing key to its page, relative to the
 	// run folder.
 	Visualizations map[string]string          `json:"visualizations,omitempty"`
@@ -76,29 +92,16 @@ type LinearDetails struct {
 }
 
 // CheckRegister checks the register operations of the history against the
-// register model (regmodel.go) for the run's fencing mode.
+// register model (regmodel.go) for the run's fencing mode, key by key in
+// segments (segment.go).
 func CheckRegister(ctx context.Context, in checker.Input) checker.Result {
-	mode := in.Fencing
-	if mode == "" {
-		return checker.Result{Valid: checker.Unknown, Error: "the run's fencing mode is not known (test.json has no fencing): the register model depends on it"}
-	}
-	if !validFencing(mode) {
-		return checker.Result{Valid: checker.Unknown, Error: fmt.Sprintf("unknown fencing mode %q", mode)}
-	}
-	h := splitHistory(in.History)
-	m := regModel{mode: mode}
-	d := &LinearDetails{Model: fmt.Sprintf("fenced register, mode %s, plus the lock's promises (token order, no lost update)", mode),
-		Fencing: mode}
-	return checkLinear(ctx, in, NameRegister, h, h.register, d, m.porcupine)
+	return checkBatch(ctx, in, NameRegister, true)
 }
 
 // CheckMutex checks the lock operations of the history against an
-// owner-aware mutex (mutexmodel.go).
+// owner-aware mutex (mutexmodel.go), key by key in segments.
 func CheckMutex(ctx context.Context, in checker.Input) checker.Result {
-	h := splitHistory(in.History)
-	d := &LinearDetails{Model: "owner-aware mutex per key (acquire, release, lost)", Note: mutexNote}
-	return checkLinear(ctx, in, NameMutex, h, h.mutex, d,
-		func(c context.Context) porcupine.Model { return mutexModel(c, h.procs) })
+	return checkBatch(ctx, in, NameMutex, true)
 }
 
 func validFencing(m string) bool {
@@ -109,74 +112,95 @@ func validFencing(m string) bool {
 	return false
 }
 
-// checkLinear runs porcupine on every partition within the budget, then
-// draws the failing ones. Partitions are checked one per call rather than
-// through porcupine's Partition hook so that each key gets its own
-// verdict, time and page, and a pool of GOMAXPROCS goroutines keeps one
-// slow key from starving the rest of the machine.
-//
-// Verdict: false if some key was proven not linearizable (a proof found
-// within the budget stands, Jepsen's false-over-unknown), else unknown if
-// the budget or ctx ended before every key was decided, else true.
-func checkLinear(ctx context.Context, in checker.Input, name string, h *linHistory, parts map[string]*partition,
-	d *LinearDetails, model func(context.Context) porcupine.Model) checker.Result {
+// checkBatch is the Stream fed the whole history, its closed segments
+// checked by a pool of GOMAXPROCS goroutines (one slow segment does not
+// starve the rest), within in.Budget. cuts false checks each key whole
+// (the tests' reference). The apply log is not used: the history does not
+// say when a worker exited, so no info operation can be resolved before
+// the end, where it would cut nothing.
+func checkBatch(ctx context.Context, in checker.Input, name string, cuts bool) checker.Result {
+	var budgetMS float64
 	if in.Budget > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, in.Budget)
 		defer cancel()
-		d.BudgetMS = float64(in.Budget) / float64(time.Millisecond)
+		budgetMS = float64(in.Budget) / float64(time.Millisecond)
 	}
-	d.Keys = map[string]PartitionResult{}
-	d.FailingKeys = []string{}
-	d.Excluded = h.excluded
-	d.UnmatchedCompletions = h.unmatched
-	keys := make([]string, 0, len(parts))
-	for k, p := range parts {
-		if len(p.ops) > 0 {
-			keys = append(keys, k)
+	s, err := newStream(ctx, StreamConfig{Checker: name, Fencing: in.Fencing, Dir: in.Dir, MaxSegmentOps: -1}, cuts,
+		min(runtime.GOMAXPROCS(0), 8))
+	if err != nil {
+		return checker.Result{Valid: checker.Unknown, Error: err.Error()}
+	}
+	for _, e := range in.History {
+		s.Add(e)
+	}
+	r := s.finish(ctx)
+	var d *LinearDetails
+	if dd, ok := r.Details.(*LinearDetails); ok {
+		d = dd
+		d.BudgetMS = budgetMS
+	}
+	if r.Valid == checker.Unknown && ctx.Err() != nil && d != nil && len(d.UnknownKeys) > 0 {
+		r.Error = fmt.Sprintf("undecided within the budget (%v): keys %s", context.Cause(ctx), strings.Join(d.UnknownKeys, ", "))
+	}
+	return r
+}
+
+// Result ends the stream: what is still open returns at infinity, every
+// key's last segment is checked, the pages of failing keys are drawn, and
+// the verdict is false if some segment was proven not linearizable (a
+// proof stands, false over unknown), else unknown if a segment was not
+// decided or a key was given up, else true. Add must not be called after.
+func (s *Stream) Result() checker.Result { return s.finish(s.ctx) }
+
+func (s *Stream) finish(ctx context.Context) checker.Result {
+	if s.result != nil {
+		return *s.result
+	}
+	s.sp.finish()
+	s.g.finish()
+	if s.pool != nil {
+		close(s.pool)
+		s.wg.Wait()
+	}
+	r := s.build(ctx)
+	s.result = &r
+	return r
+}
+
+func (s *Stream) model() string {
+	if s.cfg.Checker == NameMutex {
+		return "owner-aware mutex per key (acquire, release, lost)"
+	}
+	return fmt.Sprintf("fenced register, mode %s, plus the lock's promises (token order, no lost update)", s.cfg.Fencing)
+}
+
+func (s *Stream) build(ctx context.Context) checker.Result {
+	h := s.sp.h
+	d := &LinearDetails{Model: s.model(), Keys: map[string]PartitionResult{}, FailingKeys: []string{},
+		Excluded: h.excluded, UnmatchedCompletions: h.unmatched, Unresolved: s.unresolved}
+	if s.cfg.Checker == NameMutex {
+		d.Note = mutexNote
+	} else {
+		d.Fencing = s.cfg.Fencing
+	}
+	for k, t := range s.g.keys {
+		r, ok := s.keyResult(t)
+		if !ok {
+			continue
 		}
-	}
-	// Biggest first, so the pool is not left waiting on one late giant.
-	slices.SortFunc(keys, func(a, b string) int {
-		return cmp.Or(cmp.Compare(len(parts[b].ops), len(parts[a].ops)), cmp.Compare(a, b))
-	})
-
-	results := make([]PartitionResult, len(keys))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(runtime.GOMAXPROCS(0), max(1, len(keys))) {
-		wg.Go(func() {
-			for i := range next {
-				results[i] = checkPartition(ctx, parts[keys[i]], model)
-			}
-		})
-	}
-	for i := range keys {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-
-	for i, k := range keys {
-		r := results[i]
-		p := parts[k]
 		d.Partitions++
+		d.Segments += r.Segments
 		d.Operations += r.Operations
 		d.InfoOperations += r.Info
+		if r.Uncut != "" {
+			d.UncutKeys = append(d.UncutKeys, k)
+		}
 		switch r.Valid {
 		case checker.Invalid:
 			d.FailingKeys = append(d.FailingKeys, k)
-			if in.Dir != "" {
-				rel, err := visualize(ctx, in.Dir, name, p, h, model)
-				if err != nil {
-					r.VisualizationError = err.Error()
-				} else {
-					r.Visualization = rel
-					if d.Visualizations == nil {
-						d.Visualizations = map[string]string{}
-					}
-					d.Visualizations[k] = rel
-				}
+			if s.cfg.Dir != "" {
+				s.draw(ctx, d, &r, t.chk.fail)
 			}
 		case checker.Unknown:
 			d.UnknownKeys = append(d.UnknownKeys, k)
@@ -185,7 +209,7 @@ func checkLinear(ctx context.Context, in checker.Input, name string, h *linHisto
 	}
 	slices.Sort(d.FailingKeys)
 	slices.Sort(d.UnknownKeys)
-
+	slices.Sort(d.UncutKeys)
 	res := checker.Result{Details: d}
 	switch {
 	case len(d.FailingKeys) > 0:
@@ -193,14 +217,58 @@ func checkLinear(ctx context.Context, in checker.Input, name string, h *linHisto
 		res.Error = fmt.Sprintf("not linearizable: keys %s", strings.Join(d.FailingKeys, ", "))
 	case len(d.UnknownKeys) > 0:
 		res.Valid = checker.Unknown
-		res.Error = fmt.Sprintf("undecided within the budget (%v): keys %s", context.Cause(ctx), strings.Join(d.UnknownKeys, ", "))
+		res.Error = fmt.Sprintf("undecided: keys %s", strings.Join(d.UnknownKeys, ", "))
 	default:
 		res.Valid = checker.Valid
 	}
 	return res
 }
 
-// checkPartition decides one key. The model's steps fail once ctx ends,
+// keyResult is a key's answer from its checked segments and what the
+// segmenter says; false for a key without operations.
+func (s *Stream) keyResult(t *keyTrack) (PartitionResult, bool) {
+	c := t.chk
+	if c.segments == 0 && t.res.givenUp == "" {
+		return PartitionResult{}, false
+	}
+	r := PartitionResult{Valid: c.valid, Operations: c.operations + t.res.operations, Info: c.info, MaxConcurrency: c.maxConc,
+		ElapsedMS: c.elapsedMS, Segments: c.segments, LargestSegment: t.res.largest, Uncut: t.res.uncut, Error: c.err}
+	if c.segments == 0 {
+		r.Valid = checker.Unknown
+	}
+	if t.res.givenUp != "" {
+		r.Uncut = t.res.givenUp
+		if r.Valid != checker.Invalid {
+			r.Valid = checker.Unknown
+		}
+		r.Error = strings.TrimPrefix(r.Error+"; "+t.res.givenUp, "; ")
+	}
+	if t.res.err != "" {
+		r.Valid = checker.Unknown
+		r.Error = strings.TrimPrefix(r.Error+"; "+t.res.err, "; ")
+	}
+	return r, true
+}
+
+// draw writes the page of a key's first failing segment.
+func (s *Stream) draw(ctx context.Context, d *LinearDetails, r *PartitionResult, seg *segment) {
+	if seg == nil {
+		return
+	}
+	rel, err := visualize(ctx, s.cfg.Dir, s.cfg.Checker, seg.p, s.sp.h,
+		func(c context.Context) porcupine.Model { return s.g.m.from(c, seg.start) })
+	if err != nil {
+		r.VisualizationError = err.Error()
+		return
+	}
+	r.Visualization = rel
+	if d.Visualizations == nil {
+		d.Visualizations = map[string]string{}
+	}
+	d.Visualizations[seg.key] = rel
+}
+
+// checkPartition decides one segment of a key. The model's steps fail once ctx ends,
 // which makes porcupine give up quickly but also makes a "not
 // linearizable" answer meaningless, so that answer is kept only if ctx
 // was still live when porcupine returned (ctx never comes back to life).
@@ -287,7 +355,7 @@ func visualize(ctx context.Context, dir, name string, p *partition, h *linHistor
 	if to < p.from {
 		to = Infinity // every operation of the key is unknown
 	}
-	for _, set := range [][]porcupine.Annotation{h.nemesis, h.sessions} {
+	for _, set := range [][]porcupine.Annotation{h.nemesisNotes(), h.sessions} {
 		for _, a := range set {
 			if a.End >= p.from && a.Start <= to {
 				notes = append(notes, a)

@@ -350,12 +350,12 @@ func TestBudgetGivesUnknown(t *testing.T) {
 	}
 	// The budget ends while porcupine runs: every step then fails, so
 	// porcupine answers "illegal", which must become unknown.
-	h := splitHistory(good)
+	parts, _ := wholeSegments(NameRegister, register.ModeOff, good)
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
 	m := regModel{mode: register.ModeOff}
-	pr := checkPartition(ctx, h.register["k"], func(c context.Context) porcupineModel {
-		md := m.porcupine(c)
+	pr := checkPartition(ctx, parts["k"].p, func(c context.Context) porcupineModel {
+		md := m.porcupine(c, m.init())
 		inner := md.StepContext
 		md.StepContext = func(pc context.Context, s, in, out any) (bool, any) {
 			cancel()
@@ -369,6 +369,25 @@ func TestBudgetGivesUnknown(t *testing.T) {
 }
 
 type porcupineModel = porcupine.Model
+
+// wholeSegments splits es into one segment per key of the checker's
+// model, without cuts: what the whole-history check runs porcupine on.
+func wholeSegments(name, mode string, es []history.Event) (map[string]*segment, *linHistory) {
+	parts := map[string]*segment{}
+	var m segModel = mutexSeg{}
+	if name == NameRegister {
+		m = regSeg{regModel{mode: mode}}
+	}
+	g := newSegmenter(name, m, false, -1, func(s *segment) { parts[s.key] = s })
+	sp := newSplitter(g)
+	for _, e := range es {
+		sp.event(e)
+		g.advance(e.Time)
+	}
+	sp.finish()
+	g.finish()
+	return parts, sp.h
+}
 
 func TestPartitionTimed(t *testing.T) {
 	_, d := checkReg(t, register.ModeOff, (&checktest.Hist{}).Section(0, "k", 1, 0, -1).Events)
@@ -394,13 +413,13 @@ func TestFaultAnnotations(t *testing.T) {
 	b.Ev(-1, history.OK, history.FExpireEnd, "", nil, "")
 	b.Ev(-1, history.Invoke, history.FPause, "", nil, "")
 	b.Ev(-1, history.Fail, history.FPause, "", nil, "no target")
-	h := splitHistory(b.Events)
+	_, h := wholeSegments(NameMutex, "", b.Events)
 	type span struct {
 		desc       string
 		start, end int64
 	}
 	var got []span
-	for _, a := range h.nemesis {
+	for _, a := range h.nemesisNotes() {
 		got = append(got, span{a.Description, a.Start, a.End})
 	}
 	want := []span{{"isolate pid 7", 10, 120}, {"expire pid 8", 130, 160}}

@@ -46,6 +46,9 @@ type partition struct {
 	info    int
 	from    int64 // first invocation
 	to      int64 // last finite completion
+	// track is the key's segmenter state, told of every operation added;
+	// nil for the partition that discards the other model's operations.
+	track *keyTrack
 }
 
 func (p *partition) client(proc int) int {
@@ -96,6 +99,9 @@ func metaOf(inv, c history.Event) opMeta {
 }
 
 func (p *partition) add(proc int, call, ret int64, in, out any, meta opMeta) {
+	if p.track == nil {
+		return
+	}
 	if ret < call {
 		ret = call
 	}
@@ -108,21 +114,26 @@ func (p *partition) add(proc int, call, ret int64, in, out any, meta opMeta) {
 	if ret == Infinity {
 		p.info++
 	}
-	p.ops = append(p.ops, porcupine.Operation{ClientId: p.client(proc), Input: in, Call: call, Output: out, Return: ret, Metadata: meta})
+	op := porcupine.Operation{ClientId: p.client(proc), Input: in, Call: call, Output: out, Return: ret, Metadata: meta}
+	p.ops = append(p.ops, op)
+	p.track.observe(op)
 }
 
 func (p *partition) note(proc int, at int64, desc, details string) {
+	if p.track == nil || p.track.res.givenUp != "" {
+		return
+	}
 	p.notes = append(p.notes, porcupine.Annotation{ClientId: p.client(proc), Start: at, End: at,
 		Description: desc, Details: details, BackgroundColor: "#eeeeee"})
 }
 
-// linHistory is the history cut into the two models' partitions.
+// linHistory is what the splitter keeps of the history besides the
+// segments: the annotations of the pages and the counts of the evidence.
 type linHistory struct {
-	register map[string]*partition
-	mutex    map[string]*partition
-	// global annotations: nemesis windows and session events.
-	nemesis  []porcupine.Annotation
-	sessions []porcupine.Annotation
+	// nemesisEvents are kept to draw the fault windows
+	// (checker.FaultWindows) on the pages; a run has few.
+	nemesisEvents []history.Event
+	sessions      []porcupine.Annotation
 	// Excluded counts operations left out of the models, by reason.
 	excluded map[string]int
 	// unmatched counts completions without an invocation.
@@ -131,6 +142,15 @@ type linHistory struct {
 	procs map[int]history.Process
 	// lates counts the info operations whose late response was used.
 	lates int
+}
+
+// nemesisNotes are the fault windows of the nemesis events seen so far.
+func (h *linHistory) nemesisNotes() []porcupine.Annotation {
+	var out []porcupine.Annotation
+	for _, w := range checker.FaultWindows(h.nemesisEvents) {
+		out = append(out, faultNote(w))
+	}
+	return out
 }
 
 // grantKey identifies what a logical process holds.
@@ -147,10 +167,10 @@ type grantState struct {
 	hasBase bool
 }
 
-// splitHistory pairs invocations with completions and turns them into the
-// register and mutex partitions. It never fails: events it cannot use are
-// counted in excluded, so an odd history gives a verdict on what it does
-// hold rather than an error.
+// The splitter pairs invocations with completions and turns them into the
+// register and mutex operations of each key's open segment (segment.go).
+// It never fails: events it cannot use are counted in excluded, so an odd
+// history gives a verdict on what it does hold rather than an error.
 //
 // Process retirement: a process whose operation completed with info (or
 // never completed) is retired; the runner never gives its number to a new
@@ -164,39 +184,11 @@ type grantState struct {
 // the runner closes a retired worker's stdin, and the worker then releases
 // and exits (or its session expires), at a time the history does not
 // record.
-func splitHistory(events []history.Event) *linHistory {
-	h := &linHistory{register: map[string]*partition{}, mutex: map[string]*partition{}, excluded: map[string]int{}}
-	s := splitter{h: h, ids: map[lkey]int{}, hproc: map[int]history.Process{}, gen: map[history.Process]int{}, retired: map[int]bool{},
-		open: map[openKey]history.Event{}, grants: map[grantKey]grantState{}, lastSeen: map[int]int64{},
-		unknown: map[int]pendingOp{}}
-	h.procs = s.hproc
-	for _, e := range events {
-		s.event(e)
-	}
-	for k, o := range s.open {
-		s.complete(o, k.proc, neverCompleted)
-	}
-	for lp, o := range s.unknown {
-		h.complete(s.part, s.grants, o.inv, lp, o.c, &o)
-	}
-	for gk := range s.grants {
-		if s.retired[gk.proc] {
-			s.part(h.mutex, gk.key).add(gk.proc, s.lastSeen[gk.proc], Infinity,
-				mutexIn{Op: mRelease, Proc: gk.proc, Implicit: true}, mutexOut{Status: stInfo},
-				opMeta{Process: s.hproc[gk.proc], Invoke: -1, Complete: -1, Note: "implicit release of a retired holder"})
-		}
-	}
-	for _, w := range checker.FaultWindows(events) {
-		h.nemesis = append(h.nemesis, faultNote(w))
-	}
-	for _, p := range h.register {
-		sortOps(p)
-	}
-	for _, p := range h.mutex {
-		sortOps(p)
-	}
-	return h
-}
+//
+// The splitter tells the segmenter which operations of a key are open:
+// invocations without their completion, info operations held back for a
+// late answer or the apply log (pending), and, for the mutex, retired
+// holders (whose implicit release is due at the end).
 
 // neverCompleted stands in for the completion of an operation that has
 // none: unknown, returning at infinity.
@@ -216,6 +208,7 @@ type openKey struct {
 
 type splitter struct {
 	h        *linHistory
+	seg      *segmenter
 	ids      map[lkey]int
 	hproc    map[int]history.Process
 	gen      map[history.Process]int
@@ -224,6 +217,41 @@ type splitter struct {
 	grants   map[grantKey]grantState
 	lastSeen map[int]int64
 	unknown  map[int]pendingOp
+	// reached counts, per history process, its reads and writes that
+	// reached the register (ok, or rejected by it), and logged its reads
+	// and writes in the apply log: resolve compares the two.
+	reached map[history.Process]int
+	logged  map[history.Process]*procLog
+	// keepNotes bounds the nemesis and session events kept for the pages
+	// (0: all): a soak must not keep every fault of hours.
+	keepNotes int
+}
+
+// keepLast drops the older half of xs once it holds more than n (n > 0),
+// so that appending stays amortised O(1).
+func keepLast[T any](xs []T, n int) []T {
+	if n <= 0 || len(xs) <= n {
+		return xs
+	}
+	return slices.Clone(xs[len(xs)-n/2:])
+}
+
+// procLog is what the apply log says of one process: how many reads and
+// writes it committed, and the last.
+type procLog struct {
+	n    int
+	last register.Entry
+}
+
+func newSplitter(seg *segmenter) *splitter {
+	h := &linHistory{excluded: map[string]int{}}
+	s := &splitter{h: h, seg: seg, ids: map[lkey]int{}, hproc: map[int]history.Process{}, gen: map[history.Process]int{},
+		retired: map[int]bool{}, open: map[openKey]history.Event{}, grants: map[grantKey]grantState{},
+		lastSeen: map[int]int64{}, unknown: map[int]pendingOp{}, reached: map[history.Process]int{},
+		logged: map[history.Process]*procLog{}}
+	h.procs = s.hproc
+	seg.h = h
+	return s
 }
 
 func (s *splitter) proc(p history.Process) int {
@@ -237,26 +265,18 @@ func (s *splitter) proc(p history.Process) int {
 	return id
 }
 
-func (s *splitter) part(m map[string]*partition, key string) *partition {
-	p := m[key]
-	if p == nil {
-		p = &partition{key: key, clients: map[int]int{}}
-		m[key] = p
-	}
-	return p
-}
-
 func (s *splitter) event(e history.Event) {
 	h := s.h
 	if e.Process == history.Nemesis {
-		return // fault windows are read apart (checker.FaultWindows)
+		h.nemesisEvents = keepLast(append(h.nemesisEvents, e), s.keepNotes)
+		return
 	}
 	if e.Process < 0 {
 		h.excluded["negative process"]++
 		return
 	}
 	if e.F == history.FSession && e.Type == history.OK {
-		h.sessions = append(h.sessions, sessionNote(e))
+		h.sessions = keepLast(append(h.sessions, sessionNote(e)), s.keepNotes)
 	}
 	instant := checker.IsInstant(e.F)
 	if e.Type == history.Invoke && !instant && s.retired[s.proc(e.Process)] {
@@ -269,6 +289,7 @@ func (s *splitter) event(e history.Event) {
 		if o, ok := s.open[k]; ok {
 			// A second invocation before a completion: the first is
 			// unknown, and the process is retired.
+			s.unopen(k)
 			s.complete(o, lp, neverCompleted)
 			if !instant {
 				s.gen[e.Process]++
@@ -277,6 +298,7 @@ func (s *splitter) event(e history.Event) {
 			}
 		}
 		s.open[k] = e
+		s.seg.opened(e.F, e.Key, 1)
 		return
 	}
 	o, ok := s.open[k]
@@ -284,7 +306,7 @@ func (s *splitter) event(e history.Event) {
 		h.unmatched++
 		return
 	}
-	delete(s.open, k)
+	s.unopen(k)
 	if e.F == history.FLate && e.Type == history.OK {
 		s.late(lp, e)
 		return
@@ -292,17 +314,83 @@ func (s *splitter) event(e history.Event) {
 	s.complete(o, lp, e)
 }
 
+func (s *splitter) unopen(k openKey) {
+	o := s.open[k]
+	delete(s.open, k)
+	s.seg.opened(o.F, o.Key, -1)
+}
+
+// finish completes what the history left open, as the end of the run
+// leaves it: open invocations and held-back info operations return at
+// infinity, and retired holders get their implicit release.
+func (s *splitter) finish() {
+	for k, o := range s.open {
+		s.unopen(k)
+		s.complete(o, k.proc, neverCompleted)
+	}
+	for lp, o := range s.unknown {
+		s.unpend(lp)
+		s.place(o.inv, lp, o.c, &o)
+	}
+	for gk := range s.grants {
+		if s.retired[gk.proc] {
+			s.seg.opened(history.FRelease, gk.key, -1)
+			s.seg.part(history.FRelease, gk.key).add(gk.proc, s.lastSeen[gk.proc], Infinity,
+				mutexIn{Op: mRelease, Proc: gk.proc, Implicit: true}, mutexOut{Status: stInfo},
+				opMeta{Process: s.hproc[gk.proc], Invoke: -1, Complete: -1, Note: "implicit release of a retired holder"})
+		}
+	}
+}
+
 func (s *splitter) complete(inv history.Event, lp int, c history.Event) {
 	if statusOf(c) == stInfo && !checker.IsInstant(inv.F) {
-		s.retired[lp] = true
-		if c.Index >= 0 {
-			// Held back: a late response may still tell its outcome.
+		s.retire(lp)
+		if _, pending := s.unknown[lp]; c.Index >= 0 && !pending {
+			// Held back: a late response or the apply log may still
+			// tell its outcome.
 			g, held := s.grants[grantKey{lp, inv.Key}]
 			s.unknown[lp] = pendingOp{inv: inv, c: c, g: g, held: held}
+			s.seg.opened(inv.F, inv.Key, 1)
 			return
 		}
 	}
-	s.h.complete(s.part, s.grants, inv, lp, c, nil)
+	s.place(inv, lp, c, nil)
+}
+
+func (s *splitter) unpend(lp int) {
+	o := s.unknown[lp]
+	delete(s.unknown, lp)
+	s.seg.opened(o.inv.F, o.inv.Key, -1)
+}
+
+// retire marks lp retired; the locks it holds become open mutex
+// operations (its implicit releases).
+func (s *splitter) retire(lp int) {
+	if s.retired[lp] {
+		return
+	}
+	s.retired[lp] = true
+	for gk := range s.grants {
+		if gk.proc == lp {
+			s.seg.opened(history.FRelease, gk.key, 1)
+		}
+	}
+}
+
+func (s *splitter) setGrant(gk grantKey, g grantState) {
+	if _, had := s.grants[gk]; !had && s.retired[gk.proc] {
+		s.seg.opened(history.FRelease, gk.key, 1)
+	}
+	s.grants[gk] = g
+}
+
+func (s *splitter) dropGrant(gk grantKey) {
+	if _, had := s.grants[gk]; had {
+		delete(s.grants, gk)
+		if s.retired[gk.proc] {
+			s.seg.opened(history.FRelease, gk.key, -1)
+		}
+	}
 }
 
 // pendingOp is an operation that completed with info, with what its
@@ -331,12 +419,12 @@ func (s *splitter) late(lp int, e history.Event) {
 	if t != history.OK && t != history.Fail {
 		return
 	}
-	delete(s.unknown, lp)
+	s.unpend(lp)
 	v := *e.Value
 	v.State, v.Of = "", ""
 	c := history.Event{Index: e.Index, Time: e.Time, Process: e.Process, Type: t, F: o.inv.F, Key: e.Key, Value: &v, Error: e.Error}
 	s.h.lates++
-	s.h.complete(s.part, s.grants, o.inv, lp, c, &o)
+	s.place(o.inv, lp, c, &o)
 }
 
 // sortOps orders a partition's operations by invocation, so the
@@ -345,18 +433,20 @@ func sortOps(p *partition) {
 	slices.SortStableFunc(p.ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 }
 
-// complete turns one invocation/completion pair into model operations;
-// held, when set, is what the process held when the operation was
+// place turns one invocation/completion pair into model operations;
+// snap, when set, is what the process held when the operation was
 // completed as info.
-func (h *linHistory) complete(part func(map[string]*partition, string) *partition, grants map[grantKey]grantState,
-	inv history.Event, lp int, c history.Event, snap *pendingOp) {
+func (s *splitter) place(inv history.Event, lp int, c history.Event, snap *pendingOp) {
 	st := statusOf(c)
 	ret := c.Time
 	if st == stInfo {
 		ret = Infinity
 	}
+	if (inv.F == history.FRead || inv.F == history.FWrite) && (st == stOK || st == stRejected) {
+		s.reached[s.hproc[lp]]++
+	}
 	gk := grantKey{lp, inv.Key}
-	g, held := grants[gk]
+	g, held := s.grants[gk]
 	if snap != nil {
 		g, held = snap.g, snap.held
 	}
@@ -368,30 +458,30 @@ func (h *linHistory) complete(part func(map[string]*partition, string) *partitio
 			if c.Value != nil && c.Value.Token != nil {
 				tok = *c.Value.Token
 			}
-			grants[gk] = grantState{token: tok}
+			s.setGrant(gk, grantState{token: tok})
 		case stFailed, stRejected:
-			p := part(h.mutex, inv.Key)
-			p.note(lp, c.Time, "acquire fail", c.Error)
-			h.excluded["failed acquire"]++
+			s.seg.part(inv.F, inv.Key).note(lp, c.Time, "acquire fail", c.Error)
+			s.h.excluded["failed acquire"]++
 			return
 		}
-		part(h.mutex, inv.Key).add(lp, inv.Time, ret, mutexIn{Op: mAcquire, Proc: lp}, mutexOut{Status: st}, metaOf(inv, c))
+		s.seg.part(inv.F, inv.Key).add(lp, inv.Time, ret, mutexIn{Op: mAcquire, Proc: lp}, mutexOut{Status: st}, metaOf(inv, c))
 	case history.FRelease, history.FLost:
-		delete(grants, gk)
+		s.dropGrant(gk)
 		op := mRelease
 		if inv.F == history.FLost {
 			op = mLost
 		}
-		part(h.mutex, inv.Key).add(lp, inv.Time, ret, mutexIn{Op: op, Proc: lp}, mutexOut{Status: st}, metaOf(inv, c))
+		s.seg.part(inv.F, inv.Key).add(lp, inv.Time, ret, mutexIn{Op: op, Proc: lp}, mutexOut{Status: st}, metaOf(inv, c))
 	case history.FRead, history.FWrite, history.FFinalRead:
-		h.registerOp(part(h.register, inv.Key), grants, gk, g, held, inv, c, st, ret)
+		s.registerOp(s.seg.part(inv.F, inv.Key), gk, g, held, inv, c, st, ret)
 	default:
 		// session, late and anything newer carry no register or lock
 		// effect the models know of.
 	}
 }
 
-func (h *linHistory) registerOp(p *partition, grants map[grantKey]grantState, gk grantKey, g grantState, held bool, inv, c history.Event, st opStatus, ret int64) {
+func (s *splitter) registerOp(p *partition, gk grantKey, g grantState, held bool, inv, c history.Event, st opStatus, ret int64) {
+	h := s.h
 	in := regIn{Token: register.NoToken}
 	if held {
 		in.Token = g.token
@@ -449,10 +539,10 @@ func (h *linHistory) registerOp(p *partition, grants map[grantKey]grantState, gk
 				out.WTok, out.HasWTok = *c.Value.Current, true
 			}
 			if held && !final {
-				grants[gk] = grantState{token: g.token, base: out.N, hasBase: true}
+				s.setGrant(gk, grantState{token: g.token, base: out.N, hasBase: true})
 			}
 		} else if held {
-			grants[gk] = grantState{token: g.token, base: in.N, hasBase: true}
+			s.setGrant(gk, grantState{token: g.token, base: in.N, hasBase: true})
 		}
 	}
 	p.add(gk.proc, inv.Time, ret, in, out, metaOf(inv, c))

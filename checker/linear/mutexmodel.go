@@ -90,9 +90,10 @@ func mutexStep(holder int, in mutexIn, out mutexOut) (bool, int) {
 	return true, holder
 }
 
-// mutexModel is the model for one partition; ctx is handled as in
-// regModel.porcupine. procs names the logical processes in descriptions.
-func mutexModel(ctx context.Context, procs map[int]history.Process) porcupine.Model {
+// mutexModel is the model for one segment, starting with start holding
+// (free: nobody); ctx is handled as in regModel.porcupine. procs names the
+// logical processes in descriptions.
+func mutexModel(ctx context.Context, procs map[int]history.Process, start int) porcupine.Model {
 	name := func(p int) string {
 		if hp, ok := procs[p]; ok {
 			return "p" + hp.String()
@@ -100,7 +101,7 @@ func mutexModel(ctx context.Context, procs map[int]history.Process) porcupine.Mo
 		return fmt.Sprintf("logical process %d", p)
 	}
 	md := porcupine.Model{
-		Init: func() any { return free },
+		Init: func() any { return start },
 		Step: func(s, in, out any) (bool, any) {
 			return mutexStep(s.(int), in.(mutexIn), out.(mutexOut))
 		},

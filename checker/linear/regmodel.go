@@ -158,14 +158,14 @@ func (m regModel) step(s regState, in regIn, out regOut) (bool, regState) {
 	return true, m.apply(s, in)
 }
 
-// porcupine returns the model for one partition. ctx, when not nil, is
+// porcupine returns the model for one segment, starting in start. ctx, when not nil, is
 // watched by every step: once it ends, every step fails, which collapses
 // porcupine's search in linear time; the caller must then discard the
 // answer (see checkPartition). Visualisation needs a model without ctx,
 // because porcupine replays steps there and panics if one fails.
-func (m regModel) porcupine(ctx context.Context) porcupine.Model {
+func (m regModel) porcupine(ctx context.Context, start regState) porcupine.Model {
 	md := porcupine.Model{
-		Init: func() any { return m.init() },
+		Init: func() any { return start },
 		Step: func(s, in, out any) (bool, any) {
 			return m.step(s.(regState), in.(regIn), out.(regOut))
 		},

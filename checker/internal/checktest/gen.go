@@ -82,7 +82,7 @@ func GenLockHistory(s GenSpec) ([]history.Event, []register.Entry) {
 			val = k.val
 		}
 		log = append(log, register.Entry{Op: op, Key: key, Token: tok, HasToken: true, Value: val,
-			Process: p, Accepted: ok, Mode: s.Mode})
+			Process: p, Accepted: ok, Mode: s.Mode, PrevValue: k.val, PrevToken: k.tok, PrevFence: k.fence})
 		if ok {
 			k.fence = max(k.fence, tok)
 			if op == register.OpWrite {
