@@ -207,3 +207,35 @@ func TestHerdMatchesOracle(t *testing.T) {
 		t.Errorf("%d inputs with implausible counts, %d without: too few for the test to see a wrong count", some, none)
 	}
 }
+
+// exact runs a checker and its former version on the same input and
+// demands byte-identical JSON, verdict and error: the streams must give
+// results.json as it was.
+func exact(t *testing.T, name string, in checker.Input, got, want func(context.Context, checker.Input) checker.Result) {
+	t.Helper()
+	g, w := got(context.Background(), in), want(context.Background(), in)
+	gj, err := json.Marshal(g.Details)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wj, err := json.Marshal(w.Details)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(gj, wj) || g.Valid != w.Valid || g.Error != w.Error {
+		t.Fatalf("%s: differs from the former checker\n got %s %s %q\nwant %s %s %q", name, gj, g.Valid, g.Error, wj, w.Valid, w.Error)
+	}
+}
+
+func TestTokenOrderMatchesOracle(t *testing.T) {
+	invalid := 0
+	for name, in := range oracleInputs(t) {
+		exact(t, name, in, CheckTokenOrder, oracleTokenOrder)
+		if CheckTokenOrder(context.Background(), in).Valid == checker.Invalid {
+			invalid++
+		}
+	}
+	if invalid < 100 {
+		t.Errorf("only %d inputs with regressions: the test would not see a wrong one", invalid)
+	}
+}

@@ -39,16 +39,9 @@ type ranked[T any] struct {
 
 // Index builds the per-process index of v.
 func (v View) Index() *Index {
-	x := &Index{procs: map[history.Process]*procIndex{}}
+	x := NewIndex()
 	for i, e := range v.Instants {
-		if e.Value == nil || (e.F != history.FSession && e.F != history.FLost) {
-			continue
-		}
-		pi := x.proc(e.Process)
-		if e.F == history.FSession {
-			pi.sessions = append(pi.sessions, e)
-		}
-		pi.losses = append(pi.losses, ranked[Instant]{e.Time, i, e})
+		x.addInstant(e, i)
 	}
 	for i, g := range v.Gone {
 		pi := x.proc(g.Process)
@@ -56,11 +49,59 @@ func (v View) Index() *Index {
 	}
 	for _, pi := range x.procs {
 		pi.monotone = slices.IsSortedFunc(pi.sessions, func(a, b Instant) int { return cmpInt(a.Time, b.Time) })
-		pi.cur = Session{ended: map[string]bool{}}
 		sortRanked(pi.losses)
 		sortRanked(pi.gone)
 	}
 	return x
+}
+
+// NewIndex is an empty index, for a streaming checker to grow with
+// AddInstant and AddGone as the history is written.
+func NewIndex() *Index { return &Index{procs: map[history.Process]*procIndex{}} }
+
+// addInstant appends a session or lost event (others are not indexed);
+// rank is its place among the history's instants.
+func (x *Index) addInstant(e Instant, rank int) bool {
+	if e.Value == nil || (e.F != history.FSession && e.F != history.FLost) {
+		return false
+	}
+	pi := x.proc(e.Process)
+	if e.F == history.FSession {
+		pi.sessions = append(pi.sessions, e)
+	}
+	pi.losses = append(pi.losses, ranked[Instant]{e.Time, rank, e})
+	return true
+}
+
+// AddInstant indexes the next instant event in history order, rank its
+// place among the instants: the answers are those of the View's index
+// once every instant is added. Memory grows with a process's session and
+// lost events (a few per connection), never with its operations.
+func (x *Index) AddInstant(e Instant, rank int) {
+	if !x.addInstant(e, rank) {
+		return
+	}
+	pi := x.procs[e.Process]
+	if n := len(pi.sessions); e.F == history.FSession && n > 1 && pi.sessions[n-2].Time > e.Time {
+		pi.monotone = false
+	}
+	settleLast(pi.losses)
+}
+
+// AddGone indexes the nemesis' next session-gone observation in history
+// order, rank its place among them.
+func (x *Index) AddGone(g Gone, rank int) {
+	pi := x.proc(g.Process)
+	pi.gone = append(pi.gone, ranked[Gone]{g.Time, rank, g})
+	settleLast(pi.gone)
+}
+
+// settleLast moves the last entry of s back to its place in time order
+// (after the entries of its time): s stays as sortRanked leaves it.
+func settleLast[T any](s []ranked[T]) {
+	for i := len(s) - 1; i > 0 && s[i-1].t > s[i].t; i-- {
+		s[i-1], s[i] = s[i], s[i-1]
+	}
 }
 
 func cmpInt(a, b int64) int {
@@ -80,7 +121,7 @@ func sortRanked[T any](s []ranked[T]) {
 func (x *Index) proc(p history.Process) *procIndex {
 	pi := x.procs[p]
 	if pi == nil {
-		pi = &procIndex{}
+		pi = &procIndex{monotone: true, cur: Session{ended: map[string]bool{}}}
 		x.procs[p] = pi
 	}
 	return pi

@@ -85,13 +85,13 @@ func Of(h []history.Event) View {
 		}
 		if checker.IsInstant(e.F) {
 			if e.Type == history.OK {
-				v.Instants = append(v.Instants, Instant{Process: e.Process, F: e.F, Key: e.Key, Time: e.Time, Value: e.Value, Index: e.Index})
+				v.Instants = append(v.Instants, instantOf(e))
 			}
 			continue
 		}
 		if e.Type == history.Invoke {
 			open[e.Process] = len(v.Ops)
-			v.Ops = append(v.Ops, Op{Process: e.Process, F: e.F, Key: e.Key, Invoke: e.Time, Value: e.Value, Invoked: e.Value, Index: e.Index})
+			v.Ops = append(v.Ops, opOf(e))
 			continue
 		}
 		i, ok := open[e.Process]
@@ -99,11 +99,7 @@ func Of(h []history.Event) View {
 			continue
 		}
 		delete(open, e.Process)
-		op := &v.Ops[i]
-		op.Done, op.Type, op.Error, op.Index = e.Time, e.Type, e.Error, e.Index
-		if e.Value != nil {
-			op.Value = e.Value
-		}
+		complete(&v.Ops[i], e)
 	}
 	v.Faults = checker.FaultWindows(h)
 	for i := range v.Faults {
@@ -230,4 +226,14 @@ func (v View) gone(p history.Process, session Session, when func(Gone) bool) (Go
 		}
 	}
 	return Gone{}, false
+}
+
+// Clone is a copy of s that later answers of an Index cannot change (an
+// Index's SessionAt shares its state until the next call).
+func (s Session) Clone() Session {
+	c := Session{ID: s.ID, ended: make(map[string]bool, len(s.ended))}
+	for k, v := range s.ended {
+		c.ended[k] = v
+	}
+	return c
 }

@@ -21,3 +21,13 @@ type Checker[In, V any] interface {
 	// (nil: none), so a violation is known at the item that makes it.
 	Add(In) []V
 }
+
+// Found is a violation as a history stream reports it while the run
+// lasts: enough for the live line and the log (the report has the full
+// check's evidence).
+type Found struct {
+	Key string
+	// TimeNS is when (run clock) the violation happened.
+	TimeNS  int64
+	Message string
+}

@@ -1,0 +1,115 @@
+package lockview
+
+import (
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// Kinds of Item.
+const (
+	ItemNone    = iota // nothing the lock checkers read (an unmatched completion)
+	ItemInvoke         // a worker operation was invoked: Op is open (Type "")
+	ItemDone           // a worker operation completed: Op is complete
+	ItemInstant        // a worker's instant event (session, lost, late)
+	ItemGone           // the nemesis saw a worker's session gone
+	ItemNemesis        // another nemesis event (a fault's step)
+)
+
+// Item is what one history event tells the lock checkers, paired as Of
+// pairs: the streaming checkers read the history as these, one event at
+// a time, so that they and the batch checkers (the streams fed the whole
+// history) pair it the same way.
+type Item struct {
+	Kind int
+	// Op is the operation invoked or completed; the same pointer for both,
+	// so a checker may keep it at the invocation and read it completed.
+	Op      *Op
+	Instant Instant
+	Gone    Gone
+	// Event is the history event itself.
+	Event history.Event
+	// Rank orders operations by invocation (0, 1, 2, ...), the order of
+	// View.Ops: checkers break ties of time with it.
+	Rank int64
+}
+
+// Pairer pairs a history's events one at a time, in file order, as Of
+// does. Memory: one open operation per process.
+type Pairer struct {
+	open map[history.Process]*Op
+	rank int64
+	// ranks are the open operations' ranks.
+	ranks map[*Op]int64
+}
+
+// NewPairer starts pairing a history from its first event.
+func NewPairer() *Pairer {
+	return &Pairer{open: map[history.Process]*Op{}, ranks: map[*Op]int64{}}
+}
+
+// Add pairs the next event.
+func (p *Pairer) Add(e history.Event) Item {
+	it := Item{Event: e}
+	switch {
+	case e.Process == history.Nemesis:
+		if g, ok := goneOf(e); ok {
+			it.Kind, it.Gone = ItemGone, g
+		} else {
+			it.Kind = ItemNemesis
+		}
+	case checker.IsInstant(e.F):
+		if e.Type == history.OK {
+			it.Kind, it.Instant = ItemInstant, instantOf(e)
+		}
+	case e.Type == history.Invoke:
+		if old := p.open[e.Process]; old != nil {
+			delete(p.ranks, old) // stays open for ever, as in Of
+		}
+		o := new(Op)
+		*o = opOf(e)
+		p.open[e.Process], p.ranks[o] = o, p.rank
+		it.Kind, it.Op, it.Rank = ItemInvoke, o, p.rank
+		p.rank++
+	default:
+		o := p.open[e.Process]
+		if o == nil {
+			return it
+		}
+		delete(p.open, e.Process)
+		it.Rank = p.ranks[o]
+		delete(p.ranks, o)
+		complete(o, e)
+		it.Kind, it.Op = ItemDone, o
+	}
+	return it
+}
+
+// opOf is the open operation an invocation starts.
+func opOf(e history.Event) Op {
+	return Op{Process: e.Process, F: e.F, Key: e.Key, Invoke: e.Time, Value: e.Value, Invoked: e.Value, Index: e.Index}
+}
+
+// complete fills in an operation's completion.
+func complete(op *Op, e history.Event) {
+	op.Done, op.Type, op.Error, op.Index = e.Time, e.Type, e.Error, e.Index
+	if e.Value != nil {
+		op.Value = e.Value
+	}
+}
+
+func instantOf(e history.Event) Instant {
+	return Instant{Process: e.Process, F: e.F, Key: e.Key, Time: e.Time, Value: e.Value, Index: e.Index}
+}
+
+// Monotone says whether the history's times never go back in file order:
+// the streaming checkers' early answers assume it (a run's recorder
+// guarantees it; the batch checkers feed a history that breaks it to a
+// stream that answers only at its end).
+func Monotone(h []history.Event) bool {
+	for i := 1; i < len(h); i++ {
+		if h[i].Time < h[i-1].Time {
+			return false
+		}
+	}
+	return true
+}
