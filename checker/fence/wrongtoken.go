@@ -3,12 +3,10 @@ package fence
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
 )
 
 // NameWrongToken is the checker of the tokens a recipe presents.
@@ -76,17 +74,16 @@ type WrongTokenDetails struct {
 // rejection's answer: the new holder reads (raising the fence) only after
 // its grant was answered. In strict mode a second write under one grant
 // is rejected by design and explained.
+//
+// It is a WrongTokenStream fed the whole history (one implementation of
+// the rules).
 func CheckWrongToken(ctx context.Context, in checker.Input) checker.Result {
-	w := tokenWalk{v: lockview.Of(in.History), mode: in.Fencing, limit: in.Limit(), holds: map[holdKey]*held{},
-		d: WrongTokenDetails{Explained: map[string]int{}, Violations: []WrongToken{}}}
-	w.grants = grantsByKey(w.v.Ops)
-	for i := range w.v.Ops {
-		if i&0xffff == 0 && ctx.Err() != nil {
-			return checker.Cancelled(ctx)
-		}
-		w.op(&w.v.Ops[i])
+	s := NewWrongTokenStream(in.Limit(), in.Fencing, !lockview.Monotone(in.History))
+	if err := lockview.Feed(ctx, in.History, s.Add); err != nil {
+		return checker.Cancelled(ctx)
 	}
-	d := w.d
+	s.Finish()
+	d := s.Result()
 	if d.ViolationCount == 0 {
 		return checker.Result{Valid: checker.Valid, Details: d}
 	}
@@ -95,120 +92,10 @@ func CheckWrongToken(ctx context.Context, in checker.Input) checker.Result {
 			d.ViolationCount, d.Rejections, d.Violations[0].Message)}
 }
 
-// tokenWalk follows every process's grants through the history.
-type tokenWalk struct {
-	v      lockview.View
-	mode   string
-	limit  int
-	grants map[string][]*lockview.Op
-	holds  map[holdKey]*held
-	d      WrongTokenDetails
-}
-
-type holdKey struct {
-	p   history.Process
-	key string
-}
-
-// held is a process's grant of a key and whether it wrote under it.
-type held struct {
-	grant *lockview.Op
-	wrote bool
-}
-
-func (w *tokenWalk) op(o *lockview.Op) {
-	k := holdKey{o.Process, o.Key}
-	switch o.F {
-	case history.FAcquire:
-		delete(w.holds, k)
-		if o.Type == history.OK {
-			w.holds[k] = &held{grant: o}
-		}
-		return
-	case history.FRelease:
-		delete(w.holds, k)
-		return
-	case history.FRead, history.FWrite:
-	default:
-		return
-	}
-	h := w.holds[k]
-	if rejected(*o) {
-		w.judge(h, o)
-	}
-	if h != nil && o.F == history.FWrite && (o.Type != history.Fail || rejected(*o)) {
-		h.wrote = true // it reached (or may have reached) the register
-	}
-}
-
-// judge explains a rejection or records it as a wrong token.
-func (w *tokenWalk) judge(h *held, o *lockview.Op) {
-	w.d.Rejections++
-	var why string
-	switch {
-	case h == nil:
-		why = ExplainedNotHolding
-	case w.mode == register.ModeStrict && o.F == history.FWrite && h.wrote:
-		why = ExplainedStrictSecond
-	default:
-		why = explain(w.v, w.grants[o.Key], h.grant, o)
-	}
-	if why != "" {
-		w.d.Explained[why]++
-		return
-	}
-	w.d.ViolationCount++
-	w.d.FirstViolationTimeNS = checker.Earliest(w.d.FirstViolationTimeNS, o.Done)
-	if len(w.d.Violations) < w.limit {
-		w.d.Violations = append(w.d.Violations, wrongToken(h.grant, o))
-	} else {
-		w.d.ViolationsOmitted++
-	}
-}
-
 // rejected is a register rejection: a fail that carries the register's
 // fence (a fail without it never reached the register).
 func rejected(o lockview.Op) bool {
 	return o.Type == history.Fail && o.Value != nil && o.Value.Current != nil
-}
-
-// grantsByKey lists every granted acquire per key, by answer time.
-func grantsByKey(ops []lockview.Op) map[string][]*lockview.Op {
-	out := map[string][]*lockview.Op{}
-	for i := range ops {
-		if o := &ops[i]; o.F == history.FAcquire && o.Type == history.OK {
-			out[o.Key] = append(out[o.Key], o)
-		}
-	}
-	for _, gs := range out {
-		sort.SliceStable(gs, func(i, j int) bool { return gs[i].Done < gs[j].Done })
-	}
-	return out
-}
-
-// explain says why a holder's rejection is no fault of its token, or ""
-// when nothing does: a loss of the lock or of the session after the grant,
-// or a grant of the key to another process between the holder's grant and
-// the rejection's answer.
-func explain(v lockview.View, grants []*lockview.Op, g, o *lockview.Op) string {
-	for _, e := range v.Instants {
-		if e.Process == o.Process && e.F == history.FLost && e.Key == o.Key && e.Time >= g.Done && e.Time < o.Done {
-			return ExplainedLost
-		}
-	}
-	session := v.SessionAt(g.Process, g.Done)
-	if _, ok := v.LossReported(g.Process, g.Key, session, g.Done, o.Done); ok {
-		return ExplainedLost
-	}
-	if _, ok := v.GoneBefore(g.Process, session, g.Done, o.Done); ok {
-		return ExplainedLost
-	}
-	for _, b := range grants {
-		if b.Process != o.Process && b.Done > g.Done && b.Done < o.Done {
-			return ExplainedNewerGrant
-		}
-	}
-	return ""
 }
 
 func wrongToken(g, o *lockview.Op) WrongToken {

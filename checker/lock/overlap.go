@@ -100,7 +100,7 @@ type GrantOverlapDetails struct {
 // rules).
 func CheckGrantOverlap(ctx context.Context, in checker.Input) checker.Result {
 	s := NewOverlapStream(in.Limit(), !lockview.Monotone(in.History))
-	if err := feedHistory(ctx, in.History, s.Add); err != nil {
+	if err := lockview.Feed(ctx, in.History, s.Add); err != nil {
 		return checker.Cancelled(ctx)
 	}
 	s.Finish()

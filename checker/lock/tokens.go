@@ -51,7 +51,7 @@ type TokenOrderDetails struct {
 // the rule).
 func CheckTokenOrder(ctx context.Context, in checker.Input) checker.Result {
 	s := NewTokenOrderStream(in.Limit(), !lockview.Monotone(in.History))
-	if err := feedHistory(ctx, in.History, s.Add); err != nil {
+	if err := lockview.Feed(ctx, in.History, s.Add); err != nil {
 		return checker.Cancelled(ctx)
 	}
 	s.Finish()
@@ -62,19 +62,6 @@ func CheckTokenOrder(ctx context.Context, in checker.Input) checker.Result {
 			d.RegressionCount, r.Key, r.Tokens[0], r.Tokens[1])}
 	}
 	return checker.Result{Valid: checker.Valid, Details: d}
-}
-
-// feedHistory pairs h and hands each item to add, checking ctx now and
-// then.
-func feedHistory[V any](ctx context.Context, h []history.Event, add func(lockview.Item) []V) error {
-	p := lockview.NewPairer()
-	for i, e := range h {
-		if i&0xffff == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		add(p.Add(e))
-	}
-	return nil
 }
 
 // TokenOrderStream is the token-order rule fed the history one paired

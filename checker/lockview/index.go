@@ -29,6 +29,8 @@ type procIndex struct {
 	// history order among equal times), with their history rank.
 	losses []ranked[Instant]
 	gone   []ranked[Gone]
+	// lost are its lost events, with a value or not, sorted by time.
+	lost []ranked[Instant]
 }
 
 type ranked[T any] struct {
@@ -51,6 +53,7 @@ func (v View) Index() *Index {
 		pi.monotone = slices.IsSortedFunc(pi.sessions, func(a, b Instant) int { return cmpInt(a.Time, b.Time) })
 		sortRanked(pi.losses)
 		sortRanked(pi.gone)
+		sortRanked(pi.lost)
 	}
 	return x
 }
@@ -62,6 +65,10 @@ func NewIndex() *Index { return &Index{procs: map[history.Process]*procIndex{}} 
 // addInstant appends a session or lost event (others are not indexed);
 // rank is its place among the history's instants.
 func (x *Index) addInstant(e Instant, rank int) bool {
+	if e.F == history.FLost {
+		pi := x.proc(e.Process)
+		pi.lost = append(pi.lost, ranked[Instant]{e.Time, rank, e})
+	}
 	if e.Value == nil || (e.F != history.FSession && e.F != history.FLost) {
 		return false
 	}
@@ -78,10 +85,14 @@ func (x *Index) addInstant(e Instant, rank int) bool {
 // once every instant is added. Memory grows with a process's session and
 // lost events (a few per connection), never with its operations.
 func (x *Index) AddInstant(e Instant, rank int) {
-	if !x.addInstant(e, rank) {
+	indexed := x.addInstant(e, rank)
+	pi := x.procs[e.Process]
+	if e.F == history.FLost {
+		settleLast(pi.lost)
+	}
+	if !indexed {
 		return
 	}
-	pi := x.procs[e.Process]
 	if n := len(pi.sessions); e.F == history.FSession && n > 1 && pi.sessions[n-2].Time > e.Time {
 		pi.monotone = false
 	}
@@ -271,4 +282,19 @@ func (x *Index) GoneBy(p history.Process, session Session, from, t int64) (Gone,
 		}
 	}
 	return found, best >= 0
+}
+
+// LostKey says whether process p reported a lost event for key (any
+// reason, with a value or not) at from <= t < to.
+func (x *Index) LostKey(p history.Process, key string, from, to int64) bool {
+	pi := x.procs[p]
+	if pi == nil {
+		return false
+	}
+	for _, r := range window(pi.lost, from, to-1) {
+		if r.e.Key == key {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,8 @@
 package lockview
 
 import (
+	"context"
+
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/history"
 )
@@ -112,4 +114,17 @@ func Monotone(h []history.Event) bool {
 		}
 	}
 	return true
+}
+
+// Feed pairs h and hands each item to add (a stream's Add), checking ctx
+// now and then: a batch checker is its stream fed the whole history.
+func Feed[V any](ctx context.Context, h []history.Event, add func(Item) []V) error {
+	p := NewPairer()
+	for i, e := range h {
+		if i&0xffff == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		add(p.Add(e))
+	}
+	return nil
 }
