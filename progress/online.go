@@ -4,12 +4,15 @@ import (
 	"slices"
 
 	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/lock"
+	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/checker/stream"
 	"github.com/zkchaos/zkchaos/register"
 )
 
-// feed is one online checker, reduced to what the line needs: how many
-// violations an entry made, and a description of the first.
+// feed is one online checker of the apply log, reduced to what the line
+// needs: how many violations an entry made, and a description of the
+// first.
 type feed struct {
 	name string
 	add  func(*register.Entry) (int, string)
@@ -26,18 +29,48 @@ func feedOf[V any](c stream.Checker[*register.Entry, V], describe func(V) string
 	}}
 }
 
+// historyStream is a streaming checker of the history (paired by
+// lockview.Pairer) that can be told the history is over.
+type historyStream interface {
+	stream.Checker[*lockview.Item, stream.Found]
+	Finish() []stream.Found
+}
+
 // Online says whether checker has an online version, which can find a
-// violation while the run lasts (only the double-writer today).
-func Online(checker string) bool { return len(onlineFeeds([]string{checker})) > 0 }
+// violation while the run lasts: the double-writer on the apply log;
+// grant-overlap, token-order and wrong-token on the history.
+func Online(checker string) bool {
+	names := []string{checker}
+	return len(onlineFeeds(names)) > 0 || len(historyFeeds(names, register.ModeOn)) > 0
+}
 
 // onlineFeeds are the streaming versions of the checkers among names (a
-// workload's checkers); the soak issue adds the others here.
+// workload's checkers) that read the apply log.
 func onlineFeeds(names []string) []feed {
 	var out []feed
 	if slices.Contains(names, fence.NameDoubleWriter) {
 		// Evidence is not kept: the line needs counts, the report has the
 		// full check's evidence.
 		out = append(out, feedOf(fence.NewStream(0), func(v fence.Violation) string { return v.Message }))
+	}
+	return out
+}
+
+// historyFeeds are the streaming versions of the checkers among names
+// that read the history, for a run fenced in mode (wrong-token's strict
+// rule). They keep no evidence beyond what their rules need (limit 0).
+// Herd and liveness have none: see docs/architecture.md "Streaming
+// checkers".
+func historyFeeds(names []string, mode string) []historyStream {
+	var out []historyStream
+	if slices.Contains(names, lock.NameGrantOverlap) {
+		out = append(out, lock.NewOverlapStream(0, false))
+	}
+	if slices.Contains(names, lock.NameTokenOrder) {
+		out = append(out, lock.NewTokenOrderStream(0, false))
+	}
+	if slices.Contains(names, fence.NameWrongToken) {
+		out = append(out, fence.NewWrongTokenStream(0, mode, false))
 	}
 	return out
 }

@@ -2,10 +2,12 @@ package progress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
@@ -32,13 +34,32 @@ type Tracker struct {
 	fault  string
 	target int
 	online []Count
+
+	// hist hands the recorded events, in history order (recMu), to the
+	// online checks of the history (Follow); see enqueue.
+	recMu     sync.Mutex
+	hist      chan history.Event
+	histState atomic.Int32
+	rec       history.Recorder
 }
+
+// States of the history queue.
+const (
+	histBuffering = iota // until Follow starts, or says there is nothing to check
+	histOff              // no online check reads the history
+	histFull             // the checks fell behind: they stopped, events are dropped
+)
+
+// histQueue is how many recorded events may wait for the online checks
+// of the history: enough for seconds of a busy run (a few thousand
+// events a second), about 10 MB at most.
+const histQueue = 1 << 16
 
 // NewTracker starts tracking a run that starts now. It has nothing to
 // show until the run enters its first phase: a run refused for bad input
 // never does, and its error must be the first line it prints.
 func NewTracker() *Tracker {
-	t := &Tracker{now: time.Now, target: -1}
+	t := &Tracker{now: time.Now, target: -1, hist: make(chan history.Event, histQueue)}
 	t.start = t.now()
 	return t
 }
@@ -74,6 +95,9 @@ func (t *Tracker) Recorder(r history.Recorder) history.Recorder {
 	if t == nil {
 		return r
 	}
+	t.mu.Lock()
+	t.rec = r
+	t.mu.Unlock()
 	return tee{r, t}
 }
 
@@ -82,12 +106,37 @@ type tee struct {
 	t *Tracker
 }
 
+// Append records e and passes it on to the tracker. The queue to the
+// online checks gets the events in the order of their index: Append and
+// enqueue happen under one lock (the writer serialises its appends
+// anyway).
 func (w tee) Append(e history.Event) (history.Event, error) {
+	w.t.recMu.Lock()
 	e, err := w.Recorder.Append(e)
+	if err == nil {
+		w.t.enqueue(e)
+	}
+	w.t.recMu.Unlock()
 	if err == nil {
 		w.t.Observe(e)
 	}
 	return e, err
+}
+
+// enqueue hands a recorded event to the online checks of the history
+// without ever blocking the recorder: when the queue is full (the checks
+// fell more than histQueue events behind) they stop, since a gap would
+// pair the history wrongly, and the line says so; the run goes on and
+// the full check after it judges the history.
+func (t *Tracker) enqueue(e history.Event) {
+	if t.histState.Load() != histBuffering {
+		return
+	}
+	select {
+	case t.hist <- e:
+	default:
+		t.histState.Store(histFull)
+	}
 }
 
 // Observe counts a recorded event: a client's completed operation (not
@@ -155,51 +204,95 @@ func (t *Tracker) Status() (Status, bool) {
 	return s, true
 }
 
-// Follow runs the online checks among names (the run's checkers) on the
-// apply log at path while the register appends it, until ctx ends, and
-// logs each checker's first violation with how long after its commit it
-// was found; first, when not nil, is told the checker's name then (chaos
-// run --stop-at-first ends the workload on it). An online check that stops (the log is damaged) says so on
-// the line and in the error; the run goes on, and the full check after it
-// judges the log.
-func (t *Tracker) Follow(ctx context.Context, path string, names []string, log *slog.Logger, first func(checker string)) error {
-	feeds := onlineFeeds(names)
-	if t == nil || len(feeds) == 0 {
+// FollowOption adjusts Follow.
+type FollowOption func(*followOpts)
+
+type followOpts struct{ fencing string }
+
+// Fencing is the run's fencing mode (register.ModeOn by default), which
+// the wrong-token check needs: in strict mode a second write under one
+// grant is rejected by design.
+func Fencing(mode string) FollowOption { return func(o *followOpts) { o.fencing = mode } }
+
+// Follow runs the online checks among names (the run's checkers) while
+// the run lasts, until ctx ends: those of the apply log at path as the
+// register appends it, and those of the history as it is recorded
+// (Recorder). It logs each checker's first violation with how long after
+// it happened it was found; first, when not nil, is told the checker's
+// name then (chaos run --stop-at-first ends the workload on it). An
+// online check that stops (the log is damaged, the history checks fell
+// behind) says so on the line and in the error; the run goes on, and the
+// full check after it judges the logs.
+func (t *Tracker) Follow(ctx context.Context, path string, names []string, log *slog.Logger, first func(checker string), opts ...FollowOption) error {
+	if t == nil {
+		return nil
+	}
+	o := followOpts{fencing: register.ModeOn}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	feeds, hist := onlineFeeds(names), historyFeeds(names, o.fencing)
+	if len(hist) == 0 {
+		t.histState.Store(histOff)
+	}
+	if len(feeds)+len(hist) == 0 {
 		return nil
 	}
 	t.mu.Lock()
+	base := len(t.online)
 	for _, f := range feeds {
 		t.online = append(t.online, Count{Name: f.name})
 	}
+	for _, h := range hist {
+		t.online = append(t.online, Count{Name: h.Name()})
+	}
 	t.mu.Unlock()
-	err := register.Follow(ctx, path, followPoll, func(e *register.Entry) {
-		for i, f := range feeds {
-			n, what := f.add(e)
-			if n == 0 {
-				continue
-			}
-			t.mu.Lock()
-			t.online[i].Violations += n
-			firstOne := t.online[i].Violations == n
-			t.mu.Unlock()
-			if firstOne {
-				log.Info("online check: first violation", "checker", f.name, "seq", e.Seq,
-					"after_commit", time.Since(time.Unix(0, e.Wall)).Round(time.Millisecond).String(), "violation", what)
-				if first != nil {
-					first(f.name)
+	herr := make(chan error, 1)
+	go func() { herr <- t.followHistory(ctx, hist, base+len(feeds), log, first) }()
+	var err error
+	if len(feeds) > 0 {
+		err = register.Follow(ctx, path, followPoll, func(e *register.Entry) {
+			for i, f := range feeds {
+				if n, what := f.add(e); n > 0 {
+					t.found(base+i, n, log, first, "violation", what, "seq", e.Seq,
+						"after_commit", time.Since(time.Unix(0, e.Wall)).Round(time.Millisecond).String())
 				}
 			}
+		})
+		if err != nil {
+			t.stopped(base, base+len(feeds), err)
+			err = fmt.Errorf("online checks: %w", err)
 		}
-	})
-	if err != nil {
-		t.mu.Lock()
-		for i := range t.online {
-			t.online[i].Stopped = err.Error()
-		}
-		t.mu.Unlock()
-		return fmt.Errorf("online checks: %w", err)
+	} else {
+		<-ctx.Done()
 	}
-	return nil
+	return errors.Join(err, <-herr)
+}
+
+// found counts n violations of online check i and, at its first, logs
+// what and tells first.
+func (t *Tracker) found(i, n int, log *slog.Logger, first func(string), attrs ...any) {
+	t.mu.Lock()
+	t.online[i].Violations += n
+	firstOne := t.online[i].Violations == n
+	name := t.online[i].Name
+	t.mu.Unlock()
+	if !firstOne {
+		return
+	}
+	log.Info("online check: first violation", append([]any{"checker", name}, attrs...)...)
+	if first != nil {
+		first(name)
+	}
+}
+
+// stopped marks online checks [from, to) stopped by err.
+func (t *Tracker) stopped(from, to int, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := from; i < to; i++ {
+		t.online[i].Stopped = err.Error()
+	}
 }
 
 // followPoll is how often Follow looks for new apply-log lines: a

@@ -252,7 +252,7 @@ func (c *controller) setPhase(p store.Phase) error {
 	return c.updateStatus(func(s *store.Status) { s.Phase = p })
 }
 
-// online starts the online checks of the apply log for the progress line
+// online starts the online checks of the apply log and the history for the progress line
 // (a signal only: the verdict is the full check after the run), and with
 // --stop-at-first to end the workload at the first violation, and
 // returns what stops them once the register has written its last entry
@@ -266,7 +266,7 @@ func (c *controller) online() (stop func()) {
 	}
 	go func() {
 		defer close(done)
-		if err := c.track.Follow(ctx, c.run.Path(store.ApplyLogFile), names, c.log, c.stopAtFirst); err != nil {
+		if err := c.track.Follow(ctx, c.run.Path(store.ApplyLogFile), names, c.log, c.stopAtFirst, progress.Fencing(c.cfg.Fencing)); err != nil {
 			c.log.Warn("progress: the online check stopped; the check after the run judges the log", "err", err)
 		}
 	}()

@@ -69,18 +69,21 @@ type grantsOf struct {
 	holders map[history.Process]int64
 }
 
-// rejection is a holder's rejection, judged or waiting to be.
+// rejection is a holder's rejection, judged or waiting to be. Once
+// judged it keeps the times it needs, not the operations (which would
+// keep their neighbours in memory: lockview.Pairer makes them in slabs).
 type rejection struct {
-	o       *lockview.Op
-	grant   *lockview.Op
-	wrote   bool
-	rank    int64
-	session lockview.Session
-	why     string // "" for a wrong token
-	v       WrongToken
+	o, grant    *lockview.Op // until judged
+	key         string
+	done, gDone int64
+	wrote       bool
+	rank        int64
+	session     lockview.Session
+	why         string // "" for a wrong token
+	v           WrongToken
 }
 
-var _ stream.Checker[lockview.Item, stream.Found] = (*WrongTokenStream)(nil)
+var _ stream.Checker[*lockview.Item, stream.Found] = (*WrongTokenStream)(nil)
 
 // NewWrongTokenStream judges the rejections of a run fenced in mode
 // (register.ModeStrict explains a second write under one grant) and keeps
@@ -98,7 +101,7 @@ func (s *WrongTokenStream) Name() string { return NameWrongToken }
 
 // Add implements stream.Checker: the wrong tokens that are certain once
 // this event is in.
-func (s *WrongTokenStream) Add(it lockview.Item) []stream.Found {
+func (s *WrongTokenStream) Add(it *lockview.Item) []stream.Found {
 	if t := it.Event.Time; t < s.now {
 		s.deferred = true
 	} else {
@@ -156,7 +159,7 @@ func (s *WrongTokenStream) unhold(k holdKey) {
 
 // done reads a completed operation: a grant, or a read or write that the
 // register rejected.
-func (s *WrongTokenStream) done(it lockview.Item) {
+func (s *WrongTokenStream) done(it *lockview.Item) {
 	o := it.Op
 	k := holdKey{o.Process, o.Key}
 	if o.F == history.FAcquire && o.Type == history.OK {
@@ -176,9 +179,9 @@ func (s *WrongTokenStream) done(it lockview.Item) {
 	h := s.holds[k]
 	if rejected(*o) {
 		s.d.Rejections++
-		r := &rejection{o: o, rank: it.Rank}
+		r := &rejection{o: o, rank: it.Rank, key: o.Key, done: o.Done}
 		if h != nil {
-			r.grant, r.wrote = h.grant, h.wrote
+			r.grant, r.wrote, r.gDone = h.grant, h.wrote, h.grant.Done
 		}
 		s.due = append(s.due, r)
 	}
@@ -237,6 +240,10 @@ func (s *WrongTokenStream) judge(r *rejection) {
 		r.session = s.x.SessionAt(r.grant.Process, r.grant.Done).Clone()
 		r.why = s.explain(r)
 	}
+	if r.why == "" {
+		r.v = wrongToken(r.grant, o)
+	}
+	r.o, r.grant = nil, nil
 	if r.why != "" {
 		s.d.Explained[r.why]++
 		if r.why == ExplainedNewerGrant {
@@ -245,7 +252,6 @@ func (s *WrongTokenStream) judge(r *rejection) {
 		return
 	}
 	s.d.ViolationCount++
-	r.v = wrongToken(r.grant, o)
 	s.found = append(s.found, r)
 	s.waiting = append(s.waiting, r)
 	s.judged[o.Process] = append(s.judged[o.Process], r)
@@ -286,7 +292,7 @@ func (s *WrongTokenStream) explainLater(g lockview.Gone) {
 	rs := s.judged[g.Process]
 	n := 0
 	for _, r := range rs {
-		if g.Time >= r.grant.Done && g.LastSeenNS < r.o.Done && r.session.May(g.Session) {
+		if g.Time >= r.gDone && g.LastSeenNS < r.done && r.session.May(g.Session) {
 			s.relabel(r)
 			continue
 		}
@@ -317,11 +323,11 @@ func (s *WrongTokenStream) report(since int64) []stream.Found {
 	for _, r := range s.waiting {
 		switch {
 		case r.why != "":
-		case r.o.Done > since:
+		case r.done > since:
 			s.waiting[n] = r
 			n++
 		default:
-			found = append(found, stream.Found{Key: r.o.Key, TimeNS: r.o.Done, Message: r.v.Message})
+			found = append(found, stream.Found{Key: r.key, TimeNS: r.done, Message: r.v.Message})
 		}
 	}
 	clear(s.waiting[n:])
@@ -350,7 +356,7 @@ func (s *WrongTokenStream) Result() WrongTokenDetails {
 		}
 		s.found[n] = r
 		n++
-		d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, r.o.Done)
+		d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, r.done)
 		if len(d.Violations) < s.limit {
 			d.Violations = append(d.Violations, r.v)
 		}

@@ -133,7 +133,8 @@ func reportedBeyond(in checker.Input) bool {
 	p := lockview.NewPairer()
 	n := 0
 	for _, e := range in.History {
-		n += len(s.Add(p.Add(e)))
+		it := p.Add(e)
+		n += len(s.Add(&it))
 	}
 	n += len(s.Finish())
 	d := s.Result()

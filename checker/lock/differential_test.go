@@ -304,7 +304,8 @@ func TestOverlapStreamReportsEveryViolation(t *testing.T) {
 		p := lockview.NewPairer()
 		reported := 0
 		for _, e := range h {
-			reported += len(s.Add(p.Add(e)))
+			it := p.Add(e)
+			reported += len(s.Add(&it))
 		}
 		reported += len(s.Finish())
 		d := s.Result()

@@ -98,7 +98,7 @@ type candidate struct {
 	reported bool
 }
 
-var _ stream.Checker[lockview.Item, stream.Found] = (*OverlapStream)(nil)
+var _ stream.Checker[*lockview.Item, stream.Found] = (*OverlapStream)(nil)
 
 // NewOverlapStream keeps the first limit findings of each kind as
 // evidence; deferred judges only at Finish.
@@ -113,7 +113,7 @@ func (s *OverlapStream) Name() string { return NameGrantOverlap }
 
 // Add implements stream.Checker: the false releases and overlaps that are
 // certain once this event is in.
-func (s *OverlapStream) Add(it lockview.Item) []stream.Found {
+func (s *OverlapStream) Add(it *lockview.Item) []stream.Found {
 	var found []stream.Found
 	t := it.Event.Time
 	if t < s.now {
@@ -170,7 +170,7 @@ func (s *OverlapStream) unhold(k heldKey) {
 }
 
 // done reads a completed operation: a grant, or the release that ends one.
-func (s *OverlapStream) done(it lockview.Item) {
+func (s *OverlapStream) done(it *lockview.Item) {
 	o := it.Op
 	k := heldKey{o.Process, o.Key}
 	if h := s.held[k]; h != nil && h.end == o {

@@ -76,7 +76,7 @@ type TokenOrderStream struct {
 	deferred bool
 	d        TokenOrderDetails
 	keys     map[string]*tokenKey
-	waiting  map[string]bool // keys with grants waiting for the clock
+	waiting  []*tokenKey // keys with grants waiting for the clock
 	now      int64
 }
 
@@ -87,17 +87,18 @@ type tokenGrant struct {
 }
 
 type tokenKey struct {
+	key     string
 	last    *tokenGrant
 	waiting []tokenGrant
 	found   []TokenRegression // the first limit of the key
 }
 
-var _ stream.Checker[lockview.Item, stream.Found] = (*TokenOrderStream)(nil)
+var _ stream.Checker[*lockview.Item, stream.Found] = (*TokenOrderStream)(nil)
 
 // NewTokenOrderStream keeps the first limit regressions as evidence;
 // deferred compares only at Finish.
 func NewTokenOrderStream(limit int, deferred bool) *TokenOrderStream {
-	return &TokenOrderStream{limit: limit, deferred: deferred, keys: map[string]*tokenKey{}, waiting: map[string]bool{},
+	return &TokenOrderStream{limit: limit, deferred: deferred, keys: map[string]*tokenKey{},
 		d: TokenOrderDetails{Regressions: []TokenRegression{}}}
 }
 
@@ -106,11 +107,14 @@ func (s *TokenOrderStream) Name() string { return NameTokenOrder }
 
 // Add implements stream.Checker: the regressions found once the clock
 // passed their grant.
-func (s *TokenOrderStream) Add(it lockview.Item) []stream.Found {
+func (s *TokenOrderStream) Add(it *lockview.Item) []stream.Found {
 	var found []stream.Found
+	if it.Event.Time < s.now {
+		s.deferred = true // a clock that goes back: compare at Finish
+	}
 	if t := it.Event.Time; t > s.now {
 		s.now = t
-		if !s.deferred {
+		if !s.deferred && len(s.waiting) > 0 {
 			found = s.flush(t)
 		}
 	}
@@ -125,19 +129,21 @@ func (s *TokenOrderStream) Add(it lockview.Item) []stream.Found {
 	s.d.Grants++
 	k := s.keys[o.Key]
 	if k == nil {
-		k = &tokenKey{}
+		k = &tokenKey{key: o.Key}
 		s.keys[o.Key] = k
 	}
+	if len(k.waiting) == 0 {
+		s.waiting = append(s.waiting, k)
+	}
 	k.waiting = append(k.waiting, tokenGrant{o.Done, it.Rank, o.Process, tok})
-	s.waiting[o.Key] = true
 	return found
 }
 
 // flush compares the waiting grants done before now (all of them: math.MaxInt64).
 func (s *TokenOrderStream) flush(now int64) []stream.Found {
 	var found []stream.Found
-	for key := range s.waiting {
-		k := s.keys[key]
+	left := 0
+	for _, k := range s.waiting {
 		slices.SortStableFunc(k.waiting, func(a, b tokenGrant) int {
 			if a.t != b.t {
 				return cmp.Compare(a.t, b.t)
@@ -146,15 +152,18 @@ func (s *TokenOrderStream) flush(now int64) []stream.Found {
 		})
 		n := 0
 		for ; n < len(k.waiting) && k.waiting[n].t < now; n++ {
-			if f, ok := s.compare(key, k, k.waiting[n]); ok {
+			if f, ok := s.compare(k.key, k, k.waiting[n]); ok {
 				found = append(found, f)
 			}
 		}
 		k.waiting = append(k.waiting[:0], k.waiting[n:]...)
-		if len(k.waiting) == 0 {
-			delete(s.waiting, key)
+		if len(k.waiting) > 0 {
+			s.waiting[left] = k
+			left++
 		}
 	}
+	clear(s.waiting[left:])
+	s.waiting = s.waiting[:left]
 	return found
 }
 

@@ -20,7 +20,8 @@ const (
 // Item is what one history event tells the lock checkers, paired as Of
 // pairs: the streaming checkers read the history as these, one event at
 // a time, so that they and the batch checkers (the streams fed the whole
-// history) pair it the same way.
+// history) pair it the same way. A stream gets a pointer valid only
+// during its Add (the feeder reuses one Item); Op it may keep.
 type Item struct {
 	Kind int
 	// Op is the operation invoked or completed; the same pointer for both,
@@ -42,7 +43,13 @@ type Pairer struct {
 	rank int64
 	// ranks are the open operations' ranks.
 	ranks map[*Op]int64
+	// slab is where the next operations are made: one allocation for
+	// opSlab of them (allocating each was most of a batch check's time),
+	// small enough that an operation a stream keeps holds little else.
+	slab []Op
 }
+
+const opSlab = 64
 
 // NewPairer starts pairing a history from its first event.
 func NewPairer() *Pairer {
@@ -67,7 +74,11 @@ func (p *Pairer) Add(e history.Event) Item {
 		if old := p.open[e.Process]; old != nil {
 			delete(p.ranks, old) // stays open for ever, as in Of
 		}
-		o := new(Op)
+		if len(p.slab) == 0 {
+			p.slab = make([]Op, opSlab)
+		}
+		o := &p.slab[0]
+		p.slab = p.slab[1:]
 		*o = opOf(e)
 		p.open[e.Process], p.ranks[o] = o, p.rank
 		it.Kind, it.Op, it.Rank = ItemInvoke, o, p.rank
@@ -118,13 +129,15 @@ func Monotone(h []history.Event) bool {
 
 // Feed pairs h and hands each item to add (a stream's Add), checking ctx
 // now and then: a batch checker is its stream fed the whole history.
-func Feed[V any](ctx context.Context, h []history.Event, add func(Item) []V) error {
+func Feed[V any](ctx context.Context, h []history.Event, add func(*Item) []V) error {
 	p := NewPairer()
+	var it Item // one for all: a stream reads an item only during its Add
 	for i, e := range h {
 		if i&0xffff == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		add(p.Add(e))
+		it = p.Add(e)
+		add(&it)
 	}
 	return nil
 }
