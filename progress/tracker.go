@@ -263,10 +263,9 @@ func (t *Tracker) Follow(ctx context.Context, path string, names []string, log *
 			t.stopped(base, base+len(feeds), err)
 			err = fmt.Errorf("online checks: %w", err)
 		}
-	} else {
-		<-ctx.Done()
+		return errors.Join(err, <-herr)
 	}
-	return errors.Join(err, <-herr)
+	return <-herr // followHistory returns when ctx ends, or when it stops
 }
 
 // found counts n violations of online check i and, at its first, logs
