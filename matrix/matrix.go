@@ -79,10 +79,10 @@ func (c Cell) RunArgs(seed int64) []string {
 // StopsAtFirst says the cell's run ends at its first violation (chaos run
 // --stop-at-first) instead of running its whole time limit: every
 // verdict it expects is invalid, and every checker it names has an online
-// check that can see the violation while the run lasts. Only the
-// double-writer has one today, so these are the cells that expect an
-// invalid double-writer and nothing else; other invalid cells run their
-// time as before.
+// check that can see the violation while the run lasts (progress.Online:
+// double-writer, grant-overlap, token-order, wrong-token). Cells also
+// expecting a violation of liveness, herd or an election checker run
+// their time.
 func (c Cell) StopsAtFirst() bool {
 	if len(c.Expect) == 0 {
 		return false

@@ -74,7 +74,7 @@ func parseRunArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
 	fs.StringVar(&cfg.ACL, "acl", cfg.ACL, "on: the controller creates the lock root and keys with a digest ACL and workers authenticate; off: world-writable")
-	fs.BoolVar(&cfg.StopAtFirst, "stop-at-first", false, "end the workload at the first violation an online check finds (only double-writer has one), then heal, read finally and check as usual: invalid sooner (chaos test-all uses it for cells expected to fail double-writer)")
+	fs.BoolVar(&cfg.StopAtFirst, "stop-at-first", false, "end the workload at the first violation an online check finds (double-writer, grant-overlap, token-order, wrong-token), then heal, read finally and check as usual: invalid sooner (chaos test-all uses it for cells expected to fail only those)")
 	prog := fs.String("progress", string(progress.Auto), progressUsage)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return cfg, mode, err
