@@ -39,10 +39,8 @@ type Item struct {
 // Pairer pairs a history's events one at a time, in file order, as Of
 // does. Memory: one open operation per process.
 type Pairer struct {
-	open map[history.Process]*Op
+	open map[history.Process]openOp
 	rank int64
-	// ranks are the open operations' ranks.
-	ranks map[*Op]int64
 	// slab is where the next operations are made: one allocation for
 	// opSlab of them (allocating each was most of a batch check's time),
 	// small enough that an operation a stream keeps holds little else.
@@ -51,14 +49,27 @@ type Pairer struct {
 
 const opSlab = 64
 
+// openOp is an operation waiting for its completion, with its rank.
+type openOp struct {
+	op   *Op
+	rank int64
+}
+
 // NewPairer starts pairing a history from its first event.
 func NewPairer() *Pairer {
-	return &Pairer{open: map[history.Process]*Op{}, ranks: map[*Op]int64{}}
+	return &Pairer{open: map[history.Process]openOp{}}
 }
 
 // Add pairs the next event.
 func (p *Pairer) Add(e history.Event) Item {
-	it := Item{Event: e}
+	var it Item
+	p.fill(&it, e)
+	return it
+}
+
+// fill pairs the next event into it (Feed reuses one Item).
+func (p *Pairer) fill(it *Item, e history.Event) {
+	*it = Item{Event: e}
 	switch {
 	case e.Process == history.Nemesis:
 		if g, ok := goneOf(e); ok {
@@ -71,30 +82,25 @@ func (p *Pairer) Add(e history.Event) Item {
 			it.Kind, it.Instant = ItemInstant, instantOf(e)
 		}
 	case e.Type == history.Invoke:
-		if old := p.open[e.Process]; old != nil {
-			delete(p.ranks, old) // stays open for ever, as in Of
-		}
+		// One still open stays open for ever, as in Of.
 		if len(p.slab) == 0 {
 			p.slab = make([]Op, opSlab)
 		}
 		o := &p.slab[0]
 		p.slab = p.slab[1:]
 		*o = opOf(e)
-		p.open[e.Process], p.ranks[o] = o, p.rank
+		p.open[e.Process] = openOp{o, p.rank}
 		it.Kind, it.Op, it.Rank = ItemInvoke, o, p.rank
 		p.rank++
 	default:
-		o := p.open[e.Process]
-		if o == nil {
-			return it
+		o, ok := p.open[e.Process]
+		if !ok {
+			return
 		}
 		delete(p.open, e.Process)
-		it.Rank = p.ranks[o]
-		delete(p.ranks, o)
-		complete(o, e)
-		it.Kind, it.Op = ItemDone, o
+		complete(o.op, e)
+		it.Kind, it.Op, it.Rank = ItemDone, o.op, o.rank
 	}
-	return it
 }
 
 // opOf is the open operation an invocation starts.
@@ -136,7 +142,7 @@ func Feed[V any](ctx context.Context, h []history.Event, add func(*Item) []V) er
 		if i&0xffff == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		it = p.Add(e)
+		p.fill(&it, e)
 		add(&it)
 	}
 	return nil
