@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/checker/config"
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/history"
@@ -86,12 +87,12 @@ func TestTrackerFollowHistory(t *testing.T) {
 	if out := logs.String(); strings.Count(out, "first violation") != 2 || !strings.Contains(out, "after=") {
 		t.Errorf("log: %s", out)
 	}
-	for _, c := range []string{lock.NameGrantOverlap, lock.NameTokenOrder, fence.NameWrongToken, fence.NameDoubleWriter} {
+	for _, c := range []string{lock.NameGrantOverlap, lock.NameTokenOrder, fence.NameWrongToken, fence.NameDoubleWriter, config.NameMonotonic} {
 		if !Online(c) {
 			t.Errorf("Online(%s) = false", c)
 		}
 	}
-	for _, c := range []string{lock.NameHerd, lock.NameLiveness, "integrity"} {
+	for _, c := range []string{lock.NameHerd, lock.NameLiveness, "integrity", config.NameConsistent, config.NameConvergence, config.NameCAS} {
 		if Online(c) {
 			t.Errorf("Online(%s) = true: it has no online version", c)
 		}

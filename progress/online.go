@@ -3,6 +3,7 @@ package progress
 import (
 	"slices"
 
+	"github.com/zkchaos/zkchaos/checker/config"
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/checker/lockview"
@@ -38,7 +39,8 @@ type historyStream interface {
 
 // Online says whether checker has an online version, which can find a
 // violation while the run lasts: the double-writer on the apply log;
-// grant-overlap, token-order and wrong-token on the history.
+// grant-overlap, token-order, wrong-token and config-monotonic on the
+// history.
 func Online(checker string) bool {
 	names := []string{checker}
 	return len(onlineFeeds(names)) > 0 || len(historyFeeds(names, register.ModeOn)) > 0
@@ -71,6 +73,9 @@ func historyFeeds(names []string, mode string) []historyStream {
 	}
 	if slices.Contains(names, fence.NameWrongToken) {
 		out = append(out, fence.NewWrongTokenStream(0, mode, false))
+	}
+	if slices.Contains(names, config.NameMonotonic) {
+		out = append(out, config.NewMonotonicStream(0, false))
 	}
 	return out
 }

@@ -1,10 +1,14 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/lockview"
+	"github.com/zkchaos/zkchaos/checker/stream"
 	"github.com/zkchaos/zkchaos/history"
 )
 
@@ -43,39 +47,129 @@ type MonotonicDetails struct {
 // watch's first and every applied event in history order, never
 // decrease. An equal version is allowed (a notification may re-read the
 // same data). A retired client's successor is a new process and starts
-// afresh.
+// afresh. It is a MonotonicStream fed the whole history.
 func CheckMonotonic(ctx context.Context, in checker.Input) checker.Result {
-	v := viewOf(in.History)
-	d := MonotonicDetails{Clients: len(v.clients), Applied: len(v.applies), Unversioned: v.unversioned}
-	type pk struct {
-		p   history.Process
-		key string
+	s := NewMonotonicStream(in.Limit(), !indexesGrow(in.History))
+	if err := lockview.Feed(ctx, in.History, s.Add); err != nil {
+		return checker.Cancelled(ctx)
 	}
-	highest := map[pk]applied{}
-	var ev evidence[Regression]
-	for i, a := range v.applies {
-		if i&0xffff == 0 && ctx.Err() != nil {
-			return checker.Cancelled(ctx)
-		}
-		k := pk{a.Process, a.Key}
-		h, seen := highest[k]
-		if !seen || a.Version > h.Version {
-			highest[k] = a
-			continue
-		}
-		if a.Version < h.Version {
-			ev.add(in.Limit(), regression(h, a), a.Time)
-		}
-	}
-	d.Violations, d.ViolationCount, d.ViolationsOmitted, d.FirstViolationTimeNS = ev.violations(), ev.count, ev.omitted, ev.first
-	if d.Applied == 0 {
-		d.Note = "no client applied a version"
-	}
-	if ev.count == 0 {
+	s.Finish()
+	d := s.Result()
+	if d.ViolationCount == 0 {
 		return checker.Result{Valid: checker.Valid, Details: d}
 	}
 	return checker.Result{Valid: checker.Invalid, Details: d,
-		Error: fmt.Sprintf("%d times a client applied an older config version than one it had applied; first: %s", ev.count, d.Violations[0].Message)}
+		Error: fmt.Sprintf("%d times a client applied an older config version than one it had applied; first: %s", d.ViolationCount, d.Violations[0].Message)}
+}
+
+// indexesGrow says whether h's indexes grow in file order, as a
+// recorder writes them: the rule's "history order" is the indexes'.
+func indexesGrow(h []history.Event) bool {
+	for i := 1; i < len(h); i++ {
+		if h[i].Index <= h[i-1].Index {
+			return false
+		}
+	}
+	return true
+}
+
+// MonotonicStream is config-monotonic fed the history one paired event at
+// a time: a version applied is judged at once against the highest its
+// process applied to the key (the rule reads nothing later). Memory: per
+// client process and key, its highest version, and the first limit
+// regressions. In deferred mode (a file whose indexes do not grow) the
+// versions are judged at Finish, in the order of their indexes.
+type MonotonicStream struct {
+	limit       int
+	deferred    bool
+	pending     []applied
+	clients     map[client]bool
+	highest     map[client]applied
+	applied     int
+	unversioned int
+	ev          evidence[Regression]
+}
+
+var _ stream.Checker[*lockview.Item, stream.Found] = (*MonotonicStream)(nil)
+
+// NewMonotonicStream keeps the first limit regressions as evidence;
+// deferred judges at Finish.
+func NewMonotonicStream(limit int, deferred bool) *MonotonicStream {
+	return &MonotonicStream{limit: limit, deferred: deferred, clients: map[client]bool{}, highest: map[client]applied{}}
+}
+
+// Name implements stream.Checker.
+func (s *MonotonicStream) Name() string { return NameMonotonic }
+
+// Add implements stream.Checker: the regression the item's version makes.
+func (s *MonotonicStream) Add(it *lockview.Item) []stream.Found {
+	var a applied
+	var val *history.Value
+	switch {
+	case it.Kind == lockview.ItemInvoke && it.Op.F == history.FWatch:
+		s.clients[client{it.Op.Process, it.Op.Key}] = true
+		return nil
+	case it.Kind == lockview.ItemDone && it.Op.F == history.FWatch && it.Op.Type == history.OK:
+		o := it.Op
+		a, val = applied{Process: o.Process, Key: o.Key, F: o.F, Time: o.Done, Index: o.Index}, o.Value
+	case it.Kind == lockview.ItemInstant && it.Instant.F == history.FApplied:
+		e := it.Instant
+		s.clients[client{e.Process, e.Key}] = true
+		a, val = applied{Process: e.Process, Key: e.Key, F: e.F, Time: e.Time, Index: e.Index}, e.Value
+	default:
+		return nil
+	}
+	if val == nil || val.Version == nil {
+		s.unversioned++
+		return nil
+	}
+	a.Version, a.Digest = *val.Version, val.Digest
+	s.applied++
+	if s.deferred {
+		s.pending = append(s.pending, a)
+		return nil
+	}
+	return s.judge(a)
+}
+
+// Finish judges what deferred mode kept, in the order of the indexes.
+func (s *MonotonicStream) Finish() []stream.Found {
+	slices.SortStableFunc(s.pending, func(a, b applied) int {
+		return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Time, b.Time))
+	})
+	var found []stream.Found
+	for _, a := range s.pending {
+		found = append(found, s.judge(a)...)
+	}
+	s.pending = nil
+	return found
+}
+
+// judge compares a version applied with the highest its process applied
+// to the key before.
+func (s *MonotonicStream) judge(a applied) []stream.Found {
+	k := client{a.Process, a.Key}
+	h, seen := s.highest[k]
+	if !seen || a.Version > h.Version {
+		s.highest[k] = a
+		return nil
+	}
+	if a.Version == h.Version {
+		return nil
+	}
+	r := regression(h, a)
+	s.ev.add(s.limit, r, a.Time)
+	return []stream.Found{{Key: a.Key, TimeNS: a.Time, Message: r.Message}}
+}
+
+// Result is the evidence so far.
+func (s *MonotonicStream) Result() MonotonicDetails {
+	d := MonotonicDetails{Clients: len(s.clients), Applied: s.applied, Unversioned: s.unversioned}
+	d.Violations, d.ViolationCount, d.ViolationsOmitted, d.FirstViolationTimeNS = s.ev.violations(), s.ev.count, s.ev.omitted, s.ev.first
+	if d.Applied == 0 {
+		d.Note = "no client applied a version"
+	}
+	return d
 }
 
 func regression(h, a applied) Regression {

@@ -54,7 +54,8 @@ func TestCuratorSelectorIsAnElectionSubject(t *testing.T) {
 }
 
 // TestStopAtFirstFlag: off by default; on for a workload with an online
-// check (lock: double-writer); refused for one without, before anything
+// check (lock: double-writer and others; config: config-monotonic);
+// refused for one without (election), before anything
 // starts (exit 255).
 func TestStopAtFirstFlag(t *testing.T) {
 	if cfg, err := parseRunFlags([]string{"--results", t.TempDir()}, io.Discard); err != nil || cfg.StopAtFirst {
@@ -63,11 +64,15 @@ func TestStopAtFirstFlag(t *testing.T) {
 	if cfg, err := parseRunFlags([]string{"--stop-at-first", "--results", t.TempDir()}, io.Discard); err != nil || !cfg.StopAtFirst {
 		t.Fatalf("--stop-at-first: %v, err %v; want true, nil", cfg.StopAtFirst, err)
 	}
-	args := []string{"--workload", "config", "--stop-at-first", "--results", t.TempDir()}
-	if _, err := parseRunFlags(args, io.Discard); err == nil || !strings.Contains(err.Error(), "--stop-at-first: none of the config workload's checkers has an online check") {
-		t.Errorf("%v: error %v, want one saying the config workload has no online check", args, err)
+	args := []string{"--workload", "election", "--stop-at-first", "--results", t.TempDir()}
+	if _, err := parseRunFlags(args, io.Discard); err == nil || !strings.Contains(err.Error(), "--stop-at-first: none of the election workload's checkers has an online check") {
+		t.Errorf("%v: error %v, want one saying the election workload has no online check", args, err)
 	}
 	if code := cmdRun(context.Background(), context.Background(), args); code != exitHarness {
 		t.Errorf("chaos run %v: exit %d, want %d", args, code, exitHarness)
+	}
+	config := []string{"--workload", "config", "--stop-at-first", "--results", t.TempDir()}
+	if cfg, err := parseRunFlags(config, io.Discard); err != nil || !cfg.StopAtFirst {
+		t.Errorf("%v: %v, err %v; want accepted (config-monotonic is online)", config, cfg.StopAtFirst, err)
 	}
 }
