@@ -125,7 +125,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, stderr io.Writer) (*
 	defer logf.Close()
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, logf), nil))
 	if cfg.Profile {
-		stop, err := startProfile(run.Path(ProfileFile))
+		stop, err := StartProfile(run.Path(ProfileFile))
 		if err != nil {
 			return nil, run.Dir, err
 		}
@@ -135,7 +135,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, stderr io.Writer) (*
 	res := &Result{RunID: e.runID, NetMode: e.netMode, Cluster: cfg.Cluster, Nodes: cfg.Nodes, Clients: cfg.Clients,
 		Quick: cfg.Quick, Warmup: cfg.Warmup.Seconds(), Window: cfg.Window.Seconds(), Start: t0}
 	if cfg.Profile {
-		res.Profiles = []string{ProfileFile}
+		res.Profiles = []string{ProfileFile, "worker-N.cpu.pprof (built-in workers; N the process number)"}
 	}
 	if err == nil {
 		err = e.measure(ctx, res)
@@ -201,8 +201,13 @@ func overheadRecipe(subs []string) string {
 
 func isExec(s string) bool { return strings.HasPrefix(s, subjects.ExecPrefix) }
 
-// startProfile writes the controller's CPU profile to path until stop.
-func startProfile(path string) (stop func(), err error) {
+// WorkerProfileEnv, set to a folder in a built-in worker's environment,
+// has it write its CPU profile there (worker-N.cpu.pprof, N its process
+// number) until it exits: chaos bench --profile sets it.
+const WorkerProfileEnv = "ZKCHAOS_WORKER_CPUPROFILE"
+
+// StartProfile writes this process's CPU profile to path until stop.
+func StartProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)

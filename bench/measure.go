@@ -21,8 +21,9 @@ var errFailed = errors.New("operation failed")
 // sessions and the servers' JIT settle) and lasts window. An operation is
 // never cut short: the loops stop between operations, so a worker is
 // never left with an answer nobody waits for. ctx ending stops early with
-// its error.
-func window(ctx context.Context, n int, warmup, length time.Duration, op func(ctx context.Context, client int) error) (ok, failed int64, took time.Duration, err error) {
+// its error. probe, when not nil, is read as the window opens and as it
+// closes, and the figure gets its CPU per operation.
+func window(ctx context.Context, n int, warmup, length time.Duration, probe func() cpuTimes, op func(ctx context.Context, client int) error) (Figure, error) {
 	var stop atomic.Bool
 	oks := make([]atomic.Int64, n)
 	fails := make([]atomic.Int64, n)
@@ -54,19 +55,24 @@ func window(ctx context.Context, n int, warmup, length time.Duration, op func(ct
 		}
 		return s
 	}
+	if probe == nil {
+		probe = func() cpuTimes { return nil }
+	}
 	ctxsleep.Sleep(broke, warmup)
-	ok0, failed0, t0 := sum(oks), sum(fails), time.Now()
+	ok0, failed0, cpu0, t0 := sum(oks), sum(fails), probe(), time.Now()
 	ctxsleep.Sleep(broke, length)
-	ok1, failed1, t1 := sum(oks), sum(fails), time.Now()
+	ok1, failed1, cpu1, t1 := sum(oks), sum(fails), probe(), time.Now()
 	stop.Store(true)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return 0, 0, 0, err
+		return Figure{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, 0, 0, err
+		return Figure{}, err
 	}
-	return ok1 - ok0, failed1 - failed0, t1.Sub(t0), nil
+	f := Figure{Clients: n, Ops: ok1 - ok0, Failed: failed1 - failed0, CPUPerOp: perOp(cpu0, cpu1, ok1-ok0)}
+	f.rate(t1.Sub(t0))
+	return f, nil
 }
 
 // keyOf is the lock key of client i in layout (prefix keeps subjects'

@@ -60,6 +60,9 @@ type Figure struct {
 	Seconds  float64 `json:"seconds"`
 	PerSec   float64 `json:"per_second"`
 	Includes string  `json:"includes"`
+	// CPUPerOp is the CPU milliseconds one operation cost in the window,
+	// by role (RoleServers, ...; RoleMachine is every core's busy time).
+	CPUPerOp map[string]float64 `json:"cpu_ms_per_op,omitempty"`
 }
 
 // Name identifies a figure: subject/kind/layout.
@@ -81,18 +84,27 @@ type Overhead struct {
 	Samples     int     `json:"samples"`
 	DirectNS    int64   `json:"direct_median_ns"`
 	WorkerNS    int64   `json:"worker_median_ns"`
-	Fraction    float64 `json:"fraction"` // (worker - direct) / direct
+	Fraction    float64 `json:"fraction"` // median(worker - direct) / median(direct), pairwise
 	Includes    string  `json:"includes"`
 	DirectRawNS []int64 `json:"-"`
 	WorkerRawNS []int64 `json:"-"`
 }
 
-// settle computes the medians and the fraction from the samples.
+// settle computes the medians and the fraction from the samples. The
+// fraction is the median of the paired differences (each worker sample
+// minus the in-process one taken just before it) over the in-process
+// median: pairing cancels the drift of a shared machine (a neighbour's
+// burst slows both of a pair), which two separate medians do not.
 func (o *Overhead) settle() {
 	o.Samples = min(len(o.DirectRawNS), len(o.WorkerRawNS))
 	o.DirectNS, o.WorkerNS = Median(o.DirectRawNS), Median(o.WorkerRawNS)
+	diffs := make([]int64, o.Samples)
+	for i := range diffs {
+		diffs[i] = o.WorkerRawNS[i] - o.DirectRawNS[i]
+	}
+	o.Fraction = 0
 	if o.DirectNS > 0 {
-		o.Fraction = float64(o.WorkerNS-o.DirectNS) / float64(o.DirectNS)
+		o.Fraction = float64(Median(diffs)) / float64(o.DirectNS)
 	}
 }
 
@@ -252,6 +264,9 @@ func (r *Result) Print(w io.Writer) {
 			failed = fmt.Sprintf(" (%d failed)", f.Failed)
 		}
 		fmt.Fprintf(w, "  %-30s %9.1f/s%s   [%s]\n", f.Name(), f.PerSec, failed, f.Includes)
+		if len(f.CPUPerOp) > 0 {
+			fmt.Fprintf(w, "  %-30s CPU ms/op:%s\n", "", cpuText(f.CPUPerOp))
+		}
 	}
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, "  overhead (%s): worker %s vs in-process %s per acquire+release, median of %d: %+.1f%%   [%s]\n",
@@ -272,4 +287,15 @@ func valueText(t Target) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3f", t.Value)
+}
+
+// cpuText is a figure's CPU per operation, the roles in a fixed order.
+func cpuText(m map[string]float64) string {
+	var b strings.Builder
+	for _, role := range []string{RoleServers, RoleWorkers, RoleController, RoleRegister, RoleMachine} {
+		if v, ok := m[role]; ok {
+			fmt.Fprintf(&b, " %s %.2f", role, v)
+		}
+	}
+	return b.String()
 }

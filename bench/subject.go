@@ -70,7 +70,7 @@ func (e *env) rawPairs(ctx context.Context, layout string) (Figure, error) {
 		}
 	}
 	acl := zk.WorldACL(zk.PermAll)
-	ok, failed, took, err := window(ctx, e.cfg.Clients, e.cfg.Warmup, e.cfg.Window, func(_ context.Context, i int) error {
+	f, err := window(ctx, e.cfg.Clients, e.cfg.Warmup, e.cfg.Window, func() cpuTimes { return e.cpuSample(nil) }, func(_ context.Context, i int) error {
 		p, err := conns[i].Create(dirs[i]+"/n-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
 		if err != nil {
 			return fmt.Errorf("create: %w", err)
@@ -80,8 +80,7 @@ func (e *env) rawPairs(ctx context.Context, layout string) (Figure, error) {
 		}
 		return nil
 	})
-	f := Figure{Subject: SubjectRaw, Kind: KindPairs, Layout: layout, Clients: e.cfg.Clients, Ops: ok, Failed: failed, Includes: Includes(KindPairs)}
-	f.rate(took)
+	f.Subject, f.Kind, f.Layout, f.Includes = SubjectRaw, KindPairs, layout, Includes(KindPairs)
 	return f, err
 }
 
@@ -113,19 +112,22 @@ func (e *env) subjectFigures(ctx context.Context, subject string, first int) ([]
 	}
 	defer e.stopWorkers(ws)
 	e.log.Info("workers started", "subject", subject, "n", len(ws), "took", time.Since(t).Round(time.Millisecond).String())
+	pids := make([]int, len(ws))
+	for i, w := range ws {
+		pids[i] = w.p.PID()
+	}
 	var figs []Figure
 	for _, kind := range []string{KindLock, KindSection} {
 		for _, layout := range []string{Hot, Spread} {
 			var value atomic.Int64
-			ok, failed, took, err := window(ctx, len(ws), e.cfg.Warmup, e.cfg.Window, func(_ context.Context, i int) error {
+			f, err := window(ctx, len(ws), e.cfg.Warmup, e.cfg.Window, func() cpuTimes { return e.cpuSample(pids) }, func(_ context.Context, i int) error {
 				return e.section(ctx, ws[i].p, keyOf(subject, layout, i), kind == KindSection, value.Add(1))
 			})
 			if err != nil {
 				return figs, fmt.Errorf("%s %s %s: %w", subject, kind, layout, err)
 			}
-			f := Figure{Subject: subject, Kind: kind, Layout: layout, Clients: len(ws), Ops: ok, Failed: failed, Includes: Includes(kind)}
-			f.rate(took)
-			e.log.Info("figure", "name", f.Name(), "per_second", fmt.Sprintf("%.1f", f.PerSec), "failed", failed)
+			f.Subject, f.Kind, f.Layout, f.Includes = subject, kind, layout, Includes(kind)
+			e.log.Info("figure", "name", f.Name(), "per_second", fmt.Sprintf("%.1f", f.PerSec), "failed", f.Failed)
 			figs = append(figs, f)
 		}
 	}
@@ -206,6 +208,7 @@ func (e *env) overhead(ctx context.Context, recipe string, process int) (*Overhe
 	}
 	end := time.Now().Add(e.cfg.Warmup + e.cfg.Window)
 	for warm := time.Now().Add(e.cfg.Warmup); time.Now().Before(end); {
+		record := time.Now().After(warm) // both of a pair, or neither
 		for _, m := range []struct {
 			f  func() error
 			to *[]int64
@@ -214,7 +217,7 @@ func (e *env) overhead(ctx context.Context, recipe string, process int) (*Overhe
 			if err := m.f(); err != nil {
 				return nil, fmt.Errorf("overhead: %w", err)
 			}
-			if t.After(warm) {
+			if record {
 				*m.to = append(*m.to, int64(time.Since(t)))
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -64,7 +65,15 @@ func (e *env) startWorker(ctx context.Context, subject, root string, process int
 	if err != nil {
 		return nil, fmt.Errorf("subject %s: %w", subject, err)
 	}
-	cmd, host, err := runner.ProcessCommand(ctx, e.ens.Net, fmt.Sprintf("w%d", process), prog, e.reg.WorkerEnv(e.procEnv), args...)
+	env := e.reg.WorkerEnv(e.procEnv)
+	if e.cfg.Profile {
+		dir, err := filepath.Abs(e.run.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("profile folder: %w", err)
+		}
+		env = append(env, WorkerProfileEnv+"="+dir)
+	}
+	cmd, host, err := runner.ProcessCommand(ctx, e.ens.Net, fmt.Sprintf("w%d", process), prog, env, args...)
 	if err != nil {
 		return nil, err
 	}
