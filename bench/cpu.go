@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"os"
 	"slices"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"github.com/shirou/gopsutil/v4/cpu"
 	"github.com/shirou/gopsutil/v4/process"
 
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/monitor"
 	"github.com/zkchaos/zkchaos/proc"
 )
 
@@ -73,6 +76,45 @@ func isRegister(pid int) bool { return strings.Contains(cmdline(pid), " register
 func isWorker(pid int) bool {
 	c := cmdline(pid)
 	return strings.Contains(c, " worker ") || strings.Contains(c, "--register ")
+}
+
+// requests is the client packets (requests and pings) every server has
+// received so far, by mntr; -1 when a server does not answer.
+func (e *env) requests(ctx context.Context) int64 {
+	var n int64
+	for _, node := range e.ens.Cluster.Nodes() {
+		ans, err := cluster.FourLetter(ctx, node.ClientAddr(), "mntr")
+		if err != nil {
+			return -1
+		}
+		m, err := monitor.ParseMntr(ans)
+		if err != nil {
+			return -1
+		}
+		n += m.PacketsReceived
+	}
+	return n
+}
+
+// costSample is what a window's probe reads as it opens and closes.
+type costSample struct {
+	cpu      cpuTimes
+	requests int64
+}
+
+// probe reads the CPU by role (workers: the figure's worker PIDs) and the
+// servers' request count.
+func (e *env) probe(ctx context.Context, workers []int) func() costSample {
+	return func() costSample { return costSample{cpu: e.cpuSample(workers), requests: e.requests(ctx)} }
+}
+
+// requestsPerOp is the servers' requests per operation between a and b
+// (0 when unknown).
+func requestsPerOp(a, b costSample, ops int64) float64 {
+	if ops <= 0 || a.requests < 0 || b.requests < a.requests {
+		return 0
+	}
+	return float64(b.requests-a.requests) / float64(ops)
 }
 
 // perOp is the CPU milliseconds per operation by role between a and b.

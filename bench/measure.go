@@ -23,7 +23,7 @@ var errFailed = errors.New("operation failed")
 // never left with an answer nobody waits for. ctx ending stops early with
 // its error. probe, when not nil, is read as the window opens and as it
 // closes, and the figure gets its CPU per operation.
-func window(ctx context.Context, n int, warmup, length time.Duration, probe func() cpuTimes, op func(ctx context.Context, client int) error) (Figure, error) {
+func window(ctx context.Context, n int, warmup, length time.Duration, probe func() costSample, op func(ctx context.Context, client int) error) (Figure, error) {
 	var stop atomic.Bool
 	oks := make([]atomic.Int64, n)
 	fails := make([]atomic.Int64, n)
@@ -56,7 +56,7 @@ func window(ctx context.Context, n int, warmup, length time.Duration, probe func
 		return s
 	}
 	if probe == nil {
-		probe = func() cpuTimes { return nil }
+		probe = func() costSample { return costSample{requests: -1} }
 	}
 	ctxsleep.Sleep(broke, warmup)
 	ok0, failed0, cpu0, t0 := sum(oks), sum(fails), probe(), time.Now()
@@ -70,7 +70,8 @@ func window(ctx context.Context, n int, warmup, length time.Duration, probe func
 	if err := ctx.Err(); err != nil {
 		return Figure{}, err
 	}
-	f := Figure{Clients: n, Ops: ok1 - ok0, Failed: failed1 - failed0, CPUPerOp: perOp(cpu0, cpu1, ok1-ok0)}
+	f := Figure{Clients: n, Ops: ok1 - ok0, Failed: failed1 - failed0, CPUPerOp: perOp(cpu0.cpu, cpu1.cpu, ok1-ok0),
+		RequestsPerOp: requestsPerOp(cpu0, cpu1, ok1-ok0)}
 	f.rate(t1.Sub(t0))
 	return f, nil
 }

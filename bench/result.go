@@ -63,6 +63,10 @@ type Figure struct {
 	// CPUPerOp is the CPU milliseconds one operation cost in the window,
 	// by role (RoleServers, ...; RoleMachine is every core's busy time).
 	CPUPerOp map[string]float64 `json:"cpu_ms_per_op,omitempty"`
+	// RequestsPerOp is the client requests the servers received per
+	// operation (mntr's zk_packets_received, pings included; 0 unknown):
+	// how many ZooKeeper round trips one operation costs.
+	RequestsPerOp float64 `json:"zk_requests_per_op,omitempty"`
 }
 
 // Name identifies a figure: subject/kind/layout.
@@ -265,7 +269,7 @@ func (r *Result) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-30s %9.1f/s%s   [%s]\n", f.Name(), f.PerSec, failed, f.Includes)
 		if len(f.CPUPerOp) > 0 {
-			fmt.Fprintf(w, "  %-30s CPU ms/op:%s\n", "", cpuText(f.CPUPerOp))
+			fmt.Fprintf(w, "  %-30s %.2f ZooKeeper requests/op, CPU ms/op:%s\n", "", f.RequestsPerOp, cpuText(f.CPUPerOp))
 		}
 	}
 	if o := r.Overhead; o != nil {

@@ -212,3 +212,13 @@ func TestOverheadRecipe(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestsPerOp(t *testing.T) {
+	a, b := costSample{requests: 100}, costSample{requests: 500}
+	if got := requestsPerOp(a, b, 100); got != 4 {
+		t.Fatalf("requestsPerOp = %v, want 4", got)
+	}
+	if requestsPerOp(costSample{requests: -1}, b, 100) != 0 || requestsPerOp(a, b, 0) != 0 {
+		t.Fatal("an unknown count or no operation must give 0")
+	}
+}

@@ -70,7 +70,7 @@ func (e *env) rawPairs(ctx context.Context, layout string) (Figure, error) {
 		}
 	}
 	acl := zk.WorldACL(zk.PermAll)
-	f, err := window(ctx, e.cfg.Clients, e.cfg.Warmup, e.cfg.Window, func() cpuTimes { return e.cpuSample(nil) }, func(_ context.Context, i int) error {
+	f, err := window(ctx, e.cfg.Clients, e.cfg.Warmup, e.cfg.Window, e.probe(ctx, nil), func(_ context.Context, i int) error {
 		p, err := conns[i].Create(dirs[i]+"/n-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
 		if err != nil {
 			return fmt.Errorf("create: %w", err)
@@ -120,7 +120,7 @@ func (e *env) subjectFigures(ctx context.Context, subject string, first int) ([]
 	for _, kind := range []string{KindLock, KindSection} {
 		for _, layout := range []string{Hot, Spread} {
 			var value atomic.Int64
-			f, err := window(ctx, len(ws), e.cfg.Warmup, e.cfg.Window, func() cpuTimes { return e.cpuSample(pids) }, func(_ context.Context, i int) error {
+			f, err := window(ctx, len(ws), e.cfg.Warmup, e.cfg.Window, e.probe(ctx, pids), func(_ context.Context, i int) error {
 				return e.section(ctx, ws[i].p, keyOf(subject, layout, i), kind == KindSection, value.Add(1))
 			})
 			if err != nil {
