@@ -26,12 +26,13 @@ func TestQuickBench(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("chaos bench --quick: %v\n%s\n%s", err, stdout.String(), chaostest.Tail(stderr.String(), 30))
 	}
-	dirs, _ := filepath.Glob(filepath.Join(results, "bench", "*"))
-	if len(dirs) != 1 {
-		t.Fatalf("want one bench folder, got %v", dirs)
+	_, dir, ok := strings.Cut(stdout.String(), "bench folder: ")
+	dir, _, _ = strings.Cut(dir, " ")
+	if !ok || !strings.HasPrefix(dir, filepath.Join(results, "bench")+"/") {
+		t.Fatalf("output names no bench folder under %s:\n%s", results, stdout.String())
 	}
-	res := chaostest.ReadJSON[bench.Result](t, dirs[0], bench.File)
-	defer chaostest.AssertRunLeftNothing(t, res.RunID, chaostest.RunSlot(dirs[0]))
+	res := chaostest.ReadJSON[bench.Result](t, dir, bench.File)
+	defer chaostest.AssertRunLeftNothing(t, res.RunID, chaostest.RunSlot(dir))
 
 	want := 2 + len(bench.DefaultSubjects)*4 // raw hot and 8 keys; per subject lock and section, hot and 8 keys
 	if len(res.Figures) != want {
