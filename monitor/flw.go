@@ -28,6 +28,10 @@ type Mntr struct {
 	Ephemerals  int64   `json:"ephemerals_count"`
 	Connections int64   `json:"alive_connections"`
 	Sessions    int64   `json:"global_sessions"`
+	// PacketsReceived counts the client requests (pings included) the
+	// server received since its start: chaos bench divides its growth by
+	// the operations of a window.
+	PacketsReceived int64 `json:"packets_received"`
 	// SyncedFollowers is the leader's only (nil on a follower).
 	SyncedFollowers *int64 `json:"synced_followers,omitempty"`
 }
@@ -40,6 +44,7 @@ func (m *Mntr) mntrInts() map[string]*int64 {
 		"zk_outstanding_requests": &m.Outstanding, "zk_znode_count": &m.Znodes,
 		"zk_watch_count": &m.Watches, "zk_ephemerals_count": &m.Ephemerals,
 		"zk_num_alive_connections": &m.Connections, "zk_global_sessions": &m.Sessions,
+		"zk_packets_received": &m.PacketsReceived,
 	}
 }
 

@@ -33,8 +33,8 @@ func TestParseMntrOfARealServer(t *testing.T) {
 		want Mntr
 	}{
 		{"mntr-leader.txt", Mntr{State: "leader", AvgLatency: 2.7003, MaxLatency: 56, Znodes: 15, Watches: 3,
-			Ephemerals: 5, Connections: 5, Sessions: 6, SyncedFollowers: &one}},
-		{"mntr-follower.txt", Mntr{State: "follower", AvgLatency: 9.0833, MaxLatency: 24, Znodes: 10, Connections: 1}},
+			Ephemerals: 5, Connections: 5, Sessions: 6, PacketsReceived: 393, SyncedFollowers: &one}},
+		{"mntr-follower.txt", Mntr{State: "follower", AvgLatency: 9.0833, MaxLatency: 24, Znodes: 10, Connections: 1, PacketsReceived: 15}},
 	} {
 		got, err := ParseMntr(readTestdata(t, c.file))
 		if err != nil {

@@ -369,9 +369,11 @@ func (s *Seed) Acquire(ctx context.Context, key string, timeout time.Duration) (
 	// One GUID for every attempt of this acquire: cleanup then removes
 	// whatever any attempt left behind by its prefix alone.
 	prefix := "_c_" + uuid.NewString() + "-lock-"
-	if err := s.ensurePath(actx, dir); err != nil {
-		return Grant{}, s.abort(ctx, dir, prefix, err)
-	}
+	// No ensurePath up front: the key's parents exist on every acquire but
+	// the first, and each create of an existing node is a write that goes
+	// through the quorum to fail with NodeExists (three of them per
+	// acquire, more than the lock itself costs: chaos bench). enqueue
+	// makes the parents when its create finds none (NoNode).
 	for {
 		node, czxid, owner, err := s.enqueue(actx, dir, prefix)
 		if err == nil {

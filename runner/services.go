@@ -160,3 +160,47 @@ func (r *registerProc) stop(grace time.Duration) {
 		<-r.done
 	}
 }
+
+// ProcessCommand builds the command of a process that joins the ensemble's
+// network as a run's own processes do: in a namespace of its own named
+// name on net's bridge (host returned, for net.RemoveHost once it exits),
+// or on the host's loopback when net is nil. `chaos bench` starts its
+// workers with it, so they sit where a run's workers sit.
+func ProcessCommand(ctx context.Context, net *netns.Network, name, exe string, env []string, args ...string) (*exec.Cmd, *netns.Host, error) {
+	return placement{net: net}.command(ctx, name, exe, env, args...)
+}
+
+// Register is a `chaos register` started outside a run (by `chaos
+// bench`), with fresh secrets of its own and world-writable znodes
+// (--acl off).
+type Register struct {
+	p   *registerProc
+	sec runSecrets
+}
+
+// StartRegister starts the register in net (nil: loopback) with the given
+// fencing mode, its apply log at applyLog and its stderr at logPath.
+func StartRegister(ctx context.Context, net *netns.Network, exe string, env []string, applyLog, logPath, fencing string) (*Register, error) {
+	sec, err := newRunSecrets(false)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startRegister(ctx, placement{net: net}, exe, env, sec, applyLog, logPath, fencing, register.IdempotencyOn)
+	if err != nil {
+		return nil, err
+	}
+	return &Register{p: p, sec: sec}, nil
+}
+
+// URL is the register's base URL, the workers' --register.
+func (r *Register) URL() string { return r.p.url() }
+
+// WorkerEnv is base plus what a worker needs to call the register.
+func (r *Register) WorkerEnv(base []string) []string { return r.sec.workerEnv(base) }
+
+// Stop stops the register (SIGTERM, then a kill after grace).
+func (r *Register) Stop(grace time.Duration) {
+	if r != nil {
+		r.p.stop(grace)
+	}
+}

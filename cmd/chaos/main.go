@@ -5,6 +5,7 @@
 //	chaos check [flags] DIR    re-run the checkers on a stored run, same exit codes
 //	chaos test-all [flags]     the matrix of expected verdicts; --junit for CI
 //	chaos gate --recipe exec:CMD [flags]  the standard cells against a team's own client
+//	chaos bench [--quick]      throughput: raw ZooKeeper pairs vs each lock subject, harness overhead
 //	chaos compare A B          one page with two runs side by side
 //	chaos serve [flags]        the results folder in a browser (loopback only by default)
 //	chaos cleanup [--all]      remove what earlier runs left behind
@@ -29,6 +30,7 @@ commands:
   check     re-check a stored run: chaos check [--gate LIST] RUN-DIR
   test-all  run the matrix of recipes x faults x fencing against expected verdicts
   gate      run the standard cells of a correct lock (or --matrix FILE) against one subject, for CI
+  bench     throughput of the lock subjects against raw ZooKeeper create+delete pairs (--quick for CI)
   compare   chaos compare [--out FILE] RUN-A RUN-B: one page with two runs side by side
   serve     chaos serve [--results DIR] [--addr 127.0.0.1:8080]: browse the results folder
   cleanup   remove processes, namespaces and rules left by earlier runs
@@ -90,6 +92,8 @@ func realMain(args []string) int {
 		return cmdTestAll(ctx, rest)
 	case "gate":
 		return cmdGate(ctx, rest)
+	case "bench":
+		return cmdBench(ctx, hard, rest)
 	case "image":
 		return cmdImage(ctx, rest)
 	case "compare":

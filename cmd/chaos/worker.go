@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/bench"
 	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/worker"
@@ -90,6 +92,14 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	regSecret := os.Getenv(register.SecretEnv)
 
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("process", *process, "pid", os.Getpid())
+	if dir := os.Getenv(bench.WorkerProfileEnv); dir != "" {
+		// chaos bench --profile: where a worker's time goes.
+		stop, err := bench.StartProfile(filepath.Join(dir, fmt.Sprintf("worker-%d.cpu.pprof", *process)))
+		if err != nil {
+			return bad("%v", err)
+		}
+		defer stop()
+	}
 	log.Info("credentials from the environment", "zk_auth", auth, "register_secret", regSecret != "")
 	err = worker.Run(ctx, worker.Config{
 		ZK:             servers,
