@@ -38,6 +38,9 @@ type Holder struct {
 	// it is doing its protected work after checking the lock: the moment a
 	// GC pause does the most harm, because the write that follows is stale.
 	InCriticalSection bool
+	// CriticalSince is when the controller sent the write whose work is
+	// under way (zero when not in the critical section or not known).
+	CriticalSince time.Time
 	// Proc is the holder's OS process, which pause-holder pauses; nil
 	// when the targets cannot act on it.
 	Proc WorkerProc
