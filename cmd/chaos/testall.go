@@ -26,7 +26,7 @@ func cmdTestAll(ctx context.Context, args []string) int {
 	results := fs.String("results", "results", "results folder (runs go under <results>/test-all/<timestamp>/)")
 	repeat := fs.Int("repeat", 1, "run each cell N times; reports detection rates and median time to first violation")
 	passRate := fs.Float64("pass-rate", 1, "share of a cell's attempts that must come out as expected (0 < r <= 1)")
-	cells := fs.String("cells", "", "comma-separated cell filters (globs or substrings of recipe/nemesis/fencing-X)")
+	cells := fs.String("cells", "", "comma-separated cell filters (globs or substrings of recipe/nemesis/fencing-X; !PATTERN leaves cells out)")
 	smoke := fs.Bool("smoke", false, "only the cells marked for CI")
 	junit := fs.String("junit", "", "write JUnit XML (one test case per cell) to this file")
 	list := fs.Bool("list", false, "list the cells and exit")
