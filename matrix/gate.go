@@ -19,16 +19,16 @@ var gateValid = append([]string{lock.NameGrantOverlap, lock.NameTokenOrder, lock
 // subject whose writes never reach the resource would pass every fenced
 // cell). The cells marked Smoke are the quick set (GateQuick).
 func Gate(recipe string) []Cell {
-	cells := []Cell{{Recipe: recipe, Label: "subject", Nemesis: []string{"none"}, Fencing: "on", Args: short, Smoke: true,
+	cells := []Cell{{Recipe: recipe, Label: "subject", Nemesis: []string{"none"}, Fencing: "on", Args: long, Smoke: true,
 		Expect: valid(gateValid...), Why: "baseline: no faults, nothing to find"}}
 	for _, f := range faults {
-		cells = append(cells, Cell{Recipe: recipe, Label: "subject", Nemesis: []string{f}, Fencing: "on", Args: short,
+		cells = append(cells, Cell{Recipe: recipe, Label: "subject", Nemesis: []string{f}, Fencing: "on", Args: long,
 			Expect: valid(gateValid...), Why: "a correct lock, fenced, stays correct under " + f})
 	}
 	return append(cells,
-		Cell{Recipe: recipe, Label: "subject", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: short, Smoke: true,
+		Cell{Recipe: recipe, Label: "subject", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: long, Smoke: true,
 			Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands: the harness sees the client's writes"},
-		Cell{Recipe: recipe, Label: "subject", Nemesis: []string{"expire-holder"}, Fencing: "off", Args: short,
+		Cell{Recipe: recipe, Label: "subject", Nemesis: []string{"expire-holder"}, Fencing: "off", Args: long,
 			Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the expired holder's write lands after the new holder's"},
 	)
 }

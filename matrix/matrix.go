@@ -114,28 +114,53 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // Filter keeps the cells whose name matches any of the patterns (path.Match
-// globs, or plain substrings). No patterns keeps all.
+// globs, or plain substrings), less those matching a pattern written
+// !PATTERN (only exclusions: all cells less those). No patterns keeps all.
 func Filter(cells []Cell, patterns []string) ([]Cell, error) {
 	if len(patterns) == 0 {
 		return cells, nil
 	}
+	var keep, drop []string
+	for _, p := range patterns {
+		if x, ok := strings.CutPrefix(p, "!"); ok {
+			drop = append(drop, x)
+		} else {
+			keep = append(keep, p)
+		}
+	}
 	var out []Cell
 	for _, c := range cells {
-		for _, p := range patterns {
-			ok, err := matchPrefix(p, c.Name())
-			if err != nil {
-				return nil, fmt.Errorf("--cells pattern %q: %w", p, err)
-			}
-			if ok || strings.Contains(c.Name(), p) {
-				out = append(out, c)
-				break
-			}
+		in, err := matchesAny(c.Name(), keep)
+		if err != nil {
+			return nil, err
+		}
+		excluded, err := matchesAny(c.Name(), drop)
+		if err != nil {
+			return nil, err
+		}
+		if (len(keep) == 0 || in) && !excluded {
+			out = append(out, c)
 		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("--cells %s matches no cell (chaos test-all --list shows them)", strings.Join(patterns, ","))
 	}
 	return out, nil
+}
+
+// matchesAny says whether name matches one of the patterns: a glob
+// against its leading segments, or a substring.
+func matchesAny(name string, patterns []string) (bool, error) {
+	for _, p := range patterns {
+		ok, err := matchPrefix(p, name)
+		if err != nil {
+			return false, fmt.Errorf("--cells pattern %q: %w", p, err)
+		}
+		if ok || strings.Contains(name, p) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // matchPrefix matches a glob against the name or any leading run of its

@@ -43,6 +43,23 @@ func TestFilter(t *testing.T) {
 	if len(all) != len(cells) {
 		t.Error("no filter must keep every cell")
 	}
+	// The local lock cells: everything less the other workloads and the
+	// docker backend.
+	local, err := Filter(cells, []string{"!config:", "!election:", "!/docker"})
+	if err != nil || len(local) == 0 {
+		t.Fatalf("exclusions only: %v", err)
+	}
+	for _, c := range local {
+		if c.Workload != "" || c.Cluster != "" {
+			t.Errorf("excluded %s kept", c.Name())
+		}
+	}
+	if on, _ := Filter(cells, []string{"seed/pause-holder", "!/docker", "!fencing-off", "!short-session"}); len(on) != 1 || on[0].Name() != "seed/pause-holder/fencing-on" {
+		t.Errorf("a pattern less exclusions kept %v", on)
+	}
+	if _, err := Filter(cells, []string{"!"}); err == nil {
+		t.Error("excluding everything must be an error")
+	}
 }
 
 func TestCompare(t *testing.T) {

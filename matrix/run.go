@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/integrity"
 	"github.com/zkchaos/zkchaos/progress"
+	"github.com/zkchaos/zkchaos/runview"
 )
 
 // Options configure a matrix run.
@@ -41,8 +41,14 @@ type Options struct {
 	Skip func(Cell) string
 	// Progress, when set, receives the status of the cell being run (each
 	// run reports it on a pipe, progress.Pipe), prefixed with the cell's
-	// place and name, and is cleared between runs.
+	// place and name, and is cleared between runs. With Parallel > 1 it
+	// shows whichever running cell reported last.
 	Progress *progress.Latest
+	// Parallel is how many runs go at once (below 1: one). Each run takes
+	// its own network slot and results folder, so runs of different cells
+	// never share anything but the machine; attempts of one cell run one
+	// at a time (they share the cell's folder and its latest link).
+	Parallel int
 }
 
 // Outcome of one attempt or cell.
@@ -80,7 +86,10 @@ type Attempt struct {
 	Outcome  Outcome                     `json:"outcome"`
 	Elapsed  time.Duration               `json:"elapsed_ns"`
 	FirstBug *time.Duration              `json:"first_violation_ns,omitempty"`
-	Detail   string                      `json:"detail,omitempty"`
+	// ToFirst is FirstBug measured from the run's first client operation
+	// (runview.ReadFirst): the time a gate waits for, without the setup.
+	ToFirst *time.Duration `json:"to_first_violation_ns,omitempty"`
+	Detail  string         `json:"detail,omitempty"`
 }
 
 // CellResult is a cell with all its attempts.
@@ -93,6 +102,8 @@ type CellResult struct {
 	// violation found one (only for cells that expect one).
 	Detected    int            `json:"detected"`
 	MedianFirst *time.Duration `json:"median_first_violation_ns,omitempty"`
+	// MedianToFirst is the median of the detected attempts' ToFirst.
+	MedianToFirst *time.Duration `json:"median_to_first_violation_ns,omitempty"`
 	// SkippedBecause is why a skipped cell did not run.
 	SkippedBecause string `json:"skipped_because,omitempty"`
 }
@@ -105,55 +116,6 @@ func (c Cell) ExpectsViolation() bool {
 		}
 	}
 	return false
-}
-
-// Run runs the cells one after another (a cell owns the machine: its
-// timings are what it measures) and returns their results. It stops early
-// when ctx ends, returning what it has.
-func Run(ctx context.Context, cells []Cell, o Options) ([]CellResult, error) {
-	if o.Repeat < 1 {
-		o.Repeat = 1
-	}
-	if o.PassRate <= 0 || o.PassRate > 1 {
-		o.PassRate = 1
-	}
-	if err := os.MkdirAll(o.Results, 0o755); err != nil {
-		return nil, fmt.Errorf("results folder: %w", err)
-	}
-	fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s %s\n", "cell", "expected", "actual", "first bug", "time", "result")
-	var out []CellResult
-	for ci, c := range cells {
-		cr := CellResult{Cell: c, Name: c.Name()}
-		if why := o.skip(c); why != "" {
-			cr.Outcome, cr.SkippedBecause = Skipped, why
-			fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s skipped: %s\n", trunc(c.Name(), 48), trunc(c.ExpectString(), 34), "-", "-", "-", why)
-			out = append(out, cr)
-			continue
-		}
-		for i := 0; i < o.Repeat; i++ {
-			if ctx.Err() != nil {
-				return out, ctx.Err()
-			}
-			prefix := fmt.Sprintf("cell %d/%d %s", ci+1, len(cells), c.Name())
-			if o.Repeat > 1 {
-				prefix += fmt.Sprintf(" attempt %d/%d", i+1, o.Repeat)
-			}
-			a := runAttempt(ctx, c, o, o.Seed+int64(i), prefix)
-			cr.Attempts = append(cr.Attempts, a)
-			fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s %s\n", trunc(c.Name(), 48), trunc(c.ExpectString(), 34),
-				trunc(actualString(c, a), 34), durString(a.FirstBug), a.Elapsed.Round(time.Second), outcomeString(a))
-		}
-		judge(&cr, o.PassRate)
-		if o.Repeat > 1 {
-			fmt.Fprintf(o.Out, "%-48s %d/%d as expected", trunc(c.Name(), 48), passes(cr), len(cr.Attempts))
-			if c.ExpectsViolation() {
-				fmt.Fprintf(o.Out, ", detected %d/%d, median first violation %s", cr.Detected, len(cr.Attempts), durString(cr.MedianFirst))
-			}
-			fmt.Fprintf(o.Out, ": %s\n", cr.Outcome)
-		}
-		out = append(out, cr)
-	}
-	return out, nil
 }
 
 func (o Options) skip(c Cell) string {
@@ -176,7 +138,7 @@ func passes(cr CellResult) int {
 // judge sets the cell's outcome from its attempts: pass when enough
 // attempts passed; otherwise the worst thing that happened.
 func judge(cr *CellResult, rate float64) {
-	var firsts []time.Duration
+	var firsts, tos []time.Duration
 	worst := Pass
 	for _, a := range cr.Attempts {
 		if a.Outcome.rank() > worst.rank() {
@@ -187,13 +149,12 @@ func judge(cr *CellResult, rate float64) {
 			if a.FirstBug != nil {
 				firsts = append(firsts, *a.FirstBug)
 			}
+			if a.ToFirst != nil {
+				tos = append(tos, *a.ToFirst)
+			}
 		}
 	}
-	if len(firsts) > 0 {
-		sort.Slice(firsts, func(i, j int) bool { return firsts[i] < firsts[j] })
-		m := firsts[len(firsts)/2]
-		cr.MedianFirst = &m
-	}
+	cr.MedianFirst, cr.MedianToFirst = runview.Median(firsts), runview.Median(tos)
 	if float64(passes(*cr)) >= rate*float64(len(cr.Attempts)) && worst != Error {
 		cr.Outcome = Pass
 		return
@@ -262,11 +223,32 @@ func runAttempt(ctx context.Context, c Cell, o Options, seed int64, prefix strin
 			}
 		}
 	}
+	if a.FirstBug != nil {
+		a.ToFirst = toFirst(dir, c)
+	}
 	a.Outcome = compare(c, a.Actual)
 	if a.Outcome == Pass {
 		a.Outcome, a.Detail = trusted(c, res)
 	}
 	return a
+}
+
+// toFirst is the attempt's time from its first client operation to the
+// first violation of a checker the cell expects invalid; nil when the
+// folder does not tell (the table then shows "-").
+func toFirst(dir string, c Cell) *time.Duration {
+	var names []string
+	for n, v := range c.Expect {
+		if v == checker.Invalid {
+			names = append(names, n)
+		}
+	}
+	f, err := runview.ReadFirst(os.DirFS(dir), names...)
+	if err != nil || !f.Found {
+		return nil
+	}
+	d := f.After()
+	return &d
 }
 
 // runShown runs cmd, passing the status it reports to shown under prefix

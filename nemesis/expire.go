@@ -23,7 +23,8 @@ type expireHolder struct{}
 // expireAfterCheck is how long after the controller sent the write the
 // expiry should land: long enough for the request to reach the worker and
 // its lock check to pass (an expiry before the check just makes the write
-// fail "not holding"), short against any realistic work time.
+// fail "not holding"), short against any realistic work time. pause-holder
+// waits as long, for the same reason.
 const expireAfterCheck = 5 * time.Millisecond
 
 // expireVerifyTimeout bounds the wait for the worker to report the

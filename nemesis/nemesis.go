@@ -38,6 +38,9 @@ type Holder struct {
 	// it is doing its protected work after checking the lock: the moment a
 	// GC pause does the most harm, because the write that follows is stale.
 	InCriticalSection bool
+	// CriticalSince is when the controller sent the write whose work is
+	// under way (zero when not in the critical section or not known).
+	CriticalSince time.Time
 	// Proc is the holder's OS process, which pause-holder pauses; nil
 	// when the targets cannot act on it.
 	Proc WorkerProc
@@ -180,11 +183,15 @@ func Expand(list []string, caps Caps) []string {
 	})
 }
 
-// Schedule is when faults happen: a fault starts after Quiet, stays for
-// Hold, and is undone; then the next one. InjectTimeout and UndoTimeout
+// Schedule is when faults happen: the first fault starts after First, the
+// others after Quiet; each stays for Hold, and is undone; then the next
+// one. First is apart from Quiet because the first fault is what a short
+// gate run waits for (and may be its only one), while Quiet spaces the
+// faults of a long run. InjectTimeout and UndoTimeout
 // bound each injection (its verification included) and each undo; zero
 // means DefaultInjectTimeout and DefaultUndoTimeout.
 type Schedule struct {
+	First         time.Duration
 	Quiet         time.Duration
 	Hold          time.Duration
 	InjectTimeout time.Duration
@@ -281,8 +288,8 @@ func (s *Scheduler) Faults() []string { return slices.Clone(s.names) }
 // a seed repeats its schedule as far as timing allows.
 func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.finish(ctx)
-	for {
-		if !ctxsleep.Sleep(ctx, s.cfg.Schedule.Quiet) {
+	for quiet := s.cfg.Schedule.First; ; quiet = s.cfg.Schedule.Quiet {
+		if !ctxsleep.Sleep(ctx, quiet) {
 			return nil
 		}
 		i := s.cfg.Env.Rand.IntN(len(s.faults))

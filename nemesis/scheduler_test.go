@@ -468,3 +468,33 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestFirstFaultApartFromQuiet: the first fault waits First, every later
+// one Quiet after the undo before it.
+func TestFirstFaultApartFromQuiet(t *testing.T) {
+	var u undoCounter
+	const first, quiet = 20 * time.Millisecond, 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := &fakeFault{start: "pause", stop: "resume", inject: func(context.Context, *Env) (*Effect, error) {
+		return u.effect(), nil
+	}}
+	s, h := testScheduler(t, Schedule{First: first, Quiet: quiet, Hold: time.Millisecond}, 1, f)
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	waitFor(t, func() bool { return u.n.Load() >= 2 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ops := nemesisOps(h)
+	if len(ops) < 8 || ops[0].F != "pause" || ops[4].F != "pause" {
+		t.Fatalf("want two faults:%s", opsText(ops))
+	}
+	if gap := time.Duration(ops[4].Time - ops[3].Time); gap < quiet {
+		t.Errorf("second fault %s after the first's undo, before Quiet %s:%s", gap, quiet, opsText(ops))
+	}
+	if wait := time.Duration(ops[0].Time); wait < first || wait >= quiet {
+		t.Errorf("first fault after %s on the history's clock: want First (%s), not Quiet", wait, first)
+	}
+}

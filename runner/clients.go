@@ -102,8 +102,12 @@ func (f *fleet) Holders() []nemesis.Holder {
 	for _, s := range f.slots {
 		s.mu.Lock()
 		if s.phase != workloads.Idle && s.cur != nil {
-			hs = append(hs, nemesis.Holder{Process: s.process, PID: s.cur.p.PID(), Key: s.key,
-				Token: s.token, InCriticalSection: s.phase == workloads.Critical, Proc: s.cur.wp})
+			h := nemesis.Holder{Process: s.process, PID: s.cur.p.PID(), Key: s.key,
+				Token: s.token, InCriticalSection: s.phase == workloads.Critical, Proc: s.cur.wp}
+			if h.InCriticalSection {
+				h.CriticalSince = s.critical
+			}
+			hs = append(hs, h)
 		}
 		s.mu.Unlock()
 	}

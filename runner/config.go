@@ -41,6 +41,10 @@ type Config struct {
 	Fencing         string        `json:"fencing"`
 	Nemesis         []string      `json:"nemesis"`
 	NemesisInterval time.Duration `json:"nemesis_interval"`
+	// FirstFault is the quiet time before the first fault (NemesisInterval
+	// spaces the later ones): the first fault is what a short gate run
+	// waits for, and may be its only one.
+	FirstFault time.Duration `json:"first_fault_interval"`
 	// PauseFor is how long a pause fault lasts; 0 means twice the session
 	// timeout, long enough for ZooKeeper to expire the session.
 	PauseFor       time.Duration `json:"pause_for"`
@@ -105,10 +109,11 @@ func Defaults() Config {
 		Workers:         6,
 		Keys:            3,
 		TimeLimit:       60 * time.Second,
-		SessionTimeout:  3 * time.Second,
+		SessionTimeout:  time.Second,
 		Fencing:         register.ModeOn,
 		Nemesis:         []string{"pause-holder"},
 		NemesisInterval: 4 * time.Second,
+		FirstFault:      0,
 		ResultsDir:      "results",
 		Nodes:           3,
 		Recipe:          "seed",
@@ -162,8 +167,8 @@ func (c Config) checkTimeLimit() error {
 		hold = fmt.Sprintf("pause %s (twice --session-timeout %s)", c.Pause(), c.SessionTimeout)
 		shorten = "--session-timeout (or set --pause)"
 	}
-	return fmt.Errorf("--time-limit %s is shorter than one fault cycle: the minimum is %s (--nemesis-interval %s + %s to inject + %s); raise --time-limit or shorten %s",
-		c.TimeLimit, cycle, c.NemesisInterval, InjectAllowance, hold, shorten)
+	return fmt.Errorf("--time-limit %s is shorter than one fault cycle: the minimum is %s (--first-fault %s + %s to inject + %s); raise --time-limit or shorten %s",
+		c.TimeLimit, cycle, c.FirstFault, InjectAllowance, hold, shorten)
 }
 
 // Pause is the effective pause duration.
@@ -226,10 +231,11 @@ const MinMonitorInterval = 100 * time.Millisecond
 // (pause-holder waits up to 1 s for a holder).
 const InjectAllowance = time.Second
 
-// FaultCycle is the time one fault takes from the start of the workload:
-// quiet, inject, hold. The undo comes after the time limit if need be.
+// FaultCycle is the time the first fault takes from the start of the
+// workload: quiet, inject, hold. The undo comes after the time limit if
+// need be.
 func (c Config) FaultCycle() time.Duration {
-	return c.NemesisInterval + InjectAllowance + c.Pause()
+	return c.FirstFault + InjectAllowance + c.Pause()
 }
 
 // Validate checks everything before anything is started, so bad input
@@ -282,6 +288,9 @@ func (c Config) Validate() error {
 	if c.NemesisInterval <= 0 {
 		bad("--nemesis-interval %s: must be positive", c.NemesisInterval)
 	}
+	if c.FirstFault < 0 {
+		bad("--first-fault %s: must not be negative", c.FirstFault)
+	}
 	if c.PauseFor < 0 {
 		bad("--pause %s: must not be negative", c.PauseFor)
 	}
@@ -298,7 +307,7 @@ func (c Config) Validate() error {
 		bad("--stop-at-first: none of the %s workload's checkers has an online check (only %s has one)", wl.Name(), fence.NameDoubleWriter)
 	}
 
-	if c.TimeLimit > 0 && c.NemesisInterval > 0 && c.PauseFor >= 0 {
+	if c.TimeLimit > 0 && c.FirstFault >= 0 && c.PauseFor >= 0 {
 		if err := c.checkTimeLimit(); err != nil {
 			errs = append(errs, err)
 		}

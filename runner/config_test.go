@@ -32,16 +32,17 @@ func TestValidateNamesTheBadValue(t *testing.T) {
 		{func(c *Config) { c.Gate = nil }, "--gate is empty"},
 		{func(c *Config) { c.Gate = []string{"nonsense"} }, "nonsense"},
 		{func(c *Config) { c.SessionTimeout, c.TimeLimit = 10*time.Minute, 20*time.Second },
-			"--time-limit 20s is shorter than one fault cycle: the minimum is 20m5s (--nemesis-interval 4s + 1s to inject + pause 20m0s (twice --session-timeout 10m0s))"},
+			"--time-limit 20s is shorter than one fault cycle: the minimum is 20m1s (--first-fault 0s + 1s to inject + pause 20m0s (twice --session-timeout 10m0s))"},
 		{func(c *Config) { c.PauseFor, c.TimeLimit = 30*time.Second, 20*time.Second },
-			"--time-limit 20s is shorter than one fault cycle: the minimum is 35s (--nemesis-interval 4s + 1s to inject + --pause 30s); raise --time-limit or shorten --pause"},
+			"--time-limit 20s is shorter than one fault cycle: the minimum is 31s (--first-fault 0s + 1s to inject + --pause 30s); raise --time-limit or shorten --pause"},
 		{func(c *Config) { c.TimeLimit = time.Nanosecond },
-			"--time-limit 1ns is shorter than one fault cycle: the minimum is 11s (--nemesis-interval 4s + 1s to inject + pause 6s (twice --session-timeout 3s))"},
+			"--time-limit 1ns is shorter than one fault cycle: the minimum is 3s (--first-fault 0s + 1s to inject + pause 2s (twice --session-timeout 1s))"},
 		{func(c *Config) { c.Nemesis, c.TimeLimit = []string{"none"}, time.Nanosecond }, "--time-limit 1ns: too short; the minimum is 1s"},
 		{func(c *Config) { c.ResultsDir = "/proc/forbidden" }, "--results /proc/forbidden: cannot create a folder in /proc"},
 		{func(c *Config) { c.ACL = "maybe" }, "--acl"},
 		{func(c *Config) { c.MonitorInterval = 10 * time.Millisecond }, "--monitor-interval 10ms: must be 0 (no monitor) or at least 100ms"},
 		{func(c *Config) { c.MonitorInterval = -time.Second }, "--monitor-interval -1s"},
+		{func(c *Config) { c.FirstFault = -time.Second }, "--first-fault -1s: must not be negative"},
 	}
 	for _, tc := range cases {
 		c := Defaults()

@@ -460,7 +460,7 @@ func (c *controller) workload(ctx context.Context) {
 	defer c.stopMonitor()
 
 	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
-		Schedule: nemesis.Schedule{Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
+		Schedule: nemesis.Schedule{First: c.cfg.FirstFault, Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
 		History:  c.nemesisHistory(),
 		Caps:     nemesis.Caps{Cluster: c.zk.Capabilities(), WorkerNet: c.net != nil, Workload: c.wl.Name()},
 		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Resource: c.reg.client(3 * time.Second), Logger: c.log,
@@ -470,7 +470,7 @@ func (c *controller) workload(ctx context.Context) {
 		return
 	}
 	if nem != nil {
-		c.log.Info("nemesis", "faults", strings.Join(nem.Faults(), ","), "quiet", c.cfg.NemesisInterval.String(), "hold", c.cfg.Pause().String())
+		c.log.Info("nemesis", "faults", strings.Join(nem.Faults(), ","), "first", c.cfg.FirstFault.String(), "quiet", c.cfg.NemesisInterval.String(), "hold", c.cfg.Pause().String())
 	}
 	var clients sync.WaitGroup
 	for _, s := range c.fleet.slots {

@@ -29,6 +29,7 @@ func cmdGate(ctx context.Context, args []string) int {
 	seed := fs.Int64("seed", 1, "seed of each cell's run")
 	limit := fs.Duration("time-limit", 0, "override every cell's --time-limit (0: the cell's own, 30s)")
 	prog := fs.String("progress", string(progress.Auto), "the current cell's "+progressUsage)
+	parallel := fs.Int("parallel", 1, parallelUsage)
 	if err := parseFlags(fs, args, os.Stderr); err != nil {
 		return parseExit(err)
 	}
@@ -38,6 +39,9 @@ func cmdGate(ctx context.Context, args []string) int {
 	sel, mode, err := gateCells(*recipe, *file, *quick, *prog)
 	if err == nil && *limit < 0 {
 		err = fmt.Errorf("--time-limit must not be negative")
+	}
+	if err == nil {
+		err = checkParallel(*parallel)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "chaos gate: %v\n", err)
@@ -49,7 +53,7 @@ func cmdGate(ctx context.Context, args []string) int {
 		return 0
 	}
 	return runMatrix(ctx, sel, matrixRun{cmd: "gate", results: *results, repeat: 1, passRate: 1,
-		seed: *seed, junit: *junit, mode: mode})
+		seed: *seed, junit: *junit, mode: mode, parallel: *parallel})
 }
 
 // gateCells checks the flags and builds the cells: every subject named,

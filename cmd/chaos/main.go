@@ -32,6 +32,7 @@ commands:
   gate      run the standard cells of a correct lock (or --matrix FILE) against one subject, for CI
   bench     throughput of the lock subjects against raw ZooKeeper create+delete pairs (--quick for CI)
   compare   chaos compare [--out FILE] RUN-A RUN-B: one page with two runs side by side
+  first-violation  chaos first-violation DIR...: each run's time from its first client op to its first violation, and the median
   serve     chaos serve [--results DIR] [--addr 127.0.0.1:8080]: browse the results folder
   cleanup   remove processes, namespaces and rules left by earlier runs
   image     chaos image build [--force]: the docker backend's ZooKeeper image, offline
@@ -98,6 +99,8 @@ func realMain(args []string) int {
 		return cmdImage(ctx, rest)
 	case "compare":
 		return cmdCompare(rest, os.Stdout, os.Stderr)
+	case "first-violation":
+		return cmdFirstViolation(rest, os.Stdout, os.Stderr)
 	case "serve":
 		return cmdServe(ctx, rest, os.Stdout, os.Stderr)
 	case "help", "-h", "--help":

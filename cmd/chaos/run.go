@@ -46,7 +46,8 @@ func parseRunArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode
 	fs.StringVar(&cfg.Fencing, "fencing", cfg.Fencing, "register fencing: on, off or strict")
 	nem := fs.String("nemesis", strings.Join(cfg.Nemesis, ","), "comma-separated faults, one at a time, chosen at random from --seed (default: the workload's, for lock pause-holder, config pause-worker, election pause-app-leader): "+
 		strings.Join(nemesis.Names(), ", ")+" (partitions need --net netns; a fault the backend cannot perform is refused)")
-	fs.DurationVar(&cfg.NemesisInterval, "nemesis-interval", cfg.NemesisInterval, "quiet time before each fault (a fault: quiet, start, hold for --pause, stop)")
+	fs.DurationVar(&cfg.NemesisInterval, "nemesis-interval", cfg.NemesisInterval, "quiet time before each fault after the first (a fault: quiet, start, hold for --pause, stop)")
+	fs.DurationVar(&cfg.FirstFault, "first-fault", cfg.FirstFault, "quiet time before the first fault, from the start of the workload (a pause-holder waits for a holder besides)")
 	fs.DurationVar(&cfg.PauseFor, "pause", 0, "how long each fault is held (default: twice the session timeout)")
 	seed := fs.String("seed", "", "random seed (default: from the clock; recorded in test.json)")
 	fs.StringVar(&cfg.ResultsDir, "results", cfg.ResultsDir, "results folder")

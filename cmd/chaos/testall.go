@@ -26,18 +26,23 @@ func cmdTestAll(ctx context.Context, args []string) int {
 	results := fs.String("results", "results", "results folder (runs go under <results>/test-all/<timestamp>/)")
 	repeat := fs.Int("repeat", 1, "run each cell N times; reports detection rates and median time to first violation")
 	passRate := fs.Float64("pass-rate", 1, "share of a cell's attempts that must come out as expected (0 < r <= 1)")
-	cells := fs.String("cells", "", "comma-separated cell filters (globs or substrings of recipe/nemesis/fencing-X)")
+	cells := fs.String("cells", "", "comma-separated cell filters (globs or substrings of recipe/nemesis/fencing-X; !PATTERN leaves cells out)")
 	smoke := fs.Bool("smoke", false, "only the cells marked for CI")
 	junit := fs.String("junit", "", "write JUnit XML (one test case per cell) to this file")
 	list := fs.Bool("list", false, "list the cells and exit")
 	seed := fs.Int64("seed", 1, "seed of the first attempt (attempt i uses seed+i)")
 	limit := fs.Duration("time-limit", 0, "override every cell's --time-limit (0: the cell's own)")
 	prog := fs.String("progress", string(progress.Auto), "the current cell's "+progressUsage)
+	parallel := fs.Int("parallel", 1, parallelUsage)
 	if err := parseFlags(fs, args, os.Stderr); err != nil {
 		return parseExit(err)
 	}
 	if fs.NArg() > 0 {
 		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
+	}
+	if err := checkParallel(*parallel); err != nil {
+		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
+		return exitHarness
 	}
 	mode, err := progress.ParseMode(*prog)
 	if err != nil {
@@ -68,7 +73,21 @@ func cmdTestAll(ctx context.Context, args []string) int {
 		return 0
 	}
 	return runMatrix(ctx, sel, matrixRun{cmd: "test-all", results: *results, repeat: *repeat,
-		passRate: *passRate, seed: *seed, junit: *junit, mode: mode})
+		passRate: *passRate, seed: *seed, junit: *junit, mode: mode, parallel: *parallel})
+}
+
+const parallelUsage = "cells run side by side, each in its own network slot and folder (rows still in cell order); 1 runs one at a time, each cell owning the machine (docs/architecture.md, \"Speed of the gate\")"
+
+// maxParallel bounds --parallel by the slots a machine has for local
+// runs (netns slots 0..55): more would wait for a slot or fail to claim
+// one.
+const maxParallel = 56
+
+func checkParallel(n int) error {
+	if n < 1 || n > maxParallel {
+		return fmt.Errorf("--parallel %d: must be 1..%d", n, maxParallel)
+	}
+	return nil
 }
 
 // withTimeLimit overrides every cell's --time-limit (0: keep the cell's).
@@ -97,6 +116,7 @@ type matrixRun struct {
 	seed     int64
 	junit    string
 	mode     progress.Mode
+	parallel int
 }
 
 // runMatrix runs the cells and writes the table, <cmd>.json, index.html
@@ -114,7 +134,7 @@ func runMatrix(ctx context.Context, sel []matrix.Cell, r matrixRun) int {
 	}
 	shown := progress.Start(r.mode, os.Stderr, cell.Get)
 	rs, runErr := matrix.Run(ctx, sel, matrix.Options{Exe: exe, Results: dir, Repeat: r.repeat,
-		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(os.Stdout), Skip: backendMissing(ctx), Progress: cell})
+		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(os.Stdout), Skip: backendMissing(ctx), Progress: cell, Parallel: r.parallel})
 	shown.Stop()
 	code := matrix.Summary(os.Stdout, rs)
 	writes := []func() error{
