@@ -52,7 +52,8 @@ func (s Summary) Attrs() []any {
 const summaryPoll = 250 * time.Millisecond
 
 // Summarize logs a Summary every interval while ctx lasts, and one at
-// once whenever an online checker finds its first violation. rss gives
+// once whenever an online checker finds its first violation, and a last
+// one (why=end) when ctx ends. rss gives
 // the controller's RSS (0 when unknown).
 func (t *Tracker) Summarize(ctx context.Context, log *slog.Logger, interval time.Duration, rss func() uint64) {
 	if t == nil || interval <= 0 {
@@ -65,6 +66,9 @@ func (t *Tracker) Summarize(ctx context.Context, log *slog.Logger, interval time
 	for {
 		select {
 		case <-ctx.Done():
+			if st, ok := t.Status(); ok {
+				log.Info("soak summary", Summary{Status: st, RSS: rss(), Why: "end"}.Attrs()...)
+			}
 			return
 		case now := <-poll.C:
 			st, ok := t.Status()

@@ -297,7 +297,10 @@ func TestSummarize(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); tr.Summarize(ctx, log, 400*time.Millisecond, func() uint64 { return 3 << 20 }) }()
+	go func() {
+		defer close(done)
+		tr.Summarize(ctx, log, 400*time.Millisecond, func() uint64 { return 3 << 20 })
+	}()
 	time.Sleep(500 * time.Millisecond)
 	tr.mu.Lock()
 	tr.online[0].Violations = 2
@@ -316,13 +319,12 @@ func TestSummarize(t *testing.T) {
 	if n := strings.Count(out, "why=violation"); n != 1 {
 		t.Errorf("%d violation lines, want 1:\n%s", n, out)
 	}
-	for _, want := range []string{"ops=1 ok=1", "violations=2", "controller_rss_mib=3.0"} {
+	for _, want := range []string{"ops=1 ok=1", "violations=2", "controller_rss_mib=3.0", "why=end"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
 	}
 }
-
 
 // TestCountsByOperationAndFaults: completions are counted by operation,
 // and a fault is counted when its start did something (not when it

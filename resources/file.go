@@ -10,9 +10,6 @@ import (
 	"github.com/zkchaos/zkchaos/internal/jsonl"
 )
 
-// File is resources.jsonl's name in the run folder.
-const File = "resources.jsonl"
-
 // writer appends samples, each line handed to the kernel in one write as
 // it is taken (a killed controller loses no sample it had); close fsyncs.
 // After its first error it writes nothing more and keeps that error.

@@ -29,10 +29,12 @@ func TestSamplerRealProcesses(t *testing.T) {
 	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
 	t0 := time.Now()
 	one := int64(1)
-	path := filepath.Join(dir, File)
+	path := filepath.Join(dir, "resources.jsonl")
 	s, err := Start(context.Background(), Config{Interval: 50 * time.Millisecond, Path: path,
-		Clock:   func() int64 { return int64(time.Since(t0)) },
-		Targets: func(context.Context) []Target { return []Target{{RoleWorker, 7, child.Process.Pid}, {RoleZooKeeper, 1, 1 << 30}} },
+		Clock: func() int64 { return int64(time.Since(t0)) },
+		Targets: func(context.Context) []Target {
+			return []Target{{RoleWorker, 7, child.Process.Pid}, {RoleZooKeeper, 1, 1 << 30}}
+		},
 		Servers: func(context.Context) []Server {
 			return []Server{{ID: 1, Znodes: &one}, {ID: 2, CountsError: "no answer"}}
 		},
@@ -96,7 +98,7 @@ func TestReadFileCutLastLine(t *testing.T) {
 // TestResumedFileAppends: a second sampler on the same path continues the
 // file (a resumed soak), it does not truncate it.
 func TestResumedFileAppends(t *testing.T) {
-	path := filepath.Join(t.TempDir(), File)
+	path := filepath.Join(t.TempDir(), "resources.jsonl")
 	for range 2 {
 		w, err := createWriter(path)
 		if err != nil {

@@ -32,6 +32,9 @@ type Config struct {
 	Servers func(ctx context.Context) []Server
 	// DataDirs are a server's data directories by its id.
 	DataDirs func(id int) []string
+	// OnSample, when set, is given each sample once it is written (the
+	// soak's metrics).
+	OnSample func(Sample)
 	Logger   *slog.Logger
 }
 
@@ -104,6 +107,9 @@ func (s *Sampler) loop(ctx context.Context) {
 		s.mu.Lock()
 		s.last = &smp
 		s.mu.Unlock()
+		if s.cfg.OnSample != nil {
+			s.cfg.OnSample(smp)
+		}
 		select {
 		case <-ctx.Done():
 			return
