@@ -76,13 +76,13 @@ func (t *Tracker) Summarize(ctx context.Context, log *slog.Logger, interval time
 				continue
 			}
 			why := ""
+			if !now.Before(next) {
+				why, next = "interval", now.Add(interval)
+			}
 			for _, c := range st.Online {
 				if c.Violations > 0 && !found[c.Name] {
 					found[c.Name], why = true, "violation"
 				}
-			}
-			if !now.Before(next) {
-				why, next = "interval", now.Add(interval)
 			}
 			if why != "" {
 				log.Info("soak summary", Summary{Status: st, RSS: rss(), Why: why}.Attrs()...)
