@@ -363,6 +363,16 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// OnlineCheckers are the run's checkers that also run online (none for
+// a workload that cannot be built).
+func (c Config) OnlineCheckers() []string {
+	wl, err := c.NewWorkload()
+	if err != nil {
+		return nil
+	}
+	return onlineCheckers(wl)
+}
+
 // onlineCheckers are the workload's checkers that also run online, on the
 // apply log while the run lasts.
 func onlineCheckers(wl workloads.Workload) []string {

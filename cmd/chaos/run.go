@@ -189,8 +189,14 @@ func cmdRun(ctx, hard context.Context, args []string) int {
 	track, stderr, stopShowing := showProgress(mode)
 	out, err := runner.Run(ctx, hard, cfg, exe, os.Args, stderr, runner.WithProgress(track))
 	stopShowing()
+	return finishRun("chaos run", out, err)
+}
+
+// finishRun prints a run's summary and timings and turns its outcome into
+// the exit code, for chaos run and chaos soak.
+func finishRun(cmd string, out *runner.Outcome, err error) int {
 	if ns := (runner.NotStarted{}); errors.As(err, &ns) {
-		fmt.Fprintf(os.Stderr, "chaos run: %v\n", ns.Err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd, ns.Err)
 		return exitHarness
 	}
 	if out != nil && out.Check != nil {
@@ -200,9 +206,9 @@ func cmdRun(ctx, hard context.Context, args []string) int {
 			out.Timings.Teardown.Seconds(), out.Timings.Total.Seconds(), out.Timings.Processes)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos run: harness failure: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s: harness failure: %v\n", cmd, err)
 		if out != nil && out.Run != nil {
-			fmt.Fprintf(os.Stderr, "chaos run: what was recorded is in %s (chaos check %s)\n", out.Run.Dir, out.Run.Dir)
+			fmt.Fprintf(os.Stderr, "%s: what was recorded is in %s (chaos check %s)\n", cmd, out.Run.Dir, out.Run.Dir)
 		}
 		return exitHarness
 	}
