@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"syscall"
 
 	"github.com/shirou/gopsutil/v4/process"
 )
@@ -41,9 +42,11 @@ func Measure(ctx context.Context, role string, id, pid int) Proc {
 	return p
 }
 
-// DirSize is the total size of the regular files under the dirs (a dir
-// that does not exist counts 0), or -1 when one could not be walked. A
-// file deleted during the walk (a purge) is skipped, not an error.
+// DirSize is the disk space the regular files under the dirs take (a
+// dir that does not exist counts 0), or -1 when one could not be walked.
+// Space, not length: ZooKeeper pads each transaction log to 64 MB ahead
+// of its writes with a sparse file, whose length says nothing of what
+// the disk holds. A file deleted during the walk (a purge) is skipped.
 func DirSize(dirs ...string) int64 {
 	var total int64
 	for _, d := range dirs {
@@ -63,7 +66,7 @@ func DirSize(dirs ...string) int64 {
 			if err != nil {
 				return err
 			}
-			total += info.Size()
+			total += diskUsage(info)
 			return nil
 		})
 		if err != nil {
@@ -71,4 +74,13 @@ func DirSize(dirs ...string) int64 {
 		}
 	}
 	return total
+}
+
+// diskUsage is a file's allocated blocks in bytes (its length where the
+// system does not say).
+func diskUsage(info fs.FileInfo) int64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
+	}
+	return info.Size()
 }

@@ -74,7 +74,7 @@ func TestSamplerRealProcesses(t *testing.T) {
 		if gone := smp.Procs[2]; gone.Error == "" || gone.RSS != 0 {
 			t.Errorf("sample %d: a pid that does not exist gave %+v, want an error", i, gone)
 		}
-		if len(smp.Servers) != 2 || smp.Servers[0].DataBytes != 12345 || smp.Servers[1].DataBytes != 0 ||
+		if len(smp.Servers) != 2 || smp.Servers[0].DataBytes != 16384 || smp.Servers[1].DataBytes != 0 ||
 			*smp.Servers[0].Znodes != 1 || smp.Servers[1].CountsError == "" {
 			t.Errorf("sample %d: servers %+v", i, smp.Servers)
 		}
@@ -152,7 +152,19 @@ func TestDirSize(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(d, "l")); err != nil {
 		t.Fatal(err)
 	}
-	if got := DirSize(d, filepath.Join(d, "missing")); got != 5 {
-		t.Errorf("DirSize = %d, want 5 (a symlink and a missing dir count nothing)", got)
+	if got := DirSize(d, filepath.Join(d, "missing")); got != 4096 {
+		t.Errorf("DirSize = %d, want one 4 KiB block (a symlink and a missing dir count nothing)", got)
+	}
+	sparse := filepath.Join(d, "sparse")
+	f, err := os.Create(sparse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got := DirSize(d); got != 4096 {
+		t.Errorf("DirSize with a 64 MB sparse file = %d, want the 4 KiB of the other file: space, not length", got)
 	}
 }
