@@ -149,7 +149,8 @@ func TestSoakServesSamplesAndReports(t *testing.T) {
 				t.Errorf("sample %d: %s RSS %d bytes, %d open files: implausible", i, p.Role, p.RSS, p.OpenFiles)
 			}
 		}
-		if roles["controller"] != 1 || roles["zookeeper"] != 3 || roles["worker"] < 1 {
+		// The first sample may come before the first worker has started.
+		if roles["controller"] != 1 || roles["zookeeper"] != 3 || (i > 1 && roles["worker"] < 1) {
 			t.Errorf("sample %d: processes by role %v; want 1 controller, 3 zookeeper, workers", i, roles)
 		}
 		for _, sv := range s.Servers {
