@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -254,4 +255,38 @@ func logTime(t *testing.T, log, msg string) time.Time {
 	}
 	t.Fatalf("no log line with %s", msg)
 	return time.Time{}
+}
+
+// TestKilledSoakIsChecked: a soak SIGKILLed mid-run leaves what chaos
+// check needs; after chaos cleanup, the check gives a verdict that is not
+// valid (the run did not finish), and the report still has the samples
+// taken before the kill.
+func TestKilledSoakIsChecked(t *testing.T) {
+	chaostest.NeedEnsemble(t)
+	t.Parallel()
+	results := t.TempDir()
+	cmd, _, stderr := chaostest.Start(t, "soak", "--results", results, "--duration", "5m", "--seed", "4",
+		"--resources-interval", "1s", "--progress", "off")
+	dir := chaostest.WaitForRun(t, results, stderr, "three resource samples", func(d string) bool {
+		b, err := os.ReadFile(filepath.Join(d, store.ResourcesFile))
+		return err == nil && strings.Count(string(b), "\n") >= 3
+	})
+	chaostest.Crash(t, cmd)
+	time.Sleep(2 * time.Second) // the janitor's sweep
+	if out, err := exec.Command(chaostest.Binary(t), "cleanup").CombinedOutput(); err != nil {
+		t.Fatalf("chaos cleanup: %v\n%s", err, out)
+	}
+	chaostest.AssertNothingLeft(t, dir)
+	code, out := chaostest.Check(t, dir)
+	t.Logf("chaos check of the killed soak: exit %d\n%s", code, chaostest.Tail(out, 1500))
+	if code != 1 && code != 2 {
+		t.Errorf("chaos check: exit %d, want 1 or 2 (a verdict; never valid for a run that did not finish)", code)
+	}
+	if !strings.Contains(out, "INCOMPLETE") {
+		t.Error("the check's summary does not say the run did not finish")
+	}
+	page, err := os.ReadFile(filepath.Join(dir, store.ReportFile))
+	if err != nil || !strings.Contains(string(page), "Controller RSS at each of") {
+		t.Errorf("report.html of the killed soak has no resource figure (%v)", err)
+	}
 }
