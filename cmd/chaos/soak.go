@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -37,7 +38,7 @@ type soakFlags struct {
 
 // parseSoakArgs is chaos run's parser (runParser) with a soak's defaults
 // and flags.
-func parseSoakArgs(args []string, stderr *os.File) (runner.Config, progress.Mode, soakFlags, error) {
+func parseSoakArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode, soakFlags, error) {
 	var sf soakFlags
 	p := runParser{cmd: "chaos soak", cfg: soakDefaults(),
 		name: func(wl string) string { return "soak-" + wl },
