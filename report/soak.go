@@ -128,7 +128,7 @@ func violationsRow(res checker.Results, perHour func(int) string) metricRow {
 		r.Value = "no double-writer result"
 	}
 	if len(others) > 0 {
-		r.Value += "; also invalid: " + strings.Join(others, ", ")
+		r.Value += "; other checkers that found violations: " + strings.Join(others, ", ")
 	}
 	return r
 }
