@@ -70,7 +70,7 @@ func soak(in Page) *soakView {
 		sv.Rows = append(sv.Rows, metricRow{"resources", notRecorded, in.ResourcesNote})
 	}
 	if len(in.Resources) > 0 {
-		sv.Rows = append(sv.Rows, rssRow(sv, in.Resources), dataRow(in.Resources))
+		sv.Rows = append(sv.Rows, rssRow(sv, in.Resources), heapRow(in.Resources), dataRow(in.Resources))
 		sv.Figures = resourceFigures(in)
 	}
 	return sv
@@ -148,6 +148,19 @@ func rssRow(sv *soakView, samples []resources.Sample) metricRow {
 		sv.Warning = fmt.Sprintf("The controller's RSS grew %.1f%% between minute 5 and the end (more than %.0f%%): a leak, or memory that grows with the run.",
 			100*tr.Growth, 100*LeakBound)
 	}
+	return r
+}
+
+// heapRow is the controller's live Go heap from minute 5 to the end:
+// what the controller keeps, beside the RSS the runtime holds.
+func heapRow(samples []resources.Sample) metricRow {
+	r := metricRow{Name: "controller live heap, minute 5 → end", From: "resources.jsonl: the Go runtime's live heap after its last collection, means as for the RSS"}
+	tr := resources.TrendOf(samples, resources.ControllerHeap, leakFrom, leakWindow)
+	if !tr.Judged {
+		r.Value = "not judged: " + tr.Why
+		return r
+	}
+	r.Value = fmt.Sprintf("%.1f MiB → %.1f MiB (%+.1f%%)", tr.From/(1<<20), tr.To/(1<<20), 100*tr.Growth)
 	return r
 }
 

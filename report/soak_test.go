@@ -18,7 +18,7 @@ func soakSamples(minutes float64, rss func(float64) uint64) []resources.Sample {
 	for m := 0.0; m <= minutes; m += 0.5 {
 		n := int64(10 + m)
 		s := resources.Sample{TimeNS: int64(m * float64(time.Minute)), Procs: []resources.Proc{
-			{Role: resources.RoleController, RSS: rss(m), OpenFiles: 20},
+			{Role: resources.RoleController, RSS: rss(m), OpenFiles: 20, HeapLive: rss(m) / 4},
 			{Role: resources.RoleWorker, ID: 3, RSS: 8 << 20, OpenFiles: 9}}}
 		for id := 1; id <= 3; id++ {
 			s.Procs = append(s.Procs, resources.Proc{Role: resources.RoleZooKeeper, ID: id, RSS: 90 << 20, OpenFiles: 60})
@@ -56,7 +56,7 @@ func soakPage(t *testing.T, rss func(float64) uint64) string {
 // minute 5 and the end, and only then.
 func TestSoakSection(t *testing.T) {
 	flat := soakPage(t, func(float64) uint64 { return 50 << 20 })
-	for _, want := range []string{"Soak", "operations", "60 (", "per hour", "50.0 MiB → 50.0 MiB (+0.0%)",
+	for _, want := range []string{"Soak", "operations", "60 (", "per hour", "50.0 MiB → 50.0 MiB (+0.0%)", "12.5 MiB → 12.5 MiB (+0.0%)",
 		"Controller RSS at each of", "ZooKeeper JVM RSS at each of", "Open files at each of",
 		"Znodes, watches and ephemerals per server (mntr) at each of", "Data directory size per server at each of",
 		"MiB per hour"} {

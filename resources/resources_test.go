@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func TestSamplerRealProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	runtime.GC() // the live heap is known after a first collection
 	t0 := time.Now()
 	one := int64(1)
 	path := filepath.Join(dir, "resources.jsonl")
@@ -64,7 +66,7 @@ func TestSamplerRealProcesses(t *testing.T) {
 			t.Errorf("sample %d at %d, not after %d", i, smp.TimeNS, got[i-1].TimeNS)
 		}
 		ctl, ok := smp.Controller()
-		if !ok || ctl.PID != os.Getpid() || ctl.RSS < 1<<20 || ctl.RSS > 4<<30 || ctl.OpenFiles < 3 || ctl.Error != "" {
+		if !ok || ctl.PID != os.Getpid() || ctl.RSS < 1<<20 || ctl.RSS > 4<<30 || ctl.OpenFiles < 3 || ctl.Error != "" || ctl.HeapLive == 0 || ctl.HeapLive > ctl.RSS {
 			t.Errorf("sample %d: controller %+v", i, ctl)
 		}
 		w := smp.Procs[1]

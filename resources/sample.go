@@ -45,6 +45,11 @@ type Proc struct {
 	RSS       uint64  `json:"rss_bytes"`
 	CPU       float64 `json:"cpu_seconds"`
 	OpenFiles int     `json:"open_files"`
+	// HeapLive is the controller's live Go heap after its last garbage
+	// collection (runtime/metrics /gc/heap/live:bytes); 0 for the others.
+	// Beside RSS it tells data the controller keeps from memory the
+	// runtime has not given back.
+	HeapLive uint64 `json:"heap_live_bytes,omitempty"`
 	// Error says what could not be read (the rest is then partial or 0).
 	Error string `json:"error,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"runtime/metrics"
 	"sync"
 	"time"
 )
@@ -122,7 +123,9 @@ func (s *Sampler) loop(ctx context.Context) {
 func (s *Sampler) take(ctx context.Context, seq int) Sample {
 	t0 := time.Now()
 	smp := Sample{Seq: seq, TimeNS: s.cfg.Clock(), Wall: t0.UnixNano()}
-	smp.Procs = append(smp.Procs, Measure(ctx, RoleController, 0, os.Getpid()))
+	ctl := Measure(ctx, RoleController, 0, os.Getpid())
+	ctl.HeapLive = heapLive()
+	smp.Procs = append(smp.Procs, ctl)
 	for _, tg := range s.cfg.Targets(ctx) {
 		smp.Procs = append(smp.Procs, Measure(ctx, tg.Role, tg.ID, tg.PID))
 	}
@@ -136,4 +139,14 @@ func (s *Sampler) take(ctx context.Context, seq int) Sample {
 	}
 	smp.TookNS = int64(time.Since(t0))
 	return smp
+}
+
+// heapLive is this process's live heap as of its last GC.
+func heapLive() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }

@@ -68,6 +68,13 @@ func ControllerRSS(s Sample) (float64, bool) {
 	return float64(p.RSS), ok && p.RSS > 0
 }
 
+// ControllerHeap is the controller's live Go heap in a sample, for
+// TrendOf.
+func ControllerHeap(s Sample) (float64, bool) {
+	p, ok := s.Controller()
+	return float64(p.HeapLive), ok && p.HeapLive > 0
+}
+
 // DataBytes is the servers' data directories together in a sample,
 // for TrendOf and the growth rate; false when one could not be read.
 func DataBytes(s Sample) (float64, bool) {
