@@ -47,9 +47,14 @@ type Monitor struct {
 	dropped atomic.Int64
 	// busy is set while a read of the directories is under way; a read
 	// left waiting on a silent server is not started again beside it.
-	busy   atomic.Bool
-	bound  time.Duration
-	seq    int
+	busy  atomic.Bool
+	bound time.Duration
+	seq   int
+	// last are the servers of the latest sample written, for whoever
+	// samples the ensemble's size beside the monitor (resources/) without
+	// asking the servers twice.
+	lastMu sync.Mutex
+	last   []Server
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -173,6 +178,20 @@ func (m *Monitor) sample(parent context.Context, st step) {
 	if err := m.out.write(s); err != nil {
 		m.cfg.Logger.Warn("monitor: sample not written; the monitor writes no more", "err", err)
 	}
+	m.lastMu.Lock()
+	m.last = s.Servers
+	m.lastMu.Unlock()
+}
+
+// LastServers are the servers' mntr and cons of the latest sample; false
+// before the first or on a nil Monitor.
+func (m *Monitor) LastServers() ([]Server, bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.lastMu.Lock()
+	defer m.lastMu.Unlock()
+	return slices.Clone(m.last), m.last != nil
 }
 
 // readDirs reads every lock directory within ctx. go-zookeeper takes no

@@ -37,8 +37,20 @@ type Status struct {
 	// Target its target process (-1: none, or not a process).
 	Fault  string `json:"fault,omitempty"`
 	Target int    `json:"target"`
+	// Faults counts the faults injected so far (a start that did
+	// something); Ops the completions by operation.
+	Faults int       `json:"faults,omitempty"`
+	Ops    []OpCount `json:"ops,omitempty"`
 	// Online is each online checker's count so far, in a fixed order.
 	Online []Count `json:"online,omitempty"`
+}
+
+// OpCount is one operation's completions by outcome.
+type OpCount struct {
+	F    string `json:"f"`
+	OK   int    `json:"ok"`
+	Fail int    `json:"fail"`
+	Info int    `json:"info"`
 }
 
 // Count is one online checker's violations so far.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,8 @@ type Tracker struct {
 	info   int
 	fault  string
 	target int
+	faults int
+	byF    map[string]*OpCount
 	online []Count
 
 	// hist hands the recorded events, in history order (recMu), to the
@@ -153,14 +156,7 @@ func (t *Tracker) Observe(e history.Event) {
 		if checker.IsInstant(e.F) {
 			return
 		}
-		switch e.Type {
-		case history.OK:
-			t.ok++
-		case history.Fail:
-			t.fail++
-		case history.Info:
-			t.info++
-		}
+		t.countOp(e)
 		return
 	}
 	switch {
@@ -172,12 +168,46 @@ func (t *Tracker) Observe(e history.Event) {
 	case history.IsFaultStart(e.F) && e.Type == history.Fail:
 		t.fault, t.target = "", -1 // nothing was done
 	case history.IsFaultStart(e.F):
+		t.faults++
 		if e.Value != nil && e.Value.TargetProcess != nil {
 			t.target = *e.Value.TargetProcess
 		}
 	case history.IsFaultStop(e.F) && e.Type != history.Invoke:
 		t.fault, t.target = "", -1
 	}
+}
+
+// countOp counts a client's completion, in all and by its operation.
+func (t *Tracker) countOp(e history.Event) {
+	if t.byF == nil {
+		t.byF = map[string]*OpCount{}
+	}
+	c := t.byF[e.F]
+	if c == nil {
+		c = &OpCount{F: e.F}
+		t.byF[e.F] = c
+	}
+	switch e.Type {
+	case history.OK:
+		t.ok++
+		c.OK++
+	case history.Fail:
+		t.fail++
+		c.Fail++
+	case history.Info:
+		t.info++
+		c.Info++
+	}
+}
+
+// ops are the counts by operation, sorted by its name.
+func (t *Tracker) ops() []OpCount {
+	out := make([]OpCount, 0, len(t.byF))
+	for _, c := range t.byF {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b OpCount) int { return strings.Compare(a.F, b.F) })
+	return out
 }
 
 // Status is the run's status now.
@@ -191,7 +221,7 @@ func (t *Tracker) Status() (Status, bool) {
 		return Status{}, false
 	}
 	s := Status{Phase: t.phase, Limit: t.limit, OK: t.ok, Fail: t.fail, Info: t.info,
-		Fault: t.fault, Target: t.target, Online: slices.Clone(t.online)}
+		Fault: t.fault, Target: t.target, Faults: t.faults, Ops: t.ops(), Online: slices.Clone(t.online)}
 	now := t.now()
 	switch {
 	case t.wStart.IsZero():

@@ -283,3 +283,67 @@ func TestTrackerSilentBeforeTheRun(t *testing.T) {
 		t.Error("a tracker in setup shows nothing")
 	}
 }
+
+// TestSummarize: a summary line every interval, and one at once when an
+// online checker finds its first violation (not again for its next ones).
+func TestSummarize(t *testing.T) {
+	tr := NewTracker()
+	tr.Workload(time.Hour)
+	tr.Observe(history.Event{Type: history.OK, F: "acquire", Process: 1})
+	tr.mu.Lock()
+	tr.online = []Count{{Name: "double-writer"}}
+	tr.mu.Unlock()
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tr.Summarize(ctx, log, 400*time.Millisecond, func() uint64 { return 3 << 20 })
+	}()
+	time.Sleep(600 * time.Millisecond)
+	tr.mu.Lock()
+	tr.online[0].Violations = 2
+	tr.mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	tr.mu.Lock()
+	tr.online[0].Violations = 3
+	tr.mu.Unlock()
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	<-done
+	out := buf.String()
+	if n := strings.Count(out, "why=interval"); n < 1 || n > 3 {
+		t.Errorf("%d interval lines in 1.1 s at 400 ms:\n%s", n, out)
+	}
+	if n := strings.Count(out, "why=violation"); n != 1 {
+		t.Errorf("%d violation lines, want 1:\n%s", n, out)
+	}
+	for _, want := range []string{"ops=1 ok=1", "violations=2", "controller_rss_mib=3.0", "why=end"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}
+
+// TestCountsByOperationAndFaults: completions are counted by operation,
+// and a fault is counted when its start did something (not when it
+// failed).
+func TestCountsByOperationAndFaults(t *testing.T) {
+	tr := NewTracker()
+	tr.Phase("workload")
+	start := history.Faults[0].Start
+	for _, e := range []history.Event{
+		{Type: history.OK, F: "acquire", Process: 1}, {Type: history.Fail, F: "acquire", Process: 2},
+		{Type: history.Info, F: "write", Process: 1}, {Type: history.Invoke, F: "write", Process: 1},
+		{Type: history.Invoke, F: start, Process: history.Nemesis}, {Type: history.OK, F: start, Process: history.Nemesis},
+		{Type: history.Invoke, F: start, Process: history.Nemesis}, {Type: history.Fail, F: start, Process: history.Nemesis},
+	} {
+		tr.Observe(e)
+	}
+	st, _ := tr.Status()
+	want := []OpCount{{F: "acquire", OK: 1, Fail: 1}, {F: "write", Info: 1}}
+	if st.Faults != 1 || len(st.Ops) != 2 || st.Ops[0] != want[0] || st.Ops[1] != want[1] {
+		t.Errorf("faults %d, ops %+v; want 1 and %+v", st.Faults, st.Ops, want)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/zkchaos/zkchaos/plots"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/report/anchor"
+	"github.com/zkchaos/zkchaos/resources"
 	"github.com/zkchaos/zkchaos/runview"
 	"github.com/zkchaos/zkchaos/store"
 )
@@ -100,6 +101,11 @@ type Page struct {
 	// are none ("Not recorded: …").
 	Monitor     []monitor.Sample
 	MonitorNote string
+	// Resources is a soak's resource samples (resources.jsonl), for the
+	// soak section; ResourcesNote says why they could not be read. A run
+	// with neither has no soak section.
+	Resources     []resources.Sample
+	ResourcesNote string
 	// Links to the raw files; nil means DefaultLinks.
 	Links []Link
 }
@@ -143,13 +149,14 @@ figure.plot figcaption { color: #444; margin-top: 0.2em; }
 {{with .Completion}}<p id="completion">{{if .Completed}}Run complete: the workload ran {{.Reached}} of {{.Limit}}, stopped by its time limit, and the final phase ran.{{else if .StoppedAtFirst}}<strong>Run stopped at its first violation</strong>: the online check of the apply log found one and the run was asked to stop there (--stop-at-first): the workload ran {{.Reached}} of {{.Limit}}, then the final phase ran. The verdict is the full check's: the violation makes it invalid; had the full check found none, it would be unknown, never valid.{{else}}<strong>Run incomplete</strong>: {{.Why}}. Phase reached: {{.Phase}}; workload {{.Reached}} of {{.Limit}}; final phase {{if .FinalPhase}}ran{{else}}did not run{{end}}. Finding no violation in part of a run proves nothing about the rest, so this run cannot be valid.{{end}}</p>{{end}}
 {{if .Reasons}}<ul>{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
-<nav id="contents"><strong>Contents:</strong> <a href="#checkers">checkers</a>{{with .Timeline}} &middot; <a href="#{{.ID}}">timeline</a>{{end}} &middot; <a href="#{{.StoriesID}}">stories</a> &middot; <a href="#{{.Runbook.ID}}">runbook evidence</a>{{if .Figures}} &middot; <a href="#{{.FiguresID}}">figures</a>{{end}} &middot; <a href="#double-writes">double writes</a> &middot; <a href="#linearizability">linearizability</a> &middot; <a href="#operations">operations</a> &middot; <a href="#{{.Metrics.ID}}">lock metrics</a> &middot; <a href="#nemesis">nemesis</a> &middot; <a href="#configuration">configuration</a> &middot; <a href="#raw-files">raw files</a></nav>
+<nav id="contents"><strong>Contents:</strong> <a href="#checkers">checkers</a>{{with .Timeline}} &middot; <a href="#{{.ID}}">timeline</a>{{end}} &middot; <a href="#{{.StoriesID}}">stories</a> &middot; <a href="#{{.Runbook.ID}}">runbook evidence</a>{{if .Figures}} &middot; <a href="#{{.FiguresID}}">figures</a>{{end}}{{with .Soak}} &middot; <a href="#{{.ID}}">soak</a>{{end}} &middot; <a href="#double-writes">double writes</a> &middot; <a href="#linearizability">linearizability</a> &middot; <a href="#operations">operations</a> &middot; <a href="#{{.Metrics.ID}}">lock metrics</a> &middot; <a href="#nemesis">nemesis</a> &middot; <a href="#configuration">configuration</a> &middot; <a href="#raw-files">raw files</a></nav>
 
 {{template "checkers" .}}
 {{template "timeline" .}}
 {{template "stories" .}}
 {{template "runbook" .}}
 {{template "figures" .}}
+{{template "soak" .}}
 {{template "doublewrites" .}}
 {{template "linear" .}}
 {{template "operations" .}}
@@ -321,6 +328,7 @@ type view struct {
 	StoryCounts   []string
 	Runbook       runbookView
 	Metrics       metricsView
+	Soak          *soakView
 }
 
 // linearView is one porcupine checker's section.
@@ -415,6 +423,7 @@ func build(in Page) view {
 	v.Timeline = timelineOf(in)
 	v.Runbook = runbook(in)
 	v.Metrics = metrics(in)
+	v.Soak = soak(in)
 	return v
 }
 

@@ -47,7 +47,7 @@ func page(t *testing.T) Page {
 	}
 	return Page{Name: "lock-" + hostile, Dir: "results/lock/20250102T030405Z", HistoryTruncated: true, Start: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		Config:  []byte(`{"workers": 8, "fencing": "off", "note": "` + strings.ReplaceAll(hostile, `"`, `\"`) + `"}`),
-		Results: res, Nemesis: hist, History: hist}
+		Results: res, Nemesis: hist, History: hist, Resources: soakSamples(5, func(float64) uint64 { return 50 << 20 })}
 }
 
 // parse checks the page is well-formed HTML as far as a tokenizer that
@@ -307,7 +307,7 @@ func TestReadingOrder(t *testing.T) {
 	html := string(b)
 	last := -1
 	for _, id := range []string{"verdict", "contents", "checkers", anchor.Timeline, anchor.Stories, anchor.Runbook, anchor.Figures,
-		"double-writes", "linearizability", "operations", anchor.Metrics, "nemesis", "configuration", "raw-files"} {
+		anchor.Soak, "double-writes", "linearizability", "operations", anchor.Metrics, "nemesis", "configuration", "raw-files"} {
 		at := strings.Index(html, `id="`+id+`"`)
 		if at < 0 {
 			t.Errorf("no section %q", id)

@@ -111,6 +111,7 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	page := report.Page{Name: tf.Name, Dir: run.Dir, Start: tf.Start, Config: rawTest, Results: res,
 		Nemesis: nem, History: h.Events, HistoryTruncated: h.Truncated, ApplyLog: applyLog, StartWall: startWall}
 	page.Monitor, page.MonitorNote = readMonitor(run.Path(store.MonitorFile))
+	page.Resources, page.ResourcesNote = readResources(run.Path(store.ResourcesFile))
 	if err := report.Write(out.Report, page); err != nil {
 		return out, fmt.Errorf("write report: %w", err)
 	}

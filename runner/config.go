@@ -90,6 +90,14 @@ type Config struct {
 	// is expected to fail fails sooner (chaos test-all's invalid cells).
 	// The run still heals, reads finally, and is judged by the full check.
 	StopAtFirst bool `json:"stop_at_first,omitempty"`
+	// ResourcesInterval is how often the run's resource use (its
+	// processes, the servers' sizes) is sampled into resources.jsonl;
+	// SummaryInterval how often a summary line is logged. Both 0 (none)
+	// but in chaos soak (10 s and 1 min).
+	ResourcesInterval time.Duration `json:"resources_interval,omitempty"`
+	SummaryInterval   time.Duration `json:"summary_interval,omitempty"`
+	// Soak marks a run made by chaos soak.
+	Soak bool `json:"soak,omitempty"`
 }
 
 // Values of Config.ACL.
@@ -226,6 +234,11 @@ const MinTimeLimit = time.Second
 // interval would load the ensemble it observes.
 const MinMonitorInterval = 100 * time.Millisecond
 
+// MinResourcesInterval is the shortest resource sampling interval: a
+// sample walks every server's data directory and reads /proc of every
+// process of the run.
+const MinResourcesInterval = 500 * time.Millisecond
+
 // InjectAllowance is what a fault cycle allows, beside its quiet time and
 // its hold, for finding a target and injecting and verifying the fault
 // (pause-holder waits up to 1 s for a holder).
@@ -294,6 +307,12 @@ func (c Config) Validate() error {
 	if c.PauseFor < 0 {
 		bad("--pause %s: must not be negative", c.PauseFor)
 	}
+	if c.ResourcesInterval != 0 && c.ResourcesInterval < MinResourcesInterval {
+		bad("--resources-interval %s: must be 0 (none) or at least %s", c.ResourcesInterval, MinResourcesInterval)
+	}
+	if c.SummaryInterval < 0 {
+		bad("--summary-interval %s: must not be negative", c.SummaryInterval)
+	}
 	if c.MonitorInterval != 0 && c.MonitorInterval < MinMonitorInterval {
 		bad("--monitor-interval %s: must be 0 (no monitor) or at least %s", c.MonitorInterval, MinMonitorInterval)
 	}
@@ -351,6 +370,16 @@ func (c Config) Validate() error {
 		bad("worker log cap %d+%d bytes: must not be negative", c.WorkerLogHead, c.WorkerLogTail)
 	}
 	return errors.Join(errs...)
+}
+
+// OnlineCheckers are the run's checkers that also run online (none for
+// a workload that cannot be built).
+func (c Config) OnlineCheckers() []string {
+	wl, err := c.NewWorkload()
+	if err != nil {
+		return nil
+	}
+	return onlineCheckers(wl)
 }
 
 // onlineCheckers are the workload's checkers that also run online, on the

@@ -43,6 +43,8 @@ func TestValidateNamesTheBadValue(t *testing.T) {
 		{func(c *Config) { c.MonitorInterval = 10 * time.Millisecond }, "--monitor-interval 10ms: must be 0 (no monitor) or at least 100ms"},
 		{func(c *Config) { c.MonitorInterval = -time.Second }, "--monitor-interval -1s"},
 		{func(c *Config) { c.FirstFault = -time.Second }, "--first-fault -1s: must not be negative"},
+		{func(c *Config) { c.ResourcesInterval = 100 * time.Millisecond }, "--resources-interval 100ms: must be 0 (none) or at least 500ms"},
+		{func(c *Config) { c.SummaryInterval = -time.Second }, "--summary-interval -1s"},
 	}
 	for _, tc := range cases {
 		c := Defaults()

@@ -27,6 +27,7 @@ import (
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/progress"
+	"github.com/zkchaos/zkchaos/resources"
 	"github.com/zkchaos/zkchaos/store"
 	"github.com/zkchaos/zkchaos/subjects"
 	"github.com/zkchaos/zkchaos/workloads"
@@ -78,11 +79,20 @@ func (e NotStarted) Unwrap() error { return e.Err }
 // RunOption adjusts one Run.
 type RunOption func(*runOpts)
 
-type runOpts struct{ track *progress.Tracker }
+type runOpts struct {
+	track     *progress.Tracker
+	resources func(resources.Sample)
+}
 
 // WithProgress has the run keep t current: its phases, the operations
 // and faults it records, the online checks of its apply log.
 func WithProgress(t *progress.Tracker) RunOption { return func(o *runOpts) { o.track = t } }
+
+// WithResources has the run give f each resource sample as it is taken
+// (with Config.ResourcesInterval set): chaos soak's metrics.
+func WithResources(f func(resources.Sample)) RunOption {
+	return func(o *runOpts) { o.resources = f }
+}
 
 // Run performs one chaos run and checks it. ctx cancelled (SIGINT/SIGTERM)
 // ends the workload early: the run still heals, tears down, and checks
@@ -135,7 +145,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	firstFound, foundFirst := context.WithCancel(context.Background())
 	defer foundFirst()
 	c := &controller{firstFound: firstFound, foundFirst: foundFirst, cfg: cfg, wl: wl, exe: exe, run: run, runID: runID, log: log, jan: jan, hard: hard, t0: t0,
-		runCtx: runCtx, abortRun: abortRun, watchDone: make(chan struct{}), track: o.track,
+		runCtx: runCtx, abortRun: abortRun, watchDone: make(chan struct{}), track: o.track, resourcesSink: o.resources,
 		env:    proc.Env(runID, os.Getpid()),
 		status: store.Status{TimeLimitNS: int64(cfg.TimeLimit), ControllerPID: os.Getpid()}}
 	defer c.teardown()
@@ -212,6 +222,7 @@ type controller struct {
 	hist          *history.Writer
 	rec           history.Recorder // hist, as the run's parts record: the progress tracker sees every event
 	track         *progress.Tracker
+	resourcesSink func(resources.Sample)
 	reg           *registerProc
 	fleet         *fleet
 	ensembleReady time.Duration
@@ -458,6 +469,7 @@ func (c *controller) workload(ctx context.Context) {
 	wl := c.wl
 	c.startMonitor()
 	defer c.stopMonitor()
+	defer c.startSoak()()
 
 	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
 		Schedule: nemesis.Schedule{First: c.cfg.FirstFault, Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},

@@ -33,6 +33,8 @@ const (
 	ZKDir        = "zk"
 	WorkersDir   = "workers"
 	MonitorFile  = "monitor.jsonl" // the runbook monitor's samples (package monitor)
+	// ResourcesFile is a soak's resource samples (package resources).
+	ResourcesFile = "resources.jsonl"
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)

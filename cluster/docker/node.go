@@ -90,6 +90,10 @@ func (n *Node) env() map[string]string {
 		"ZOO_INIT_LIMIT":             "10",
 		"ZOO_SYNC_LIMIT":             "5",
 		"ZOO_4LW_COMMANDS_WHITELIST": strings.Join(cluster.FourLetterWords, ","),
+		// The image's defaults are the official image's (no purge); the
+		// run's are zkjvm's, as cluster/local writes them.
+		"ZOO_AUTOPURGE_SNAPRETAINCOUNT": strconv.Itoa(zkjvm.PurgeSnapRetainCount),
+		"ZOO_AUTOPURGE_PURGEINTERVAL":   strconv.Itoa(zkjvm.PurgeIntervalHours),
 		"ZOO_CFG_EXTRA": fmt.Sprintf("minSessionTimeout=%d maxSessionTimeout=%d forceSync=%s",
 			lo.Milliseconds(), hi.Milliseconds(), forceSync),
 	}

@@ -133,7 +133,8 @@ func zooCfg(c *Config, dataDir string, self *Node, all []*Node) string {
 	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
 	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", self.clientPort, self.ip)
 	fmt.Fprintf(&b, "4lw.commands.whitelist=%s\nadmin.enableServer=false\n", strings.Join(c.FourLetterWords, ","))
-	fmt.Fprintf(&b, "forceSync=%s\nautopurge.purgeInterval=0\n", forceSync)
+	fmt.Fprintf(&b, "forceSync=%s\n", forceSync)
+	fmt.Fprintf(&b, "autopurge.snapRetainCount=%d\nautopurge.purgeInterval=%d\n", zkjvm.PurgeSnapRetainCount, zkjvm.PurgeIntervalHours)
 	for _, n := range all {
 		fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", n.id, n.ip, n.quorumPort, n.electionPort)
 	}

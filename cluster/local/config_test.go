@@ -25,3 +25,19 @@ func TestFourLetterWhitelist(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeSettings: a generated zoo.cfg keeps three snapshots and purges
+// hourly, so a soak's data dir stays bounded.
+func TestPurgeSettings(t *testing.T) {
+	c := Config{Nodes: 1, Dir: t.TempDir(), ClassPath: "unused"}
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{id: 1, ip: "127.0.0.1", clientPort: 2181, quorumPort: 2888, electionPort: 3888}
+	cfg := zooCfg(&c, "/data", n, []*Node{n})
+	for _, want := range []string{"\nautopurge.snapRetainCount=3\n", "\nautopurge.purgeInterval=1\n"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("zoo.cfg lacks %q:\n%s", strings.TrimSpace(want), cfg)
+		}
+	}
+}

@@ -37,6 +37,17 @@ func Args(classPath, cfgPath string) []string {
 	return append(Flags(), "-cp", classPath, MainClass, cfgPath)
 }
 
+// Purge settings of every server: ZooKeeper keeps the newest
+// PurgeSnapRetainCount snapshots (and the transaction logs they need) and
+// deletes older ones every PurgeIntervalHours. Without a purge, a data
+// dir grows with every snapshot (one per snapCount transactions, 100 000
+// by default) for as long as the server runs, so an 8-hour soak would
+// fill its disk with history nobody reads; 3 is ZooKeeper's minimum.
+const (
+	PurgeSnapRetainCount = 3
+	PurgeIntervalHours   = 1
+)
+
 // SessionTimeouts are the server's session limits for a tick: the minimum
 // is ZooKeeper's default (2 ticks), the maximum its default (20 ticks)
 // raised to maxSession when a workload asks for longer sessions.

@@ -2,6 +2,7 @@
 // for locks and leader election on Apache ZooKeeper.
 //
 //	chaos run [flags]          one chaos run; exit 0 valid, 1 invalid, 2 unknown, 255 harness failure
+//	chaos soak [flags]         one long run (--duration 8h) with streaming checks, resource samples, metrics
 //	chaos check [flags] DIR    re-run the checkers on a stored run, same exit codes
 //	chaos test-all [flags]     the matrix of expected verdicts; --junit for CI
 //	chaos gate --recipe exec:CMD [flags]  the standard cells against a team's own client
@@ -27,6 +28,7 @@ const usage = `usage: chaos COMMAND [flags]
 
 commands:
   run       run a chaos test and check it (chaos run -h for flags)
+  soak      one long run with streaming checks, resource use over time, --metrics-addr (chaos soak -h)
   check     re-check a stored run: chaos check [--gate LIST] RUN-DIR
   test-all  run the matrix of recipes x faults x fencing against expected verdicts
   gate      run the standard cells of a correct lock (or --matrix FILE) against one subject, for CI
@@ -79,6 +81,8 @@ func realMain(args []string) int {
 	switch cmd {
 	case "run":
 		return cmdRun(ctx, hard, rest)
+	case "soak":
+		return cmdSoak(ctx, hard, rest)
 	case "check":
 		return cmdCheck(ctx, rest)
 	case "cleanup":

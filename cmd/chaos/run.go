@@ -36,8 +36,25 @@ func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
 // parseRunArgs is parseRunFlags with what is not the run's configuration
 // (how its progress is shown).
 func parseRunArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode, error) {
-	cfg, mode := runner.Defaults(), progress.Auto
-	fs := flag.NewFlagSet("chaos run", flag.ContinueOnError)
+	return runParser{cmd: "chaos run", cfg: runner.Defaults()}.parse(args, stderr)
+}
+
+// runParser is the one parser of a run's flags, for chaos run and for
+// the commands that are a run with more (chaos soak): cfg holds the
+// command's defaults, extra adds its own flags to the set and finish
+// checks them once parsed (both may be nil).
+type runParser struct {
+	cmd    string
+	cfg    runner.Config
+	extra  func(fs *flag.FlagSet, cfg *runner.Config)
+	finish func(fs *flag.FlagSet, cfg *runner.Config) error
+	// name is the default --name for a workload (nil: the workload's name).
+	name func(workload string) string
+}
+
+func (p runParser) parse(args []string, stderr io.Writer) (runner.Config, progress.Mode, error) {
+	cfg, mode := p.cfg, progress.Auto
+	fs := flag.NewFlagSet(p.cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "worker processes (logical clients) at once")
 	fs.IntVar(&cfg.Keys, "keys", cfg.Keys, "lock keys SKU-1..K, each guarding one register key")
@@ -75,8 +92,11 @@ func parseRunArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
 	fs.StringVar(&cfg.ACL, "acl", cfg.ACL, "on: the controller creates the lock root and keys with a digest ACL and workers authenticate; off: world-writable")
-	fs.BoolVar(&cfg.StopAtFirst, "stop-at-first", false, "end the workload at the first violation an online check finds (double-writer, grant-overlap, token-order, wrong-token), then heal, read finally and check as usual: invalid sooner (chaos test-all uses it for cells expected to fail only those)")
+	fs.BoolVar(&cfg.StopAtFirst, "stop-at-first", cfg.StopAtFirst, "end the workload at the first violation an online check finds (double-writer, grant-overlap, token-order, wrong-token), then heal, read finally and check as usual: invalid sooner (chaos test-all uses it for cells expected to fail only those)")
 	prog := fs.String("progress", string(progress.Auto), progressUsage)
+	if p.extra != nil {
+		p.extra(fs, &cfg)
+	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return cfg, mode, err
 	}
@@ -95,6 +115,9 @@ func parseRunArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode
 	}
 	if !flagSet(fs, "name") {
 		cfg.Name = cfg.Workload
+		if p.name != nil {
+			cfg.Name = p.name(cfg.Workload)
+		}
 	}
 	cfg.Gate = splitList(*gate)
 	if !flagSet(fs, "gate") {
@@ -108,6 +131,11 @@ func parseRunArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode
 			return cfg, mode, fmt.Errorf("--seed %q: not an integer", *seed)
 		}
 		cfg.Seed = n
+	}
+	if p.finish != nil {
+		if err := p.finish(fs, &cfg); err != nil {
+			return cfg, mode, err
+		}
 	}
 	return cfg, mode, cfg.Validate()
 }
@@ -162,8 +190,14 @@ func cmdRun(ctx, hard context.Context, args []string) int {
 	track, stderr, stopShowing := showProgress(mode)
 	out, err := runner.Run(ctx, hard, cfg, exe, os.Args, stderr, runner.WithProgress(track))
 	stopShowing()
+	return finishRun("chaos run", out, err)
+}
+
+// finishRun prints a run's summary and timings and turns its outcome into
+// the exit code, for chaos run and chaos soak.
+func finishRun(cmd string, out *runner.Outcome, err error) int {
 	if ns := (runner.NotStarted{}); errors.As(err, &ns) {
-		fmt.Fprintf(os.Stderr, "chaos run: %v\n", ns.Err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd, ns.Err)
 		return exitHarness
 	}
 	if out != nil && out.Check != nil {
@@ -173,9 +207,9 @@ func cmdRun(ctx, hard context.Context, args []string) int {
 			out.Timings.Teardown.Seconds(), out.Timings.Total.Seconds(), out.Timings.Processes)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos run: harness failure: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s: harness failure: %v\n", cmd, err)
 		if out != nil && out.Run != nil {
-			fmt.Fprintf(os.Stderr, "chaos run: what was recorded is in %s (chaos check %s)\n", out.Run.Dir, out.Run.Dir)
+			fmt.Fprintf(os.Stderr, "%s: what was recorded is in %s (chaos check %s)\n", cmd, out.Run.Dir, out.Run.Dir)
 		}
 		return exitHarness
 	}

@@ -12,6 +12,7 @@ const (
 	Stories  = "stories"
 	Metrics  = "metrics"
 	Runbook  = "runbook"
+	Soak     = "soak"
 )
 
 // Violation is the id of the timeline's mark for violation i (its index
