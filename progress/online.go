@@ -43,17 +43,17 @@ type historyStream interface {
 // history.
 func Online(checker string) bool {
 	names := []string{checker}
-	return len(onlineFeeds(names)) > 0 || len(historyFeeds(names, register.ModeOn)) > 0
+	return len(onlineFeeds(names, register.ModeOn)) > 0 || len(historyFeeds(names, register.ModeOn)) > 0
 }
 
 // onlineFeeds are the streaming versions of the checkers among names (a
-// workload's checkers) that read the apply log.
-func onlineFeeds(names []string) []feed {
+// workload's checkers) that read the apply log, for a run fenced in mode.
+func onlineFeeds(names []string, mode string) []feed {
 	var out []feed
 	if slices.Contains(names, fence.NameDoubleWriter) {
 		// Evidence is not kept: the line needs counts, the report has the
 		// full check's evidence.
-		out = append(out, feedOf(fence.NewStream(0), func(v fence.Violation) string { return v.Message }))
+		out = append(out, feedOf(fence.NewStream(0, mode), func(v fence.Violation) string { return v.Message }))
 	}
 	return out
 }

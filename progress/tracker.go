@@ -237,12 +237,22 @@ func (t *Tracker) Status() (Status, bool) {
 // FollowOption adjusts Follow.
 type FollowOption func(*followOpts)
 
-type followOpts struct{ fencing string }
+type followOpts struct {
+	fencing string
+	// given: Fencing was passed. The double-writer drops fenced-off
+	// grants only then: assuming a fence that was not there would hide
+	// an interleaving.
+	given bool
+}
 
 // Fencing is the run's fencing mode (register.ModeOn by default), which
-// the wrong-token check needs: in strict mode a second write under one
-// grant is rejected by design.
-func Fencing(mode string) FollowOption { return func(o *followOpts) { o.fencing = mode } }
+// the wrong-token check needs (in strict mode a second write under one
+// grant is rejected by design) and which lets the double-writer forget
+// grants the register has fenced off, so a fenced soak's memory stays
+// flat.
+func Fencing(mode string) FollowOption {
+	return func(o *followOpts) { o.fencing, o.given = mode, true }
+}
 
 // Follow runs the online checks among names (the run's checkers) while
 // the run lasts, until ctx ends: those of the apply log at path as the
@@ -261,7 +271,11 @@ func (t *Tracker) Follow(ctx context.Context, path string, names []string, log *
 	for _, opt := range opts {
 		opt(&o)
 	}
-	feeds, hist := onlineFeeds(names), historyFeeds(names, o.fencing)
+	dwMode := register.ModeOff
+	if o.given {
+		dwMode = o.fencing
+	}
+	feeds, hist := onlineFeeds(names, dwMode), historyFeeds(names, o.fencing)
 	if len(hist) == 0 {
 		t.histState.Store(histOff)
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
@@ -323,7 +322,7 @@ func (c Config) Validate() error {
 	} else if err := workloads.ValidateGate(wl, c.Gate); err != nil {
 		errs = append(errs, fmt.Errorf("--gate: %w", err))
 	} else if c.StopAtFirst && len(onlineCheckers(wl)) == 0 {
-		bad("--stop-at-first: none of the %s workload's checkers has an online check (only %s has one)", wl.Name(), fence.NameDoubleWriter)
+		bad("--stop-at-first: none of the %s workload's checkers has an online check (%s have one)", wl.Name(), strings.Join(c.allOnline(), ", "))
 	}
 
 	if c.TimeLimit > 0 && c.FirstFault >= 0 && c.PauseFor >= 0 {
@@ -384,6 +383,20 @@ func (c Config) OnlineCheckers() []string {
 
 // onlineCheckers are the workload's checkers that also run online, on the
 // apply log while the run lasts.
+// allOnline are the checkers of every workload that have an online
+// version, for the message refusing --stop-at-first.
+func (c Config) allOnline() []string {
+	var out []string
+	for _, name := range workloads.Names() {
+		c.Workload = name
+		if wl, err := c.NewWorkload(); err == nil {
+			out = append(out, onlineCheckers(wl)...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 func onlineCheckers(wl workloads.Workload) []string {
 	var out []string
 	for _, ck := range wl.Checkers() {

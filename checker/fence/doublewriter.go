@@ -100,7 +100,7 @@ func CheckDoubleWriter(ctx context.Context, in checker.Input) checker.Result {
 		log = slices.Clone(log)
 		slices.SortStableFunc(log, func(a, b register.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
 	}
-	s := NewStream(in.Limit())
+	s := NewStream(in.Limit(), in.Fencing)
 	for i := range log {
 		if i&0xffff == 0 && ctx.Err() != nil {
 			return checker.Cancelled(ctx)
