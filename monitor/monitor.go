@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/internal/jsonl"
 )
 
 // Config is what a monitor watches and where it writes.
@@ -40,7 +41,7 @@ type Config struct {
 // Monitor samples until Stop.
 type Monitor struct {
 	cfg   Config
-	out   *writer
+	out   *jsonl.Writer
 	conn  *zk.Conn
 	steps chan step
 	// dropped counts steps not queued since the last sample.
@@ -83,7 +84,7 @@ func Start(ctx context.Context, cfg Config) (*Monitor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	out, err := createWriter(cfg.Path)
+	out, err := jsonl.Create(cfg.Path, "monitor", true)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func Start(ctx context.Context, cfg Config) (*Monitor, error) {
 	}
 	conn, _, err := zk.Connect(addrs, cfg.SessionTimeout, zk.WithLogger(quiet{cfg.Logger}), zk.WithLogInfo(false))
 	if err != nil {
-		out.close()
+		out.Close()
 		return nil, fmt.Errorf("monitor: connect: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -130,7 +131,7 @@ func (m *Monitor) Stop() error {
 	}
 	m.cancel()
 	<-m.done
-	return m.out.close()
+	return m.out.Close()
 }
 
 func (m *Monitor) loop(ctx context.Context) {
@@ -175,7 +176,7 @@ func (m *Monitor) sample(parent context.Context, st step) {
 	if id := m.conn.SessionID(); id != 0 {
 		s.Session = SessionHex(id)
 	}
-	if err := m.out.write(s); err != nil {
+	if err := m.out.Write(s); err != nil {
 		m.cfg.Logger.Warn("monitor: sample not written; the monitor writes no more", "err", err)
 	}
 	m.lastMu.Lock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/jsonl"
 )
 
 // The testdata answers were captured from a real 3-server ensemble
@@ -111,12 +112,12 @@ func TestChurnsFromCversion(t *testing.T) {
 
 func TestFileKeepsEverySampleWritten(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "monitor.jsonl")
-	w, err := createWriter(path)
+	w, err := jsonl.Create(path, "monitor", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if err := w.write(Sample{Seq: i, Why: WhyInterval, Dirs: []Dir{{Path: "/a", Children: []Child{{Name: "lock-0000000001", Seq: 1, Owner: "0x1"}}}}}); err != nil {
+		if err := w.Write(Sample{Seq: i, Why: WhyInterval, Dirs: []Dir{{Path: "/a", Children: []Child{{Name: "lock-0000000001", Seq: 1, Owner: "0x1"}}}}}); err != nil {
 			t.Fatal(err)
 		}
 		// Each sample is in the file as soon as it is written.
@@ -125,10 +126,10 @@ func TestFileKeepsEverySampleWritten(t *testing.T) {
 			t.Fatalf("after sample %d: %d samples, %v", i, len(f.Samples), err)
 		}
 	}
-	if err := w.close(); err != nil {
+	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.write(Sample{Seq: 9}); err != nil {
+	if err := w.Write(Sample{Seq: 9}); err != nil {
 		t.Errorf("write after close: %v (dropped quietly)", err)
 	}
 	f, err := ReadFile(path)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/internal/jsonl"
 )
 
 // TestSamplerRealProcesses samples this test process and a real child
@@ -102,14 +104,14 @@ func TestReadFileCutLastLine(t *testing.T) {
 func TestResumedFileAppends(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "resources.jsonl")
 	for range 2 {
-		w, err := createWriter(path)
+		w, err := jsonl.Create(path, "resources", false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.write(Sample{}); err != nil {
+		if err := w.Write(Sample{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.close(); err != nil {
+		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}

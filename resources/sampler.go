@@ -8,6 +8,8 @@ import (
 	"runtime/metrics"
 	"sync"
 	"time"
+
+	"github.com/zkchaos/zkchaos/internal/jsonl"
 )
 
 // Target is a process to sample.
@@ -42,7 +44,7 @@ type Config struct {
 // Sampler samples until Stop.
 type Sampler struct {
 	cfg    Config
-	out    *writer
+	out    *jsonl.Writer
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -59,7 +61,7 @@ func Start(ctx context.Context, cfg Config) (*Sampler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	out, err := createWriter(cfg.Path)
+	out, err := jsonl.Create(cfg.Path, "resources", false)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +92,7 @@ func (s *Sampler) Stop() error {
 	}
 	s.cancel()
 	<-s.done
-	return s.out.close()
+	return s.out.Close()
 }
 
 func (s *Sampler) loop(ctx context.Context) {
@@ -102,7 +104,7 @@ func (s *Sampler) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return // stopped mid-sample: what it holds is the stop
 		}
-		if err := s.out.write(smp); err != nil {
+		if err := s.out.Write(smp); err != nil {
 			s.cfg.Logger.Warn("resources: sample not written; the sampler writes no more", "err", err)
 		}
 		s.mu.Lock()
