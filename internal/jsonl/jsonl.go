@@ -1,6 +1,6 @@
-// Package jsonl reads and writes the JSON-lines files a run writes as it goes (the
-// history, the runbook monitor's samples) with the one rule of damage
-// they share: a process killed mid-write leaves at most its last line
+// Package jsonl reads the JSON-lines files a run writes as it goes (the
+// history, the runbook monitor's and the soak's samples), and writes the
+// sample files, with the one rule of damage they share: a process killed mid-write leaves at most its last line
 // cut off, so only that line may be dropped; damage anywhere else means
 // the file cannot be trusted and is an error naming the line.
 package jsonl
