@@ -95,26 +95,23 @@ func CheckLiveness(ctx context.Context, in checker.Input) checker.Result {
 		return checker.Result{Valid: checker.Valid, Details: d}
 	}
 	d.ExcusedFaults = len(v.Faults)
-	byKey := map[string][]lockview.Op{}
-	for _, o := range v.Ops {
-		if o.Key != "" {
-			byKey[o.Key] = append(byKey[o.Key], o)
-		}
-	}
+	ix := indexOps(v.Ops, func(o *lockview.Op) bool { return o.Key != "" })
 	lost := map[string][]lockview.Instant{}
 	for _, e := range v.Instants {
 		if e.F == history.FLost {
 			lost[e.Key] = append(lost[e.Key], e)
+			ix.procs.id(e.Process)
 		}
 	}
-	keys := slices.Sorted(maps.Keys(byKey))
+	keys := slices.Sorted(maps.Keys(ix.byKey))
 	for _, k := range keys {
 		if ctx.Err() != nil {
 			return checker.Cancelled(ctx)
 		}
-		ex := excused(v.Faults, byKey[k])
-		d.Stalls = append(d.Stalls, freeStalls(k, byKey[k], lost[k], v.End, ex, freeT)...)
-		d.Stalls = append(d.Stalls, droughts(k, byKey[k], v.End, ex, droughtT)...)
+		ko := ix.key(v.Ops, k)
+		ex := excused(v.Faults, ko)
+		d.Stalls = append(d.Stalls, freeStalls(k, ko, lost[k], v.End, ex, freeT)...)
+		d.Stalls = append(d.Stalls, droughts(k, ko, v.End, ex, droughtT)...)
 	}
 	if len(d.Stalls) > 0 {
 		// A stall becomes a violation once it has lasted its threshold.
@@ -159,17 +156,21 @@ type span struct{ from, to int64 }
 // excused are the fault windows (with grace) that count for a key: every
 // ensemble fault, and client faults whose target used the key meanwhile
 // (found by binary search in its operations sorted by invocation, not by
-// a scan per fault), merged into their union.
-func excused(faults []checker.FaultWindow, ops []lockview.Op) *cover {
-	used := usesOf(ops)
+// a scan per fault), merged into their union. The uses are sorted only
+// when some fault is aimed at a worker.
+func excused(faults []checker.FaultWindow, ko keyOps) *cover {
+	var used []*uses
 	var out []span
 	for _, f := range faults {
 		if f.Process < 0 {
 			out = append(out, span{f.From, f.To + int64(ensembleFaultGrace)})
 			continue
 		}
+		if used == nil {
+			used = usesOf(ko)
+		}
 		to := f.To + int64(clientFaultGrace)
-		if used[f.Process].during(f.From, to) {
+		if u := ko.procs.lookup(f.Process); u >= 0 && used[u].during(f.From, to) {
 			out = append(out, span{f.From, to})
 		}
 	}
@@ -185,18 +186,43 @@ type uses struct {
 	open    []bool
 }
 
-func usesOf(ops []lockview.Op) map[history.Process]*uses {
+// usesOf are the uses of each process (by its number; nil for one without
+// operations on the key). The order among equal invocations does not
+// matter: during reads the prefix that ends after all of them.
+func usesOf(ko keyOps) []*uses {
 	type use struct {
 		invoke, done int64
 		open         bool
 	}
-	byProc := map[history.Process][]use{}
-	for _, o := range ops {
-		byProc[o.Process] = append(byProc[o.Process], use{o.Invoke, o.Done, o.Type == ""})
+	// Each process's operations in one slice, in the key's order: counted
+	// first, then placed (no slice grown per process).
+	start := make([]int, len(ko.procs.list)+1)
+	for _, p := range ko.pid {
+		start[p+1]++
 	}
-	out := map[history.Process]*uses{}
+	for p := range ko.procs.list {
+		start[p+1] += start[p]
+	}
+	next := slices.Clone(start)
+	flat := make([]use, len(ko.idx))
+	for i, at := range ko.idx {
+		o := &ko.all[at]
+		flat[next[ko.pid[i]]] = use{o.Invoke, o.Done, o.Type == ""}
+		next[ko.pid[i]]++
+	}
+	byProc := make([][]use, len(ko.procs.list))
+	for p := range byProc {
+		byProc[p] = flat[start[p]:start[p+1]]
+	}
+	out := make([]*uses, len(byProc))
 	for p, us := range byProc {
-		slices.SortFunc(us, func(a, b use) int { return cmp.Compare(a.invoke, b.invoke) })
+		if len(us) == 0 {
+			continue
+		}
+		byInvoke := func(a, b use) int { return cmp.Compare(a.invoke, b.invoke) }
+		if !slices.IsSortedFunc(us, byInvoke) {
+			slices.SortFunc(us, byInvoke)
+		}
 		u := &uses{invokes: make([]int64, len(us)), maxDone: make([]int64, len(us)), open: make([]bool, len(us))}
 		done, open := int64(math.MinInt64), false
 		for i, o := range us {
@@ -272,128 +298,13 @@ func (c *cover) counted(from, to int64) int64 {
 	return to - from - (c.covered(to) - c.covered(from))
 }
 
-// freeStalls replays one key: holders come and go, waiters wait; every
-// stretch where the key is free while someone waits is measured.
-func freeStalls(key string, ops []lockview.Op, lost []lockview.Instant, end int64, ex *cover, limit time.Duration) []Stall {
-	evs := keyEvents(ops, lost, end)
-	holders := map[history.Process]bool{} // true: a ghost (outcome unknown)
-	waiting := map[history.Process]bool{}
-	apply := func(e keyEvent) {
-		switch e.kind {
-		case evWait:
-			waiting[e.p] = true
-		case evAnswer:
-			delete(waiting, e.p)
-			switch e.typ {
-			case history.OK:
-				// A grant ends every ghost: ZooKeeper handed the lock on.
-				for p, ghost := range holders {
-					if ghost {
-						delete(holders, p)
-					}
-				}
-				holders[e.p] = false
-			case history.Info, "":
-				holders[e.p] = true // it may hold the lock
-			}
-		case evUnsure:
-			if _, ok := holders[e.p]; ok {
-				holders[e.p] = true
-			}
-		case evGone:
-			delete(holders, e.p)
-		}
-	}
-	var out []Stall
-	var from int64 = -1
-	stuck := map[history.Process]bool{}
-	flush := func(t int64) {
-		if from < 0 {
-			return
-		}
-		if c := ex.counted(from, t); c > int64(limit) {
-			out = append(out, Stall{Kind: StallFreeWithWaiters, Key: key, FromNS: from, ToNS: t, CountedMS: float64(c) / 1e6,
-				Processes: sortedProcs(stuck),
-				Message: fmt.Sprintf("%s was free for %.1fs (%.1fs outside fault windows) while processes %v waited for it",
-					key, float64(t-from)/1e9, float64(c)/1e9, sortedProcs(stuck))})
-		}
-		from = -1
-		clear(stuck)
-	}
-	for _, e := range evs {
-		apply(e)
-		stalled := len(holders) == 0 && len(waiting) > 0
-		switch {
-		case stalled && from < 0:
-			from = e.t
-		case !stalled && from >= 0:
-			flush(e.t)
-		}
-		if from >= 0 {
-			for p := range waiting {
-				stuck[p] = true
-			}
-		}
-	}
-	flush(end)
-	return out
-}
-
-// keyEvent is one change of a key's holders or waiters (freeStalls).
-type keyEvent struct {
-	t    int64
-	rank int8 // at equal times: completions before invocations
-	kind int8
-	seq  int32 // order appended
-	p    history.Process
-	typ  history.Type
-}
-
-const (
-	evWait   = iota // an acquire invoked
-	evAnswer        // an acquire answered (typ), or never
-	evUnsure        // another operation without a known outcome: a holder may be a ghost
-	evGone          // a release answered, or a lost event: no longer a holder
-)
-
-// keyEvents lists a key's changes in time order (values, not closures:
-// the replay of a long history allocates nothing per event).
-func keyEvents(ops []lockview.Op, lost []lockview.Instant, end int64) []keyEvent {
-	evs := make([]keyEvent, 0, 2*len(ops)+len(lost))
-	for _, o := range ops {
-		switch {
-		case o.F == history.FAcquire:
-			done := o.Done
-			if o.Type == "" {
-				done = end
-			}
-			evs = append(evs, keyEvent{t: o.Invoke, rank: 1, kind: evWait, p: o.Process}, keyEvent{t: done, kind: evAnswer, p: o.Process, typ: o.Type})
-		case o.Type == "" || o.Type == history.Info:
-			evs = append(evs, keyEvent{t: o.Done, kind: evUnsure, p: o.Process})
-		case o.F == history.FRelease:
-			evs = append(evs, keyEvent{t: o.Done, kind: evGone, p: o.Process})
-		}
-	}
-	for _, l := range lost {
-		evs = append(evs, keyEvent{t: l.Time, kind: evGone, p: l.Process})
-	}
-	// Stable by the order appended, with an unstable sort: faster than
-	// slices.SortStableFunc's merges.
-	for i := range evs {
-		evs[i].seq = int32(i)
-	}
-	slices.SortFunc(evs, func(a, b keyEvent) int {
-		return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.rank, b.rank), cmp.Compare(a.seq, b.seq))
-	})
-	return evs
-}
-
 // droughts finds long stretches without a grant of key during which
 // acquires on it timed out.
-func droughts(key string, ops []lockview.Op, end int64, ex *cover, limit time.Duration) []Stall {
+func droughts(key string, ko keyOps, end int64, ex *cover, limit time.Duration) []Stall {
 	var grants []int64
 	first := int64(-1)
-	for _, o := range ops {
+	for _, at := range ko.idx {
+		o := &ko.all[at]
 		if o.F != history.FAcquire {
 			continue
 		}
@@ -418,8 +329,8 @@ func droughts(key string, ops []lockview.Op, end int64, ex *cover, limit time.Du
 		}
 		failed := map[history.Process]bool{}
 		n := 0
-		for _, o := range ops {
-			if o.F == history.FAcquire && o.Type != history.OK && o.Invoke >= from && o.Done <= to && o.Type != "" {
+		for _, at := range ko.idx {
+			if o := &ko.all[at]; o.F == history.FAcquire && o.Type != history.OK && o.Invoke >= from && o.Done <= to && o.Type != "" {
 				failed[o.Process] = true
 				n++
 			}

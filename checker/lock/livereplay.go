@@ -1,0 +1,256 @@
+package lock
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker/lockview"
+	"github.com/zkchaos/zkchaos/history"
+)
+
+// keyEvent is one change of a key's holders or waiters (freeStalls), 16
+// bytes without pointers: what changed is read from the operation (or
+// lost event) it names.
+type keyEvent struct {
+	t int64
+	// ord is rank<<63 | seq<<5 | kind<<2 | outcome: at equal times
+	// completions (rank 0) before invocations (rank 1), then in the order
+	// appended (seq: the operation's place in the key's list, or after
+	// them all a lost event's place; unique, so the low bits never
+	// decide), and what changed, so that the replay reads no operation.
+	ord uint64
+}
+
+const rankWait = uint64(1) << 63
+
+// Outcomes of an acquire's answer, in the low bits of keyEvent.ord.
+const (
+	outOther = iota
+	outOK
+	outUnsure // info, or never answered
+)
+
+func outcome(t history.Type) uint64 {
+	switch t {
+	case history.OK:
+		return outOK
+	case history.Info, "":
+		return outUnsure
+	}
+	return outOther
+}
+
+func ordOf(wait bool, seq int, kind int, out uint64) uint64 {
+	o := uint64(seq)<<5 | uint64(kind)<<2 | out
+	if wait {
+		o |= rankWait
+	}
+	return o
+}
+
+const (
+	evNone   = iota // an operation that changes nothing
+	evWait          // an acquire invoked
+	evAnswer        // an acquire answered (typ), or never
+	evUnsure        // another operation without a known outcome: a holder may be a ghost
+	evGone          // a release answered, or a lost event: no longer a holder
+)
+
+// doneKind is what an operation's completion changes.
+func doneKind(o *lockview.Op) int {
+	switch {
+	case o.F == history.FAcquire:
+		return evAnswer
+	case o.Type == "" || o.Type == history.Info:
+		return evUnsure
+	case o.F == history.FRelease:
+		return evGone
+	}
+	return evNone
+}
+
+// keyEvents lists a key's changes in time order.
+func keyEvents(ko keyOps, lost []lockview.Instant, end int64) []keyEvent {
+	evs := make([]keyEvent, 0, 2*len(ko.idx)+len(lost))
+	for j, at := range ko.idx {
+		o := &ko.all[at]
+		switch k := doneKind(o); k {
+		case evAnswer:
+			done := o.Done
+			if o.Type == "" {
+				done = end
+			}
+			evs = append(evs, keyEvent{o.Invoke, ordOf(true, j, evWait, 0)}, keyEvent{done, ordOf(false, j, k, outcome(o.Type))})
+		case evUnsure, evGone:
+			evs = append(evs, keyEvent{o.Done, ordOf(false, j, k, 0)})
+		}
+	}
+	for l, e := range lost {
+		evs = append(evs, keyEvent{e.Time, ordOf(false, len(ko.idx)+l, evGone, 0)})
+	}
+	slices.SortFunc(evs, func(a, b keyEvent) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.ord, b.ord)) })
+	return evs
+}
+
+// Holder states of a process in a replay.
+const (
+	notHolder = iota
+	holder
+	ghost // outcome unknown: it may hold the lock
+)
+
+// replay is a key's holders and waiters, by process number.
+type replay struct {
+	state   []int8
+	holders int
+	ghosts  []int32 // every ghost is here (and some former ones)
+	waitPos []int32 // place in waiting, -1 when not waiting
+	waiting []int32
+	isStuck []bool
+	stuck   []int32
+}
+
+func newReplay(n int) *replay {
+	r := &replay{state: make([]int8, n), waitPos: make([]int32, n), isStuck: make([]bool, n)}
+	for i := range r.waitPos {
+		r.waitPos[i] = -1
+	}
+	return r
+}
+
+func (r *replay) wait(p int32) {
+	if r.waitPos[p] < 0 {
+		r.waitPos[p] = int32(len(r.waiting))
+		r.waiting = append(r.waiting, p)
+	}
+}
+
+func (r *replay) unwait(p int32) {
+	i := r.waitPos[p]
+	if i < 0 {
+		return
+	}
+	last := r.waiting[len(r.waiting)-1]
+	r.waiting[i], r.waitPos[last] = last, i
+	r.waiting = r.waiting[:len(r.waiting)-1]
+	r.waitPos[p] = -1
+}
+
+func (r *replay) set(p int32, s int8) {
+	switch {
+	case r.state[p] == notHolder && s != notHolder:
+		r.holders++
+	case r.state[p] != notHolder && s == notHolder:
+		r.holders--
+	}
+	if s == ghost && r.state[p] != ghost {
+		r.ghosts = append(r.ghosts, p)
+	}
+	r.state[p] = s
+}
+
+// apply is one change: the rules of the history's notion of "held"
+// (CheckLiveness).
+func (r *replay) apply(kind int, p int32, out uint64) {
+	switch kind {
+	case evWait:
+		r.wait(p)
+	case evAnswer:
+		r.unwait(p)
+		switch out {
+		case outOK:
+			// A grant ends every ghost: ZooKeeper handed the lock on.
+			for _, g := range r.ghosts {
+				if r.state[g] == ghost {
+					r.set(g, notHolder)
+				}
+			}
+			r.ghosts = r.ghosts[:0]
+			r.set(p, holder)
+		case outUnsure:
+			r.set(p, ghost) // it may hold the lock
+		}
+	case evUnsure:
+		if r.state[p] != notHolder {
+			r.set(p, ghost)
+		}
+	case evGone:
+		r.set(p, notHolder)
+	}
+}
+
+func (r *replay) addStuck(p int32) {
+	if !r.isStuck[p] {
+		r.isStuck[p] = true
+		r.stuck = append(r.stuck, p)
+	}
+}
+
+// takeStuck is the stuck processes sorted, and forgets them.
+func (r *replay) takeStuck(procs *procIDs) []int {
+	out := make([]int, 0, len(r.stuck))
+	for _, p := range r.stuck {
+		out = append(out, int(procs.list[p]))
+		r.isStuck[p] = false
+	}
+	r.stuck = r.stuck[:0]
+	sort.Ints(out)
+	return out
+}
+
+// freeStalls replays one key: holders come and go, waiters wait; every
+// stretch where the key is free while someone waits is measured. The
+// waiters seen stuck in a stretch are those waiting when it began and
+// those that began waiting during it.
+func freeStalls(key string, ko keyOps, lost []lockview.Instant, end int64, ex *cover, limit time.Duration) []Stall {
+	evs := keyEvents(ko, lost, end)
+	r := newReplay(len(ko.procs.list))
+	var out []Stall
+	var from int64 = -1
+	flush := func(t int64) {
+		if c := ex.counted(from, t); c > int64(limit) {
+			stuck := r.takeStuck(ko.procs)
+			out = append(out, Stall{Kind: StallFreeWithWaiters, Key: key, FromNS: from, ToNS: t, CountedMS: float64(c) / 1e6,
+				Processes: stuck,
+				Message: fmt.Sprintf("%s was free for %.1fs (%.1fs outside fault windows) while processes %v waited for it",
+					key, float64(t-from)/1e9, float64(c)/1e9, stuck)})
+		} else {
+			r.takeStuck(ko.procs)
+		}
+		from = -1
+	}
+	n := uint64(len(ko.idx))
+	for _, e := range evs {
+		kind, p, out := decode(e, ko, lost, n)
+		r.apply(kind, p, out)
+		stalled := r.holders == 0 && len(r.waiting) > 0
+		switch {
+		case stalled && from < 0:
+			from = e.t
+			for _, w := range r.waiting {
+				r.addStuck(w)
+			}
+		case !stalled && from >= 0:
+			flush(e.t)
+		case from >= 0 && kind == evWait:
+			r.addStuck(p)
+		}
+	}
+	if from >= 0 {
+		flush(end)
+	}
+	return out
+}
+
+// decode is what a key event changes and for which process.
+func decode(e keyEvent, ko keyOps, lost []lockview.Instant, n uint64) (kind int, p int32, out uint64) {
+	seq := (e.ord &^ rankWait) >> 5
+	kind, out = int(e.ord>>2&7), e.ord&3
+	if seq >= n {
+		return kind, ko.procs.lookup(lost[seq-n].Process), out
+	}
+	return kind, ko.pid[seq], out
+}
