@@ -108,27 +108,30 @@ func HerdOf(enter, leave string) func(context.Context, checker.Input) checker.Re
 func herdOf(ctx context.Context, in checker.Input, enter, leave string) checker.Result {
 	v := lockview.Of(in.History)
 	d := HerdDetails{Keys: map[string]HerdKey{}, Threshold: HerdThreshold}
-	keys, byKey := wakeupsByKey(v, enter)
-	var waitersSum int
-	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+	ix := indexOps(v.Ops, func(o *lockview.Op) bool { return o.F == enter || o.F == leave })
+	var waitersSum, implausibleSum int
+	for _, k := range slices.Sorted(maps.Keys(ix.byKey)) {
 		if ctx.Err() != nil {
 			return checker.Cancelled(ctx)
 		}
-		hk := keys[k]
-		if hk == nil {
-			hk = &HerdKey{}
-			keys[k] = hk
+		hk, sum, implausible, ok := herdKey(ix.key(v.Ops, k), enter)
+		if !ok {
+			continue // only leaves: not a key the herd measures
 		}
-		var sum int
-		hk.Handoffs, sum = waiters(byKey[k])
-		if hk.Handoffs > 0 {
-			hk.MeanWaiters = float64(sum) / float64(hk.Handoffs)
-		}
-		d.Handoffs += hk.Handoffs
+		d.Keys[k] = hk
 		waitersSum += sum
+		implausibleSum += implausible
 	}
-	for k, hk := range keys {
-		d.Keys[k] = *hk
+	for _, e := range v.Instants {
+		if e.F == history.FLate && e.Value != nil && e.Value.Of == enter && e.Value.Wakeups != nil {
+			hk := d.Keys[e.Key]
+			hk.Wakeups += *e.Value.Wakeups
+			hk.Acquires++
+			d.Keys[e.Key] = hk
+		}
+	}
+	for _, hk := range d.Keys {
+		d.Handoffs += hk.Handoffs
 		d.Wakeups += hk.Wakeups
 		d.Acquires += hk.Acquires
 	}
@@ -136,7 +139,7 @@ func herdOf(ctx context.Context, in checker.Input, enter, leave string) checker.
 		d.Reason = "no wake-up counts in the history: the subject does not report them"
 		return checker.Result{Valid: checker.Unknown, Error: d.Reason, Details: d}
 	}
-	d.Implausible = implausible(byKey, v.Ops, enter, leave)
+	d.Implausible = implausibleSum
 	if d.Implausible > max(2, d.Acquires/10) {
 		d.Reason = fmt.Sprintf("%d of %d acquire answers report more wake-ups than the queue could cause during them: the subject counts something else than wake-ups per acquire (a running count?), see docs/worker-protocol.md",
 			d.Implausible, d.Acquires)
@@ -155,103 +158,97 @@ func herdOf(ctx context.Context, in checker.Input, enter, leave string) checker.
 	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
-// wakeupsByKey sums the wake-ups acquire answers (ok, fail, a worker's
-// info, late) reported per key, and lists each key's acquires.
-func wakeupsByKey(v lockview.View, enter string) (map[string]*HerdKey, map[string][]lockview.Op) {
-	keys := map[string]*HerdKey{}
-	count := func(k string, w *int64) {
-		if w == nil {
-			return
+// herdKey measures one key from its enter and leave operations: the
+// wake-ups its enter answers (ok, fail, a worker's info) reported, its
+// grants with the other enters open at each (sum), and how many answers
+// are implausible. ok is false for a key without enters.
+func herdKey(ko keyOps, enter string) (hk HerdKey, sum, implausible int, ok bool) {
+	n := len(ko.idx)
+	invokes, dones := make([]int64, 0, n), make([]int64, 0, n)
+	answered := make([]int64, 0, n) // enters and leaves answered
+	for _, at := range ko.idx {
+		o := &ko.all[at]
+		if o.Type != "" {
+			answered = append(answered, o.Done)
 		}
-		if keys[k] == nil {
-			keys[k] = &HerdKey{}
-		}
-		keys[k].Wakeups += *w
-		keys[k].Acquires++
-	}
-	byKey := map[string][]lockview.Op{}
-	for _, o := range v.Ops {
 		if o.F != enter {
 			continue
 		}
-		byKey[o.Key] = append(byKey[o.Key], o)
-		if o.Value != nil && o.Type != "" {
-			count(o.Key, o.Value.Wakeups)
-		}
-	}
-	for _, e := range v.Instants {
-		if e.F == history.FLate && e.Value != nil && e.Value.Of == enter {
-			count(e.Key, e.Value.Wakeups)
-		}
-	}
-	return keys, byKey
-}
-
-// waiters counts a key's grants and, summed over them, the other acquires
-// of the key open at each grant (invoked by then, not answered by then).
-func waiters(acqs []lockview.Op) (grants, sum int) {
-	invokes := make([]int64, 0, len(acqs))
-	dones := make([]int64, 0, len(acqs))
-	for _, o := range acqs {
+		ok = true
 		invokes = append(invokes, o.Invoke)
 		if o.Type != "" {
 			dones = append(dones, o.Done)
+			if o.Value != nil && o.Value.Wakeups != nil {
+				hk.Wakeups += *o.Value.Wakeups
+				hk.Acquires++
+			}
 		}
 	}
-	slices.Sort(invokes)
-	slices.Sort(dones)
-	for _, o := range acqs {
-		if o.Type != history.OK {
+	if !ok {
+		return hk, 0, 0, false
+	}
+	sortIfNot(invokes)
+	sortIfNot(dones)
+	sortIfNot(answered)
+	own := ownAnswers(ko)
+	for i, at := range ko.idx {
+		o := &ko.all[at]
+		if o.F != enter {
 			continue
 		}
-		grants++
-		t := o.Done
-		invoked := sort.Search(len(invokes), func(i int) bool { return invokes[i] > t })
-		answered := sort.Search(len(dones), func(i int) bool { return dones[i] > t })
-		sum += invoked - answered
+		if o.Type == history.OK {
+			hk.Handoffs++
+			invoked := sort.Search(len(invokes), func(i int) bool { return invokes[i] > o.Done })
+			closed := sort.Search(len(dones), func(i int) bool { return dones[i] > o.Done })
+			sum += invoked - closed
+		}
+		if o.Value == nil || o.Value.Wakeups == nil || o.Type == "" {
+			continue
+		}
+		others := within(answered, o.Invoke, o.Done) - within(own[ko.pid[i]], o.Invoke, o.Done)
+		if *o.Value.Wakeups > others+2 {
+			implausible++
+		}
 	}
-	return grants, sum
+	if hk.Handoffs > 0 {
+		hk.MeanWaiters = float64(sum) / float64(hk.Handoffs)
+	}
+	return hk, sum, implausible, true
 }
 
-// implausible counts the acquire answers whose wake-ups
-// exceed, by more than 2, the other processes' acquire and release
-// answers on the key during the acquire: every wake-up needs a queue
-// node deleted meanwhile, and every deletion is a release, an abandoned
-// or failed acquire, or a lost session, each answered around it (the
-// slack covers answers recorded just after the deletion they follow).
-// The answers during an acquire are counted by binary search, all of the
-// key's less the acquiring process's own, not one by one.
-func implausible(byKey map[string][]lockview.Op, ops []lockview.Op, enter, leave string) int {
-	type pk struct {
-		p   history.Process
-		key string
-	}
-	all, own := map[string][]int64{}, map[pk][]int64{}
-	for _, o := range ops {
-		if o.Type != "" && (o.F == enter || o.F == leave) {
-			all[o.Key] = append(all[o.Key], o.Done)
-			own[pk{o.Process, o.Key}] = append(own[pk{o.Process, o.Key}], o.Done)
+// ownAnswers are, by process number, the completion times of the key's
+// answered operations, each process's sorted (laid out in one slice).
+func ownAnswers(ko keyOps) [][]int64 {
+	start := make([]int, len(ko.procs.list)+1)
+	for i, at := range ko.idx {
+		if ko.all[at].Type != "" {
+			start[ko.pid[i]+1]++
 		}
 	}
-	for _, ts := range all {
-		slices.Sort(ts)
+	for p := range ko.procs.list {
+		start[p+1] += start[p]
 	}
-	for _, ts := range own {
-		slices.Sort(ts)
-	}
-	n := 0
-	for k, acqs := range byKey {
-		for _, a := range acqs {
-			if a.Value == nil || a.Value.Wakeups == nil || a.Type == "" {
-				continue
-			}
-			others := within(all[k], a.Invoke, a.Done) - within(own[pk{a.Process, k}], a.Invoke, a.Done)
-			if *a.Value.Wakeups > others+2 {
-				n++
-			}
+	next := slices.Clone(start)
+	flat := make([]int64, start[len(start)-1])
+	for i, at := range ko.idx {
+		if o := &ko.all[at]; o.Type != "" {
+			flat[next[ko.pid[i]]] = o.Done
+			next[ko.pid[i]]++
 		}
 	}
-	return n
+	own := make([][]int64, len(ko.procs.list))
+	for p := range own {
+		own[p] = flat[start[p]:start[p+1]]
+		sortIfNot(own[p])
+	}
+	return own
+}
+
+// sortIfNot sorts ts unless it is sorted already (a run's times mostly are).
+func sortIfNot(ts []int64) {
+	if !slices.IsSorted(ts) {
+		slices.Sort(ts)
+	}
 }
 
 // within counts the sorted times ts in [from, to].

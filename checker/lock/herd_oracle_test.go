@@ -22,7 +22,7 @@ import (
 func oracleHerdOf(ctx context.Context, in checker.Input, enter, leave string) checker.Result {
 	v := lockview.Of(in.History)
 	d := HerdDetails{Keys: map[string]HerdKey{}, Threshold: HerdThreshold}
-	keys, byKey := wakeupsByKey(v, enter)
+	keys, byKey := pfWakeupsByKey(v, enter)
 	var waitersSum int
 	for _, k := range slices.Sorted(maps.Keys(byKey)) {
 		if ctx.Err() != nil {
@@ -34,7 +34,7 @@ func oracleHerdOf(ctx context.Context, in checker.Input, enter, leave string) ch
 			keys[k] = hk
 		}
 		var sum int
-		hk.Handoffs, sum = waiters(byKey[k])
+		hk.Handoffs, sum = pfWaiters(byKey[k])
 		if hk.Handoffs > 0 {
 			hk.MeanWaiters = float64(sum) / float64(hk.Handoffs)
 		}
