@@ -163,10 +163,19 @@ func herdOf(ctx context.Context, in checker.Input, enter, leave string) checker.
 // grants with the other enters open at each (sum), and how many answers
 // are implausible. ok is false for a key without enters.
 func herdKey(ko keyOps, enter string) (hk HerdKey, sum, implausible int, ok bool) {
+	// enterRec is what the measure reads of an enter, copied once: a
+	// value is a pointer away, and reading it twice per enter cost more
+	// than the rest.
+	type enterRec struct {
+		invoke, done, wakeups int64
+		pid                   int32
+		granted, reported     bool
+	}
 	n := len(ko.idx)
+	enters := make([]enterRec, 0, n)
 	invokes, dones := make([]int64, 0, n), make([]int64, 0, n)
 	answered := make([]int64, 0, n) // enters and leaves answered
-	for _, at := range ko.idx {
+	for i, at := range ko.idx {
 		o := &ko.all[at]
 		if o.Type != "" {
 			answered = append(answered, o.Done)
@@ -174,39 +183,33 @@ func herdKey(ko keyOps, enter string) (hk HerdKey, sum, implausible int, ok bool
 		if o.F != enter {
 			continue
 		}
-		ok = true
+		r := enterRec{invoke: o.Invoke, done: o.Done, pid: ko.pid[i], granted: o.Type == history.OK}
 		invokes = append(invokes, o.Invoke)
 		if o.Type != "" {
 			dones = append(dones, o.Done)
 			if o.Value != nil && o.Value.Wakeups != nil {
-				hk.Wakeups += *o.Value.Wakeups
+				r.wakeups, r.reported = *o.Value.Wakeups, true
+				hk.Wakeups += r.wakeups
 				hk.Acquires++
 			}
 		}
+		enters = append(enters, r)
 	}
-	if !ok {
+	if len(enters) == 0 {
 		return hk, 0, 0, false
 	}
 	sortIfNot(invokes)
 	sortIfNot(dones)
 	sortIfNot(answered)
 	own := ownAnswers(ko)
-	for i, at := range ko.idx {
-		o := &ko.all[at]
-		if o.F != enter {
-			continue
-		}
-		if o.Type == history.OK {
+	for _, r := range enters {
+		if r.granted {
 			hk.Handoffs++
-			invoked := sort.Search(len(invokes), func(i int) bool { return invokes[i] > o.Done })
-			closed := sort.Search(len(dones), func(i int) bool { return dones[i] > o.Done })
+			invoked := sort.Search(len(invokes), func(i int) bool { return invokes[i] > r.done })
+			closed := sort.Search(len(dones), func(i int) bool { return dones[i] > r.done })
 			sum += invoked - closed
 		}
-		if o.Value == nil || o.Value.Wakeups == nil || o.Type == "" {
-			continue
-		}
-		others := within(answered, o.Invoke, o.Done) - within(own[ko.pid[i]], o.Invoke, o.Done)
-		if *o.Value.Wakeups > others+2 {
+		if r.reported && r.wakeups > within(answered, r.invoke, r.done)-within(own[r.pid], r.invoke, r.done)+2 {
 			implausible++
 		}
 	}
