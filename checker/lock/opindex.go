@@ -8,25 +8,44 @@ import (
 // procIDs numbers processes densely, so that a replay keeps its state in
 // slices indexed by number rather than in maps hashed per event.
 type procIDs struct {
-	ids  map[history.Process]int32
-	list []history.Process // by number
+	small []int32 // number + 1 of the small non-negative processes (0: none yet)
+	ids   map[history.Process]int32
+	list  []history.Process // by number
 }
+
+const smallProcesses = 1 << 16
 
 func newProcIDs() *procIDs { return &procIDs{ids: map[history.Process]int32{}} }
 
 // id is p's number, given at its first sight.
 func (ps *procIDs) id(p history.Process) int32 {
+	if p >= 0 && int(p) < len(ps.small) && ps.small[p] > 0 {
+		return ps.small[p] - 1
+	}
 	if i, ok := ps.ids[p]; ok {
 		return i
 	}
 	i := int32(len(ps.list))
-	ps.ids[p] = i
+	if p >= 0 && p < smallProcesses {
+		if int(p) >= len(ps.small) {
+			ps.small = append(ps.small, make([]int32, int(p)+1-len(ps.small))...)
+		}
+		ps.small[p] = i + 1
+	} else {
+		ps.ids[p] = i
+	}
 	ps.list = append(ps.list, p)
 	return i
 }
 
 // lookup is p's number, or -1 when it was never seen.
 func (ps *procIDs) lookup(p history.Process) int32 {
+	if p >= 0 && p < smallProcesses {
+		if int(p) < len(ps.small) {
+			return ps.small[p] - 1
+		}
+		return -1
+	}
 	if i, ok := ps.ids[p]; ok {
 		return i
 	}
@@ -44,13 +63,15 @@ type opIndex struct {
 }
 
 // indexOps indexes the operations keep accepts, in the view's order.
-// Consecutive operations often share their key: the last key's list is
-// looked up again only when the key changes.
+// Each key gets a number at its first sight; consecutive operations often
+// share their key, so it is looked up only when the key changes, and the
+// lists are gathered by number, not by name.
 func indexOps(ops []lockview.Op, keep func(*lockview.Op) bool) opIndex {
 	ix := opIndex{byKey: map[string][]int{}, pid: make([]int32, len(ops)), procs: newProcIDs()}
-	var last string
-	var cur []int
-	have := false
+	slot := map[string]int{}
+	var names []string
+	var lists [][]int
+	last, cur := "", -1
 	for i := range ops {
 		o := &ops[i]
 		if !keep(o) {
@@ -58,16 +79,19 @@ func indexOps(ops []lockview.Op, keep func(*lockview.Op) bool) opIndex {
 			continue
 		}
 		ix.pid[i] = ix.procs.id(o.Process)
-		if !have || o.Key != last {
-			if have {
-				ix.byKey[last] = cur
+		if cur < 0 || o.Key != last {
+			n, ok := slot[o.Key]
+			if !ok {
+				n = len(names)
+				slot[o.Key] = n
+				names, lists = append(names, o.Key), append(lists, nil)
 			}
-			last, cur, have = o.Key, ix.byKey[o.Key], true
+			last, cur = o.Key, n
 		}
-		cur = append(cur, i)
+		lists[cur] = append(lists[cur], i)
 	}
-	if have {
-		ix.byKey[last] = cur
+	for n, k := range names {
+		ix.byKey[k] = lists[n]
 	}
 	return ix
 }
