@@ -175,10 +175,12 @@ func herdKey(ko keyOps, enter string) (hk HerdKey, sum, implausible int, ok bool
 	enters := make([]enterRec, 0, n)
 	invokes, dones := make([]int64, 0, n), make([]int64, 0, n)
 	answered := make([]int64, 0, n) // enters and leaves answered
+	own := make([][]int64, len(ko.procs.list))
 	for i, at := range ko.idx {
 		o := &ko.all[at]
 		if o.Type != "" {
 			answered = append(answered, o.Done)
+			own[ko.pid[i]] = append(own[ko.pid[i]], o.Done)
 		}
 		if o.F != enter {
 			continue
@@ -201,7 +203,9 @@ func herdKey(ko keyOps, enter string) (hk HerdKey, sum, implausible int, ok bool
 	sortIfNot(invokes)
 	sortIfNot(dones)
 	sortIfNot(answered)
-	own := ownAnswers(ko)
+	for _, ts := range own {
+		sortIfNot(ts)
+	}
 	for _, r := range enters {
 		if r.granted {
 			hk.Handoffs++
@@ -217,34 +221,6 @@ func herdKey(ko keyOps, enter string) (hk HerdKey, sum, implausible int, ok bool
 		hk.MeanWaiters = float64(sum) / float64(hk.Handoffs)
 	}
 	return hk, sum, implausible, true
-}
-
-// ownAnswers are, by process number, the completion times of the key's
-// answered operations, each process's sorted (laid out in one slice).
-func ownAnswers(ko keyOps) [][]int64 {
-	start := make([]int, len(ko.procs.list)+1)
-	for i, at := range ko.idx {
-		if ko.all[at].Type != "" {
-			start[ko.pid[i]+1]++
-		}
-	}
-	for p := range ko.procs.list {
-		start[p+1] += start[p]
-	}
-	next := slices.Clone(start)
-	flat := make([]int64, start[len(start)-1])
-	for i, at := range ko.idx {
-		if o := &ko.all[at]; o.Type != "" {
-			flat[next[ko.pid[i]]] = o.Done
-			next[ko.pid[i]]++
-		}
-	}
-	own := make([][]int64, len(ko.procs.list))
-	for p := range own {
-		own[p] = flat[start[p]:start[p+1]]
-		sortIfNot(own[p])
-	}
-	return own
 }
 
 // sortIfNot sorts ts unless it is sorted already (a run's times mostly are).
