@@ -108,13 +108,14 @@ func HerdOf(enter, leave string) func(context.Context, checker.Input) checker.Re
 func herdOf(ctx context.Context, in checker.Input, enter, leave string) checker.Result {
 	v := lockview.Of(in.History)
 	d := HerdDetails{Keys: map[string]HerdKey{}, Threshold: HerdThreshold}
-	ix := indexOps(v.Ops, func(o *lockview.Op) bool { return o.F == enter || o.F == leave })
+	ix := indexOps(v.Ops, func(o *lockview.Op) bool { return o.F == enter || o.F == leave },
+		func(o *lockview.Op, pid int32) herdOp { return herdOp{o, pid} })
 	var waitersSum, implausibleSum int
 	for _, k := range slices.Sorted(maps.Keys(ix.byKey)) {
 		if ctx.Err() != nil {
 			return checker.Cancelled(ctx)
 		}
-		hk, sum, implausible, ok := herdKey(ix.key(v.Ops, k), enter)
+		hk, sum, implausible, ok := herdKey(ix.byKey[k], len(ix.procs.list), enter)
 		if !ok {
 			continue // only leaves: not a key the herd measures
 		}
@@ -158,11 +159,17 @@ func herdOf(ctx context.Context, in checker.Input, enter, leave string) checker.
 	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
+// herdOp is an enter or leave of a key, with its process's number.
+type herdOp struct {
+	op  *lockview.Op
+	pid int32
+}
+
 // herdKey measures one key from its enter and leave operations: the
 // wake-ups its enter answers (ok, fail, a worker's info) reported, its
 // grants with the other enters open at each (sum), and how many answers
 // are implausible. ok is false for a key without enters.
-func herdKey(ko keyOps, enter string) (hk HerdKey, sum, implausible int, ok bool) {
+func herdKey(ops []herdOp, procs int, enter string) (hk HerdKey, sum, implausible int, ok bool) {
 	// enterRec is what the measure reads of an enter, copied once: a
 	// value is a pointer away, and reading it twice per enter cost more
 	// than the rest.
@@ -171,21 +178,21 @@ func herdKey(ko keyOps, enter string) (hk HerdKey, sum, implausible int, ok bool
 		pid                   int32
 		granted, reported     bool
 	}
-	n := len(ko.idx)
+	n := len(ops)
 	enters := make([]enterRec, 0, n)
 	invokes, dones := make([]int64, 0, n), make([]int64, 0, n)
 	answered := make([]int64, 0, n) // enters and leaves answered
-	own := make([][]int64, len(ko.procs.list))
-	for i, at := range ko.idx {
-		o := &ko.all[at]
+	own := make([][]int64, procs)
+	for _, ho := range ops {
+		o := ho.op
 		if o.Type != "" {
 			answered = append(answered, o.Done)
-			own[ko.pid[i]] = append(own[ko.pid[i]], o.Done)
+			own[ho.pid] = append(own[ho.pid], o.Done)
 		}
 		if o.F != enter {
 			continue
 		}
-		r := enterRec{invoke: o.Invoke, done: o.Done, pid: ko.pid[i], granted: o.Type == history.OK}
+		r := enterRec{invoke: o.Invoke, done: o.Done, pid: ho.pid, granted: o.Type == history.OK}
 		invokes = append(invokes, o.Invoke)
 		if o.Type != "" {
 			dones = append(dones, o.Done)

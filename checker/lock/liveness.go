@@ -95,7 +95,7 @@ func CheckLiveness(ctx context.Context, in checker.Input) checker.Result {
 		return checker.Result{Valid: checker.Valid, Details: d}
 	}
 	d.ExcusedFaults = len(v.Faults)
-	ix := indexOps(v.Ops, func(o *lockview.Op) bool { return o.Key != "" })
+	ix := indexOps(v.Ops, func(o *lockview.Op) bool { return o.Key != "" }, liveOpOf)
 	lost := map[string][]lockview.Instant{}
 	for _, e := range v.Instants {
 		if e.F == history.FLost {
@@ -108,10 +108,10 @@ func CheckLiveness(ctx context.Context, in checker.Input) checker.Result {
 		if ctx.Err() != nil {
 			return checker.Cancelled(ctx)
 		}
-		ko := ix.key(v.Ops, k)
-		ex := excused(v.Faults, ko)
-		d.Stalls = append(d.Stalls, freeStalls(k, ko, lost[k], v.End, ex, freeT)...)
-		d.Stalls = append(d.Stalls, droughts(k, ko, v.End, ex, droughtT)...)
+		ops := ix.byKey[k]
+		ex := excused(v.Faults, ops, ix.procs)
+		d.Stalls = append(d.Stalls, freeStalls(k, ops, ix.procs, lost[k], v.End, ex, freeT)...)
+		d.Stalls = append(d.Stalls, droughts(k, ops, ix.procs, v.End, ex, droughtT)...)
 	}
 	if len(d.Stalls) > 0 {
 		// A stall becomes a violation once it has lasted its threshold.
@@ -158,7 +158,7 @@ type span struct{ from, to int64 }
 // (found by binary search in its operations sorted by invocation, not by
 // a scan per fault), merged into their union. The uses are sorted only
 // when some fault is aimed at a worker.
-func excused(faults []checker.FaultWindow, ko keyOps) *cover {
+func excused(faults []checker.FaultWindow, ops []liveOp, procs *procIDs) *cover {
 	var used []*uses
 	var out []span
 	for _, f := range faults {
@@ -167,10 +167,10 @@ func excused(faults []checker.FaultWindow, ko keyOps) *cover {
 			continue
 		}
 		if used == nil {
-			used = usesOf(ko)
+			used = usesOf(ops, len(procs.list))
 		}
 		to := f.To + int64(clientFaultGrace)
-		if u := ko.procs.lookup(f.Process); u >= 0 && used[u].during(f.From, to) {
+		if u := procs.lookup(f.Process); u >= 0 && used[u].during(f.From, to) {
 			out = append(out, span{f.From, to})
 		}
 	}
@@ -189,28 +189,27 @@ type uses struct {
 // usesOf are the uses of each process (by its number; nil for one without
 // operations on the key). The order among equal invocations does not
 // matter: during reads the prefix that ends after all of them.
-func usesOf(ko keyOps) []*uses {
+func usesOf(ops []liveOp, procs int) []*uses {
 	type use struct {
 		invoke, done int64
 		open         bool
 	}
 	// Each process's operations in one slice, in the key's order: counted
 	// first, then placed (no slice grown per process).
-	start := make([]int, len(ko.procs.list)+1)
-	for _, p := range ko.pid {
-		start[p+1]++
+	start := make([]int, procs+1)
+	for _, o := range ops {
+		start[o.pid+1]++
 	}
-	for p := range ko.procs.list {
+	for p := range procs {
 		start[p+1] += start[p]
 	}
 	next := slices.Clone(start)
-	flat := make([]use, len(ko.idx))
-	for i, at := range ko.idx {
-		o := &ko.all[at]
-		flat[next[ko.pid[i]]] = use{o.Invoke, o.Done, o.Type == ""}
-		next[ko.pid[i]]++
+	flat := make([]use, len(ops))
+	for _, o := range ops {
+		flat[next[o.pid]] = use{o.invoke, o.done, o.open}
+		next[o.pid]++
 	}
-	byProc := make([][]use, len(ko.procs.list))
+	byProc := make([][]use, procs)
 	for p := range byProc {
 		byProc[p] = flat[start[p]:start[p+1]]
 	}
@@ -300,19 +299,18 @@ func (c *cover) counted(from, to int64) int64 {
 
 // droughts finds long stretches without a grant of key during which
 // acquires on it timed out.
-func droughts(key string, ko keyOps, end int64, ex *cover, limit time.Duration) []Stall {
+func droughts(key string, ops []liveOp, procs *procIDs, end int64, ex *cover, limit time.Duration) []Stall {
 	var grants []int64
 	first := int64(-1)
-	for _, at := range ko.idx {
-		o := &ko.all[at]
-		if o.F != history.FAcquire {
-			continue
+	for _, o := range ops {
+		if o.kind != evAnswer {
+			continue // not an acquire
 		}
-		if first < 0 || o.Invoke < first {
-			first = o.Invoke
+		if first < 0 || o.invoke < first {
+			first = o.invoke
 		}
-		if o.Type == history.OK {
-			grants = append(grants, o.Done)
+		if o.out == outOK {
+			grants = append(grants, o.done)
 		}
 	}
 	if first < 0 {
@@ -329,9 +327,9 @@ func droughts(key string, ko keyOps, end int64, ex *cover, limit time.Duration) 
 		}
 		failed := map[history.Process]bool{}
 		n := 0
-		for _, at := range ko.idx {
-			if o := &ko.all[at]; o.F == history.FAcquire && o.Type != history.OK && o.Invoke >= from && o.Done <= to && o.Type != "" {
-				failed[o.Process] = true
+		for _, o := range ops {
+			if o.kind == evAnswer && o.out != outOK && !o.open && o.invoke >= from && o.done <= to {
+				failed[procs.list[o.pid]] = true
 				n++
 			}
 		}

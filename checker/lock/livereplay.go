@@ -72,17 +72,32 @@ func doneKind(o *lockview.Op) int {
 	return evNone
 }
 
+// liveOp is what liveness reads of an operation of a key, 24 bytes
+// without pointers, gathered in the one pass that groups the view by key:
+// the key's passes then read these in order, not operations scattered
+// over the view.
+type liveOp struct {
+	invoke, done int64
+	pid          int32
+	kind         int8  // what its completion changes (evAnswer: an acquire)
+	out          uint8 // an acquire answer's outcome
+	open         bool  // never answered
+}
+
+func liveOpOf(o *lockview.Op, pid int32) liveOp {
+	return liveOp{invoke: o.Invoke, done: o.Done, pid: pid, kind: int8(doneKind(o)), out: uint8(outcome(o.Type)), open: o.Type == ""}
+}
+
 // keyEvents lists a key's changes in time order. A process does one
 // operation at a time, so its changes are nearly always in order already:
 // they are laid out by process (the lost events apart), each run sorted
 // only if it is not, and the runs merged, pairwise, in log(processes)
 // linear passes; sorting them all at once was a third of the check. The
 // order is the one sort by (t, ord) gives, since no two events share ord.
-func keyEvents(ko keyOps, lost []lockview.Instant, end int64) []keyEvent {
-	np := len(ko.procs.list)
+func keyEvents(ops []liveOp, np int, lost []lockview.Instant, end int64) []keyEvent {
 	bounds := make([]int, np+2) // run np: the lost events
-	for j, at := range ko.idx {
-		bounds[ko.pid[j]+1] += [...]int{evAnswer: 2, evUnsure: 1, evGone: 1}[doneKind(&ko.all[at])]
+	for _, o := range ops {
+		bounds[o.pid+1] += [...]int{evAnswer: 2, evUnsure: 1, evGone: 1}[o.kind]
 	}
 	bounds[np+1] = len(lost)
 	for r := range np + 1 {
@@ -94,22 +109,22 @@ func keyEvents(ko keyOps, lost []lockview.Instant, end int64) []keyEvent {
 		evs[next[r]] = e
 		next[r]++
 	}
-	for j, at := range ko.idx {
-		o, p := &ko.all[at], int(ko.pid[j])
-		switch k := doneKind(o); k {
+	for j, o := range ops {
+		p := int(o.pid)
+		switch o.kind {
 		case evAnswer:
-			done := o.Done
-			if o.Type == "" {
+			done := o.done
+			if o.open {
 				done = end
 			}
-			put(p, keyEvent{o.Invoke, ordOf(true, j, evWait, 0)})
-			put(p, keyEvent{done, ordOf(false, j, k, outcome(o.Type))})
+			put(p, keyEvent{o.invoke, ordOf(true, j, evWait, 0)})
+			put(p, keyEvent{done, ordOf(false, j, evAnswer, uint64(o.out))})
 		case evUnsure, evGone:
-			put(p, keyEvent{o.Done, ordOf(false, j, k, 0)})
+			put(p, keyEvent{o.done, ordOf(false, j, int(o.kind), 0)})
 		}
 	}
 	for l, e := range lost {
-		put(np, keyEvent{e.Time, ordOf(false, len(ko.idx)+l, evGone, 0)})
+		put(np, keyEvent{e.Time, ordOf(false, len(ops)+l, evGone, 0)})
 	}
 	for r := range np + 1 {
 		if run := evs[bounds[r]:bounds[r+1]]; !slices.IsSortedFunc(run, cmpEvent) {
@@ -277,14 +292,14 @@ func (r *replay) takeStuck(procs *procIDs) []int {
 // stretch where the key is free while someone waits is measured. The
 // waiters seen stuck in a stretch are those waiting when it began and
 // those that began waiting during it.
-func freeStalls(key string, ko keyOps, lost []lockview.Instant, end int64, ex *cover, limit time.Duration) []Stall {
-	evs := keyEvents(ko, lost, end)
-	r := newReplay(len(ko.procs.list))
+func freeStalls(key string, ops []liveOp, procs *procIDs, lost []lockview.Instant, end int64, ex *cover, limit time.Duration) []Stall {
+	evs := keyEvents(ops, len(procs.list), lost, end)
+	r := newReplay(len(procs.list))
 	var out []Stall
 	var from int64 = -1
 	flush := func(t int64) {
 		if c := ex.counted(from, t); c > int64(limit) {
-			stuck := r.takeStuck(ko.procs)
+			stuck := r.takeStuck(procs)
 			out = append(out, Stall{Kind: StallFreeWithWaiters, Key: key, FromNS: from, ToNS: t, CountedMS: float64(c) / 1e6,
 				Processes: stuck,
 				Message: fmt.Sprintf("%s was free for %.1fs (%.1fs outside fault windows) while processes %v waited for it",
@@ -294,9 +309,9 @@ func freeStalls(key string, ko keyOps, lost []lockview.Instant, end int64, ex *c
 		}
 		from = -1
 	}
-	n := uint64(len(ko.idx))
+	n := uint64(len(ops))
 	for _, e := range evs {
-		kind, p, out := decode(e, ko, lost, n)
+		kind, p, out := decode(e, ops, procs, lost, n)
 		r.apply(kind, p, out)
 		stalled := r.holders == 0 && len(r.waiting) > 0
 		switch {
@@ -318,11 +333,11 @@ func freeStalls(key string, ko keyOps, lost []lockview.Instant, end int64, ex *c
 }
 
 // decode is what a key event changes and for which process.
-func decode(e keyEvent, ko keyOps, lost []lockview.Instant, n uint64) (kind int, p int32, out uint64) {
+func decode(e keyEvent, ops []liveOp, procs *procIDs, lost []lockview.Instant, n uint64) (kind int, p int32, out uint64) {
 	seq := (e.ord &^ rankWait) >> 5
 	kind, out = int(e.ord>>2&7), e.ord&3
 	if seq >= n {
-		return kind, ko.procs.lookup(lost[seq-n].Process), out
+		return kind, procs.lookup(lost[seq-n].Process), out
 	}
-	return kind, ko.pid[seq], out
+	return kind, ops[seq].pid, out
 }

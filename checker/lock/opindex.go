@@ -52,33 +52,31 @@ func (ps *procIDs) lookup(p history.Process) int32 {
 	return -1
 }
 
-// opIndex groups a view's operations by key without copying them (an
-// Op is over 100 bytes; copying and growing per-key copies was most of a
-// check's time): positions in the view's Ops, and every operation's
-// process number.
-type opIndex struct {
-	byKey map[string][]int
-	pid   []int32 // by position in the view's Ops; -1 for one not kept
+// opIndex groups a view's operations by key without copying them whole
+// (an Op is over 100 bytes; copying and growing per-key copies was most
+// of a check's time): per key, a record of each operation's, made by the
+// checker (what it reads, or a pointer), and the processes numbered.
+type opIndex[T any] struct {
+	byKey map[string][]T
 	procs *procIDs
 }
 
-// indexOps indexes the operations keep accepts, in the view's order.
-// Each key gets a number at its first sight; consecutive operations often
-// share their key, so it is looked up only when the key changes, and the
-// lists are gathered by number, not by name.
-func indexOps(ops []lockview.Op, keep func(*lockview.Op) bool) opIndex {
-	ix := opIndex{byKey: map[string][]int{}, pid: make([]int32, len(ops)), procs: newProcIDs()}
+// indexOps indexes the operations keep accepts, in the view's order,
+// as rec makes them (given the operation's process number). Each key gets
+// a number at its first sight; consecutive operations often share their
+// key, so it is looked up only when the key changes, and the lists are
+// gathered by number, not by name.
+func indexOps[T any](ops []lockview.Op, keep func(*lockview.Op) bool, rec func(*lockview.Op, int32) T) opIndex[T] {
+	ix := opIndex[T]{byKey: map[string][]T{}, procs: newProcIDs()}
 	slot := map[string]int{}
 	var names []string
-	var lists [][]int
+	var lists [][]T
 	last, cur := "", -1
 	for i := range ops {
 		o := &ops[i]
 		if !keep(o) {
-			ix.pid[i] = -1
 			continue
 		}
-		ix.pid[i] = ix.procs.id(o.Process)
 		if cur < 0 || o.Key != last {
 			n, ok := slot[o.Key]
 			if !ok {
@@ -88,28 +86,10 @@ func indexOps(ops []lockview.Op, keep func(*lockview.Op) bool) opIndex {
 			}
 			last, cur = o.Key, n
 		}
-		lists[cur] = append(lists[cur], i)
+		lists[cur] = append(lists[cur], rec(o, ix.procs.id(o.Process)))
 	}
 	for n, k := range names {
 		ix.byKey[k] = lists[n]
 	}
 	return ix
-}
-
-// keyOps are one key's operations, in the view's order: positions in all
-// and their processes' numbers.
-type keyOps struct {
-	all   []lockview.Op
-	idx   []int
-	pid   []int32
-	procs *procIDs
-}
-
-func (ix opIndex) key(all []lockview.Op, k string) keyOps {
-	idx := ix.byKey[k]
-	pid := make([]int32, len(idx))
-	for i, at := range idx {
-		pid[i] = ix.pid[at]
-	}
-	return keyOps{all: all, idx: idx, pid: pid, procs: ix.procs}
 }
