@@ -12,8 +12,8 @@ import (
 )
 
 // keyEvent is one change of a key's holders or waiters (freeStalls), 16
-// bytes without pointers: what changed is read from the operation (or
-// lost event) it names.
+// bytes without pointers: the process is that of the operation (or lost
+// event) it names.
 type keyEvent struct {
 	t int64
 	// ord is rank<<63 | seq<<5 | kind<<2 | outcome: at equal times
