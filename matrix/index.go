@@ -17,7 +17,7 @@ const indexSource = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8"/>
-<title>zkchaos test-all: {{.Passed}} of {{len .Rows}} as expected</title>
+<title>zkchaos {{.Command}}: {{.Passed}} of {{len .Rows}} as expected</title>
 <style>
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; }
@@ -29,7 +29,7 @@ td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertic
 </style>
 </head>
 <body>
-<h1>zkchaos test-all</h1>
+<h1>zkchaos {{.Command}}</h1>
 <p>{{.Passed}} of {{len .Rows}} cells as expected; written {{.Written}}. Each cell's outcome is judged on all its runs; each run links its report.</p>
 <table>
 <tr><th>cell</th><th>expected</th><th>outcome</th><th>caught</th><th>median first violation</th><th>runs (seed: actual, first violation, time)</th></tr>
@@ -52,16 +52,18 @@ type indexRun struct {
 	Href, Actual, First, Elapsed string
 }
 
-// WriteIndex writes the matrix as index.html at path; links to the runs'
-// reports are relative to path's folder, so the folder can be moved or
-// kept as a CI artifact whole.
-func WriteIndex(path string, rs []CellResult) error {
+// WriteIndex writes the matrix as index.html at path, titled for the
+// command that ran it (test-all, gate: a gate's page said "test-all");
+// links to the runs' reports are relative to path's folder, so the folder
+// can be moved or kept as a CI artifact whole.
+func WriteIndex(path, command string, rs []CellResult) error {
 	base := filepath.Dir(path)
 	view := struct {
+		Command string
 		Rows    []indexRow
 		Passed  int
 		Written string
-	}{Written: time.Now().UTC().Format(time.RFC3339)}
+	}{Command: command, Written: time.Now().UTC().Format(time.RFC3339)}
 	for _, r := range rs {
 		row := indexRow{Name: r.Name, Expected: r.Cell.ExpectString(), Outcome: string(r.Outcome), Skipped: r.SkippedBecause,
 			Median: durString(r.MedianFirst)}
@@ -85,10 +87,10 @@ func WriteIndex(path string, rs []CellResult) error {
 	}
 	var b bytes.Buffer
 	if err := indexPage.Execute(&b, view); err != nil {
-		return fmt.Errorf("render test-all index: %w", err)
+		return fmt.Errorf("render %s index: %w", command, err)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write test-all index: %w", err)
+		return fmt.Errorf("write %s index: %w", command, err)
 	}
 	return nil
 }

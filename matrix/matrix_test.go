@@ -298,7 +298,7 @@ func TestIndex(t *testing.T) {
 		{Cell: zoo, Name: "<b>hostile</b>", Outcome: Wrong, Attempts: []Attempt{{Seed: 2, Outcome: Wrong}}},
 	}
 	p := filepath.Join(dir, "index.html")
-	if err := WriteIndex(p, rs); err != nil {
+	if err := WriteIndex(p, "gate", rs); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(p)
@@ -306,7 +306,7 @@ func TestIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	for _, want := range []string{`href="cell-a/run-1/report.html"`, "1/1", "2.5s", "1 of 2 cells as expected", `class="wrong"`, "&lt;b&gt;hostile"} {
+	for _, want := range []string{`href="cell-a/run-1/report.html"`, "1/1", "2.5s", "1 of 2 cells as expected", "<title>zkchaos gate: 1 of 2", "<h1>zkchaos gate</h1>", `class="wrong"`, "&lt;b&gt;hostile"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("index lacks %q", want)
 		}

@@ -139,7 +139,7 @@ func runMatrix(ctx context.Context, sel []matrix.Cell, r matrixRun) int {
 	code := matrix.Summary(os.Stdout, rs)
 	writes := []func() error{
 		func() error { return matrix.WriteJSON(filepath.Join(dir, r.cmd+".json"), rs) },
-		func() error { return matrix.WriteIndex(filepath.Join(dir, "index.html"), rs) },
+		func() error { return matrix.WriteIndex(filepath.Join(dir, "index.html"), r.cmd, rs) },
 	}
 	if r.junit != "" {
 		writes = append(writes, func() error { return matrix.WriteJUnit(r.junit, r.cmd, rs) })
