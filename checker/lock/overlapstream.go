@@ -119,10 +119,10 @@ func NewOverlapStream(limit int, deferred bool) *OverlapStream {
 // held at retirement can never be judged, and they stop pinning the key's
 // grant list (without this a holder retired with an open grant keeps every
 // later grant of its key for the rest of a soak). Nothing else reads a
-// held grant: the grants judged later are compared with the list of
-// grants answered after their own, never with who holds what, so no
-// result changes. A grant already released ok (waiting for the clock to
-// be judged) is not held any more and is judged as before.
+// held grant: a grant judged later is compared with the grants answered
+// after its own, which its own hold keeps in the list until it is judged,
+// never with who else holds what, so no result changes. A grant its holder released ok before retiring stays
+// held (and pins) until the clock judges it, as before.
 func (s *OverlapStream) ForgetRetired() { s.retire = true }
 
 // Name implements stream.Checker.
