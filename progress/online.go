@@ -66,13 +66,17 @@ func onlineFeeds(names []string, mode string) []feed {
 func historyFeeds(names []string, mode string) []historyStream {
 	var out []historyStream
 	if slices.Contains(names, lock.NameGrantOverlap) {
-		out = append(out, lock.NewOverlapStream(0, false))
+		s := lock.NewOverlapStream(0, false)
+		s.ForgetRetired() // a run retires a process at its info operation
+		out = append(out, s)
 	}
 	if slices.Contains(names, lock.NameTokenOrder) {
 		out = append(out, lock.NewTokenOrderStream(0, false))
 	}
 	if slices.Contains(names, fence.NameWrongToken) {
-		out = append(out, fence.NewWrongTokenStream(0, mode, false))
+		s := fence.NewWrongTokenStream(0, mode, false)
+		s.ForgetRetired()
+		out = append(out, s)
 	}
 	if slices.Contains(names, config.NameMonotonic) {
 		out = append(out, config.NewMonotonicStream(0, false))

@@ -25,7 +25,8 @@ import (
 // (lockview.Quiet), and at Finish in any case.
 //
 // Memory: per process and key, its grant; per key, the grants since the
-// oldest one still held; per process, its session, lost and session-gone
+// oldest one still held (a holder retired with its grant keeps them all,
+// unless ForgetRetired); per process, its session, lost and session-gone
 // events; and every rejection a later observation could still explain
 // otherwise (a holder's rejections explained by a newer grant, and the
 // wrong tokens): one small record each, growing with those rejections,
@@ -35,6 +36,7 @@ type WrongTokenStream struct {
 	limit    int
 	mode     string
 	deferred bool
+	retire   bool // ForgetRetired
 	x        *lockview.Index
 	quiet    lockview.Quiet
 	nInst    int
@@ -96,6 +98,21 @@ func NewWrongTokenStream(limit int, mode string, deferred bool) *WrongTokenStrea
 		d:      WrongTokenDetails{Explained: map[string]int{}, Violations: []WrongToken{}}}
 }
 
+// ForgetRetired lets the stream take a process whose operation completed
+// info as retired: it invokes nothing more (a run's runner retires it and
+// a fresh process id takes its slot, docs/architecture.md "Retirement";
+// only a hand-made history breaks that, so the batch does not assume it).
+// The key's grant list is read only to judge a rejection, a read or write
+// answered to the grant's holder itself; a retired holder makes no more
+// reads or writes, so its grants held at retirement will never be compared
+// with anything, and they stop pinning the list (without this a holder
+// retired with an open grant keeps every later grant of its key for the
+// rest of a soak). A rejection already made keeps its grant's times and is
+// judged as before; the grants it is compared with are those answered
+// after its grant, which the grants of other holders still pin until it is
+// judged (pruning waits while any rejection is due).
+func (s *WrongTokenStream) ForgetRetired() { s.retire = true }
+
 // Name implements stream.Checker.
 func (s *WrongTokenStream) Name() string { return NameWrongToken }
 
@@ -121,6 +138,9 @@ func (s *WrongTokenStream) Add(it *lockview.Item) []stream.Found {
 		s.invoked(it.Op)
 	case lockview.ItemDone:
 		s.done(it)
+		if s.retire && it.Op.Type == history.Info {
+			s.retired(it.Op.Process)
+		}
 	}
 	if s.deferred {
 		return nil
@@ -189,6 +209,16 @@ func (s *WrongTokenStream) done(it *lockview.Item) {
 		delete(s.openW, o.Process)
 		if h != nil && (o.Type != history.Fail || rejected(*o)) {
 			h.wrote = true // it reached (or may have reached) the register
+		}
+	}
+}
+
+// retired forgets the grants p holds: nothing will be compared with
+// them (ForgetRetired).
+func (s *WrongTokenStream) retired(p history.Process) {
+	for k := range s.holds {
+		if k.p == p {
+			s.unhold(k)
 		}
 	}
 }

@@ -25,7 +25,8 @@ import (
 // any case.
 //
 // Memory: per key, the grants since the oldest grant still held (a
-// holder that never releases keeps them all); per process, its session,
+// holder that never releases keeps them all, unless ForgetRetired); per
+// process, its session,
 // lost and session-gone events (a few per connection or fault), its
 // first limit false releases, and every overlap found: the rule lets an
 // observation made at any later time excuse one, so none can be
@@ -35,6 +36,7 @@ import (
 type OverlapStream struct {
 	limit    int
 	deferred bool
+	retire   bool // ForgetRetired
 	x        *lockview.Index
 	quiet    lockview.Quiet
 	nInst    int
@@ -108,6 +110,21 @@ func NewOverlapStream(limit int, deferred bool) *OverlapStream {
 		d: GrantOverlapDetails{Overlaps: []Overlap{}, FalseReleases: []FalseRelease{}, Excused: map[string]int{}}}
 }
 
+// ForgetRetired lets the stream take a process whose operation completed
+// info as retired: it invokes nothing more (a run's runner retires it and
+// a fresh process id takes its slot, docs/architecture.md "Retirement";
+// only a hand-made history breaks that, so the batch does not assume it).
+// A grant is judged only when its holder's release of the key is invoked
+// and answered ok; a retired holder invokes no release, so its grants
+// held at retirement can never be judged, and they stop pinning the key's
+// grant list (without this a holder retired with an open grant keeps every
+// later grant of its key for the rest of a soak). Nothing else reads a
+// held grant: a grant judged later is compared with the grants answered
+// after its own, which its own hold keeps in the list until it is judged,
+// never with who else holds what, so no result changes. A grant its holder released ok before retiring stays
+// held (and pins) until the clock judges it, as before.
+func (s *OverlapStream) ForgetRetired() { s.retire = true }
+
 // Name implements stream.Checker.
 func (s *OverlapStream) Name() string { return NameGrantOverlap }
 
@@ -139,6 +156,9 @@ func (s *OverlapStream) Add(it *lockview.Item) []stream.Found {
 		s.invoked(it.Op)
 	case lockview.ItemDone:
 		s.done(it)
+		if s.retire && it.Op.Type == history.Info {
+			s.retired(it.Op.Process)
+		}
 	}
 	if !s.deferred {
 		found = append(found, s.settle(s.quiet.Since())...)
@@ -192,6 +212,16 @@ func (s *OverlapStream) done(it *lockview.Item) {
 	kg.add(keyGrant{o, it.Rank}, !s.deferred)
 	s.held[k] = &heldGrant{a: o, rank: it.Rank}
 	kg.holders[o.Process] = o.Done
+}
+
+// retired forgets the grants p holds: they can never be judged
+// (ForgetRetired).
+func (s *OverlapStream) retired(p history.Process) {
+	for k, h := range s.held {
+		if k.p == p && h.end == nil {
+			s.unhold(k)
+		}
+	}
 }
 
 // add files g by answer time and, when prune, forgets the grants no

@@ -1,0 +1,48 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/internal/checktest"
+	"github.com/zkchaos/zkchaos/checker/lockview"
+)
+
+// TestOverlapStreamForgetsRetiredHolders replays a soak-like history
+// whose retired holders never release: the grants the stream keeps (the
+// keys' lists and the held grants) must stay within what it kept in the
+// first quarter, and the answer must be the batch's.
+func TestOverlapStreamForgetsRetiredHolders(t *testing.T) {
+	h := checktest.SoakLike(8000)
+	s := NewOverlapStream(checker.Input{}.Limit(), false)
+	s.ForgetRetired()
+	kept := func() int {
+		n := len(s.held)
+		for _, kg := range s.grants {
+			n += len(kg.list)
+		}
+		return n
+	}
+	p := lockview.NewPairer()
+	early, late := 0, 0
+	for i, e := range h {
+		it := p.Add(e)
+		s.Add(&it)
+		if i < len(h)/4 {
+			early = max(early, kept())
+		} else {
+			late = max(late, kept())
+		}
+	}
+	if late > early {
+		t.Errorf("the stream kept up to %d grants after the first quarter, %d in it: it grows with the run", late, early)
+	}
+	s.Finish()
+	got, _ := json.Marshal(s.Result())
+	want, _ := json.Marshal(CheckGrantOverlap(context.Background(), checker.Input{History: h}).Details)
+	if string(got) != string(want) {
+		t.Errorf("stream %s\nbatch  %s", got, want)
+	}
+}
