@@ -56,7 +56,9 @@ func TestLoadResume(t *testing.T) {
 		{"not a soak", func(tf *testFile, _ *store.Status) { tf.Soak = false }, "not a soak"},
 		{"docker", func(tf *testFile, _ *store.Status) { tf.Cluster = "docker" }, "local backend only"},
 		{"acl on", func(tf *testFile, _ *store.Status) { tf.ACL = ACLOn }, "--acl on"},
-		{"finished", func(_ *testFile, st *store.Status) { st.Phase, st.StoppedBecause = store.PhaseDone, store.StopTimeLimit }, "finished"},
+		{"finished", func(_ *testFile, st *store.Status) {
+			st.Phase, st.StoppedBecause = store.PhaseDone, store.StopTimeLimit
+		}, "finished"},
 		{"live controller", func(_ *testFile, st *store.Status) { st.ControllerPID = os.Getpid() }, "still alive"},
 	} {
 		_, err := LoadResume(soakFolder(t, c.edit))

@@ -73,4 +73,3 @@ func TestSoakResumeFlags(t *testing.T) {
 		}
 	}
 }
-
