@@ -150,13 +150,16 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 		return nil, err
 	}
 	out := &Outcome{Run: run}
-	logf, err := os.OpenFile(run.Path(store.LogFile), logFlags, 0o644)
+	logf, err := os.OpenFile(run.Path(store.LogFile), logFlags, 0o666) // os.Create's mode
 	if err != nil {
 		return out, fmt.Errorf("controller log: %w", err)
 	}
 	defer logf.Close()
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, logf), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	log.Info("run starting", "dir", run.Dir, "run_id", runID, "seed", cfg.Seed, "segment", segment)
+	if rs != nil {
+		log = log.With("segment", segment)
+	}
+	log.Info("run starting", "dir", run.Dir, "run_id", runID, "seed", cfg.Seed)
 
 	// The janitor first: from here on, whatever happens to us is undone.
 	jan, err := janitor.Start(exe, runID, run.Path(store.JanitorLog))
