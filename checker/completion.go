@@ -31,6 +31,11 @@ type Completion struct {
 	// invalid by the violation it stopped at; finding none, it is unknown
 	// like any other incomplete run.
 	StoppedAtFirst bool `json:"stopped_at_first_violation,omitempty"`
+	// Segments is how many controllers carried the run (chaos soak
+	// --resume); above 1 the run had gaps, and Completed judges the last
+	// segment: the earlier ones were cut by their controller's death and
+	// their interrupted operations were completed as info at the resume.
+	Segments int `json:"segments,omitempty"`
 	// Why says, in one line, what makes the run incomplete.
 	Why string `json:"why,omitempty"`
 }
@@ -39,7 +44,7 @@ type Completion struct {
 // folder has none) and the time of the last event in its history.
 func CompletionOf(st store.Status, found bool, historyEndNS int64) Completion {
 	c := Completion{Phase: string(st.Phase), ReachedNS: st.WorkloadNS, TimeLimitNS: st.TimeLimitNS,
-		FinalPhase: st.FinalPhase, StoppedBecause: st.StoppedBecause}
+		FinalPhase: st.FinalPhase, StoppedBecause: st.StoppedBecause, Segments: st.Segment}
 	if !found {
 		c.Phase = "none"
 	}
@@ -47,6 +52,9 @@ func CompletionOf(st store.Status, found bool, historyEndNS int64) Completion {
 		c.ReachedNS = historyEndNS
 	}
 	reached := fmt.Sprintf("workload reached %s of %s", dur(c.ReachedNS), dur(c.TimeLimitNS))
+	if st.Segment > 1 {
+		reached = fmt.Sprintf("segment %d (resumed after a gap): %s", st.Segment, reached)
+	}
 	first, atFirst := store.StoppedAtFirst(st)
 	switch {
 	case !found:
@@ -62,6 +70,9 @@ func CompletionOf(st store.Status, found bool, historyEndNS int64) Completion {
 		c.Why = "the final phase (heal everything, final reads) did not run to its end"
 	default:
 		c.Completed = true
+		if st.Segment > 1 {
+			c.Why = fmt.Sprintf("complete in %d segments: resumed after a gap, the last segment ran to its end", st.Segment)
+		}
 	}
 	return c
 }

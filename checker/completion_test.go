@@ -21,6 +21,9 @@ func TestCompletionOf(t *testing.T) {
 		why      string
 	}{
 		{"finished", done, true, true, ""},
+		{"resumed, last segment finished", func() store.Status { s := done; s.Segment = 2; return s }(), true, true, "complete in 2 segments"},
+		{"resumed, last segment killed", store.Status{Phase: store.PhaseWorkload, TimeLimitNS: limit, Segment: 3}, true, false,
+			`phase "workload" without finishing (killed?); segment 3 (resumed after a gap)`},
 		{"no status file", store.Status{}, false, false, "no status.json"},
 		{"killed in the workload", store.Status{Phase: store.PhaseWorkload, TimeLimitNS: limit}, true, false, `phase "workload"`},
 		{"interrupted", func() store.Status {

@@ -2,7 +2,9 @@ package history
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -38,6 +40,53 @@ func Create(path string, start time.Time) (*Writer, error) {
 		failed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.syncLoop()
 	return w, nil
+}
+
+// Append opens an existing history for appending (a resumed soak): the
+// events already there are returned and kept, indexes continue after the
+// last, and start must be the first segment's origin, so that times keep
+// growing across the gap. A line torn by a killed writer (no newline,
+// which every reader drops, see Read) is cut off first: appending after
+// it would turn it into damage in the middle.
+func Append(path string, start time.Time) (*Writer, []Event, error) {
+	res, err := ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open history %s: %w", path, err)
+	}
+	if err := cutTornTail(f); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("history %s: %w", path, err)
+	}
+	w := &Writer{f: f, buf: bufio.NewWriterSize(f, 64<<10), start: start,
+		failed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	if n := len(res.Events); n > 0 {
+		w.next = res.Events[n-1].Index + 1
+	}
+	go w.syncLoop()
+	return w, res.Events, nil
+}
+
+// cutTornTail truncates f after its last newline and leaves the offset at
+// the end.
+func cutTornTail(f *os.File) error {
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	keep := int64(bytes.LastIndexByte(b, '\n') + 1)
+	if keep < int64(len(b)) {
+		if err := f.Truncate(keep); err != nil {
+			return fmt.Errorf("cut the torn last line: %w", err)
+		}
+	}
+	if _, err := f.Seek(keep, io.SeekStart); err != nil {
+		return fmt.Errorf("seek: %w", err)
+	}
+	return nil
 }
 
 // Since is the run clock: nanoseconds since the run's origin.

@@ -34,7 +34,10 @@ type Config struct {
 	// Clock is the run's clock (history.Writer.Since).
 	Clock func() int64
 	// Path is monitor.jsonl.
-	Path   string
+	Path string
+	// Append continues an existing monitor.jsonl (a resumed soak)
+	// instead of starting it afresh.
+	Append bool
 	Logger *slog.Logger
 }
 
@@ -84,7 +87,7 @@ func Start(ctx context.Context, cfg Config) (*Monitor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	out, err := jsonl.Create(cfg.Path, "monitor", true)
+	out, err := jsonl.Create(cfg.Path, "monitor", !cfg.Append)
 	if err != nil {
 		return nil, err
 	}

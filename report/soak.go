@@ -76,9 +76,11 @@ func soak(in Page) *soakView {
 	return sv
 }
 
-// workloadSpan is how long the workload ran.
+// workloadSpan is how long the workload ran. A resumed soak's
+// completion holds its last segment only, so its span is the history's,
+// gaps included (rates per hour are then a little low, never inflated).
 func workloadSpan(in Page) time.Duration {
-	if c := in.Results.Completion; c != nil && c.ReachedNS > 0 {
+	if c := in.Results.Completion; c != nil && c.ReachedNS > 0 && c.Segments <= 1 {
 		return time.Duration(c.ReachedNS)
 	}
 	var end int64

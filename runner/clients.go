@@ -96,6 +96,14 @@ func newFleet(cfg Config, exe string, env []string, zk, reg string, pl placement
 	return f
 }
 
+// startAt numbers the slots' processes from first (a resumed soak: above
+// every process of the earlier segments); before the workload starts.
+func (f *fleet) startAt(first int) {
+	for i, s := range f.slots {
+		s.process = first + i
+	}
+}
+
 // Holders is the nemesis's view: the live processes that hold a lock now.
 func (f *fleet) Holders() []nemesis.Holder {
 	var hs []nemesis.Holder

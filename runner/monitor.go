@@ -21,7 +21,7 @@ func (c *controller) startMonitor() {
 	}
 	m, err := monitor.Start(c.runCtx, monitor.Config{Nodes: c.zk.Nodes(), Dirs: workloads.Dirs(c.wl),
 		Interval: c.cfg.MonitorInterval, SessionTimeout: c.cfg.SessionTimeout, Clock: c.hist.Since,
-		Path: c.run.Path(store.MonitorFile), Logger: c.log})
+		Path: c.run.Path(store.MonitorFile), Append: c.resume != nil, Logger: c.log})
 	if err != nil {
 		c.log.Warn("runbook monitor not started; the run goes on without it", "err", err)
 		return

@@ -61,11 +61,14 @@ type testFile struct {
 	StartWall     int64     `json:"start_wall_ns"`
 	ControllerPID int       `json:"controller_pid"`
 	Executable    string    `json:"executable"`
-	Args          []string  `json:"args"`
-	NetMode       string    `json:"net_mode"`
-	Host          string    `json:"host"`
-	User          string    `json:"user"`
-	GoVersion     string    `json:"go_version"`
+	// Segments are the controllers that carried a resumed soak, in order
+	// (absent for a run never resumed).
+	Segments  []Segment `json:"segments,omitempty"`
+	Args      []string  `json:"args"`
+	NetMode   string    `json:"net_mode"`
+	Host      string    `json:"host"`
+	User      string    `json:"user"`
+	GoVersion string    `json:"go_version"`
 }
 
 // NotStarted is an error found before anything of a run was made (what
@@ -100,6 +103,19 @@ func WithResources(f func(resources.Sample)) RunOption {
 // An error means the harness itself failed (exit 255); the outcome may
 // still carry a run folder.
 func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stderr io.Writer, opts ...RunOption) (*Outcome, error) {
+	return run(ctx, hard, cfg, nil, exe, args, stderr, opts...)
+}
+
+// Resume carries on the soak r (LoadResume) for extra more workload time,
+// in its folder, and checks the whole folder at the end. As Run
+// otherwise.
+func Resume(ctx, hard context.Context, r *Resumable, extra time.Duration, exe string, args []string, stderr io.Writer, opts ...RunOption) (*Outcome, error) {
+	cfg := r.Config
+	cfg.TimeLimit = extra
+	return run(ctx, hard, cfg, r, exe, args, stderr, opts...)
+}
+
+func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args []string, stderr io.Writer, opts ...RunOption) (*Outcome, error) {
 	var o runOpts
 	for _, opt := range opts {
 		opt(&o)
@@ -122,17 +138,27 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	}
 	t0 := time.Now()
 	runID := uuid.NewString()[:8]
-	run, err := store.Create(cfg.ResultsDir, cfg.Name, t0)
+	origin, logFlags, segment := t0, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0
+	var run *store.Run
+	if rs == nil {
+		run, err = store.Create(cfg.ResultsDir, cfg.Name, t0)
+	} else {
+		run, err = store.Open(rs.Dir)
+		origin, logFlags, segment = rs.origin(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, rs.segmentNo()
+	}
 	if err != nil {
 		return nil, err
 	}
 	out := &Outcome{Run: run}
-	logf, err := os.Create(run.Path(store.LogFile))
+	logf, err := os.OpenFile(run.Path(store.LogFile), logFlags, 0o666) // os.Create's mode
 	if err != nil {
 		return out, fmt.Errorf("controller log: %w", err)
 	}
 	defer logf.Close()
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, logf), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if rs != nil {
+		log = log.With("segment", segment)
+	}
 	log.Info("run starting", "dir", run.Dir, "run_id", runID, "seed", cfg.Seed)
 
 	// The janitor first: from here on, whatever happens to us is undone.
@@ -146,8 +172,8 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	defer foundFirst()
 	c := &controller{firstFound: firstFound, foundFirst: foundFirst, cfg: cfg, wl: wl, exe: exe, run: run, runID: runID, log: log, jan: jan, hard: hard, t0: t0,
 		runCtx: runCtx, abortRun: abortRun, watchDone: make(chan struct{}), track: o.track, resourcesSink: o.resources,
-		env:    proc.Env(runID, os.Getpid()),
-		status: store.Status{TimeLimitNS: int64(cfg.TimeLimit), ControllerPID: os.Getpid()}}
+		env: proc.Env(runID, os.Getpid()), resume: rs, origin: origin,
+		status: store.Status{TimeLimitNS: int64(cfg.TimeLimit), ControllerPID: os.Getpid(), Segment: segment}}
 	defer c.teardown()
 	if err := c.setPhase(store.PhaseSetup); err != nil {
 		return out, err
@@ -157,18 +183,13 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	if err != nil {
 		return out, err
 	}
-	if err := c.writeTestFile(args, netMode); err != nil {
+	if err := c.openHistory(args, netMode); err != nil {
 		return out, err
 	}
-	hist, err := history.Create(run.Path(store.HistoryFile), t0)
-	if err != nil {
-		return out, err
-	}
-	c.hist = hist
-	c.rec = c.track.Recorder(hist)
 	if err := c.startServices(hard); err != nil {
 		return out, err
 	}
+	c.fleet.startAt(c.firstProcess)
 	stopOnline := c.online()
 	defer stopOnline()
 	go c.watch()
@@ -187,12 +208,17 @@ func Run(ctx, hard context.Context, cfg Config, exe string, args []string, stder
 	stopOnline()
 	out.Timings.Teardown = time.Since(tdStart)
 	out.Timings.Processes = c.fleet.spawned
+	if rs != nil {
+		if err := c.endSegment(); err != nil {
+			return out, err
+		}
+	}
 
 	if err := c.harnessError(); err != nil {
 		return out, err
 	}
 	c.track.Phase("check")
-	chk, err := Check(context.Background(), run.Dir, cfg.Gate, t0.UnixNano(), WithBudget(cfg.CheckBudget))
+	chk, err := Check(context.Background(), run.Dir, cfg.Gate, origin.UnixNano(), WithBudget(cfg.CheckBudget))
 	out.Check = chk
 	out.Timings.Total = time.Since(t0)
 	if err != nil {
@@ -214,6 +240,14 @@ type controller struct {
 	hard  context.Context
 	t0    time.Time
 	env   []string
+
+	// resume is the soak this controller resumes (nil: a new run);
+	// origin is the history's clock origin (t0, or the first segment's
+	// start); firstProcess the lowest process id of this controller's
+	// workers.
+	resume       *Resumable
+	origin       time.Time
+	firstProcess int
 
 	wl            workloads.Workload
 	ens           *backend.Ensemble
@@ -388,6 +422,30 @@ func (c *controller) setupNetwork(ctx context.Context) (string, error) {
 		}
 	}
 	return mode, nil
+}
+
+// openHistory writes test.json and opens the history: both new, or for a
+// resumed soak the segments recorded and the history appended to, its
+// interrupted operations completed as info.
+func (c *controller) openHistory(args []string, netMode string) error {
+	if c.resume == nil {
+		if err := c.writeTestFile(args, netMode); err != nil {
+			return err
+		}
+		hist, err := history.Create(c.run.Path(store.HistoryFile), c.t0)
+		if err != nil {
+			return err
+		}
+		c.hist, c.rec = hist, c.track.Recorder(hist)
+		return nil
+	}
+	hist, a, err := appendHistory(c.run.Path(store.HistoryFile), c.origin)
+	if err != nil {
+		return err
+	}
+	c.hist, c.rec, c.firstProcess = hist, c.track.Recorder(hist), a.first
+	c.log.Info("soak resumed", "segment", c.resume.segmentNo(), "interrupted_completed_info", a.interrupted, "first_process", a.first)
+	return c.writeResumeTestFile(a)
 }
 
 func (c *controller) writeTestFile(args []string, netMode string) error {

@@ -71,7 +71,12 @@ type Status struct {
 	WorkloadNS  int64 `json:"workload_ns"`
 	// FinalPhase says the final phase ran to its end: every fault undone,
 	// the recovery wait, each worker's final read.
-	FinalPhase    bool      `json:"final_phase"`
+	FinalPhase bool `json:"final_phase"`
+	// Segment is 1 + the number of times the run was resumed (chaos soak
+	// --resume): a run above 1 had gaps, recorded in test.json's
+	// segments. Phase, StoppedBecause, TimeLimitNS, WorkloadNS and
+	// FinalPhase are the last segment's. 0 (absent) is a run never resumed.
+	Segment       int       `json:"segment,omitempty"`
 	ControllerPID int       `json:"controller_pid"`
 	Updated       time.Time `json:"updated"`
 }

@@ -149,3 +149,27 @@ func (w *pairing) complete(e history.Event) {
 			Message: fmt.Sprintf("%s of process %s (%s %s) at index %d completes at %d ns, before its invocation at %d ns", e.Type, e.Process, e.F, e.Key, e.Index, e.Time, inv.Time)})
 	}
 }
+
+// OpenAtEnd lists, in history order, the invocations h leaves open: those
+// checkHistory counts in Details.OpenAtEnd, by the same pairing. A soak
+// resumed after its controller died completes exactly these as info (the
+// checkers already read an open invocation as one whose outcome is
+// unknown), so the rule of what was interrupted has this one owner.
+func OpenAtEnd(h []history.Event) []history.Event {
+	d := &Details{ProblemCounts: map[string]int{}}
+	w := pairing{d: d, open: map[slot][]history.Event{}, early: map[opKey][]history.Event{},
+		seen: map[int64]struct{}{}, dense: -1, prevIdx: -1}
+	for _, e := range h {
+		if e.Type == history.Invoke {
+			w.invoke(e)
+		} else {
+			w.complete(e)
+		}
+	}
+	var out []history.Event
+	for _, q := range w.open {
+		out = append(out, q...)
+	}
+	sortByIndex(out)
+	return out
+}

@@ -193,3 +193,19 @@ func TestIntegrityCounts(t *testing.T) {
 		t.Errorf("listed %d, omitted %d", len(d.Problems), d.ProblemsOmitted)
 	}
 }
+
+// TestOpenAtEnd: the invocations a resumed soak completes as info are
+// exactly those the integrity check counts open at the end: here the
+// acquire of process 2 in clean(), and a nemesis fault left open.
+func TestOpenAtEnd(t *testing.T) {
+	b, l := clean()
+	b.Ev(-1, history.Invoke, history.FPause, "", nil, "")
+	_, d := run(t, checker.Input{History: b.Events, ApplyLog: l.Entries})
+	open := OpenAtEnd(b.Events)
+	if len(open) != d.OpenAtEnd || len(open) != 2 {
+		t.Fatalf("open at the end: %+v; the check counts %d, want 2", open, d.OpenAtEnd)
+	}
+	if open[0].Process != 2 || open[0].F != history.FAcquire || open[1].Process != history.Nemesis || open[0].Index > open[1].Index {
+		t.Errorf("open at the end: %+v, want process 2's acquire then the nemesis pause", open)
+	}
+}

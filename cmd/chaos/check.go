@@ -89,6 +89,9 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 	fmt.Fprintf(w, "valid: %s (gate: %s)\n", r.Valid, strings.Join(r.Gate, ","))
 	if c := r.Completion; c != nil {
 		switch {
+		case c.Completed && c.Segments > 1:
+			fmt.Fprintf(w, "run: %s (last segment: workload %s of %s, final phase ran; test.json lists the segments)\n", c.Why,
+				time.Duration(c.ReachedNS).Round(100*time.Millisecond), time.Duration(c.TimeLimitNS).Round(100*time.Millisecond))
 		case c.Completed:
 			fmt.Fprintf(w, "run: complete (workload %s of %s, final phase ran)\n",
 				time.Duration(c.ReachedNS).Round(100*time.Millisecond), time.Duration(c.TimeLimitNS).Round(100*time.Millisecond))

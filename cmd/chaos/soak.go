@@ -34,7 +34,13 @@ func soakDefaults() runner.Config {
 type soakFlags struct {
 	keepGoing   bool
 	metricsAddr string
+	// resume is the run folder of a killed soak to carry on (--resume).
+	resume string
 }
+
+// resumeFlags are the flags --resume takes: the rest would change the
+// soak's settings, which come from the folder's test.json.
+var resumeFlags = map[string]bool{"resume": true, "duration": true, "progress": true, "metrics-addr": true}
 
 // parseSoakArgs is chaos run's parser (runParser) with a soak's defaults
 // and flags.
@@ -47,9 +53,15 @@ func parseSoakArgs(args []string, stderr io.Writer) (runner.Config, progress.Mod
 			fs.BoolVar(&sf.keepGoing, "keep-going", false, "run the whole --duration whatever the online checks find (default: stop at the first violation, --stop-at-first)")
 			fs.DurationVar(&cfg.ResourcesInterval, "resources-interval", cfg.ResourcesInterval, "how often resource use (RSS, CPU, open files of the controller, JVMs, workers; the servers' znodes, watches, ephemerals, data dirs) is sampled into resources.jsonl")
 			fs.DurationVar(&cfg.SummaryInterval, "summary-interval", cfg.SummaryInterval, "how often a summary line (elapsed, operations, faults, violations per hour, controller RSS) is logged")
+			fs.StringVar(&sf.resume, "resume", "", "carry on the killed soak in this run folder (after chaos cleanup), for --duration more, with the settings of its test.json (local backend, --acl off)")
 			fs.StringVar(&sf.metricsAddr, "metrics-addr", "", "serve the run's figures in the Prometheus text format at http://ADDR/metrics (loopback only: 127.0.0.1:PORT)")
 		},
-		finish: func(fs *flag.FlagSet, cfg *runner.Config) error { return finishSoak(fs, cfg, sf) },
+		finish: func(fs *flag.FlagSet, cfg *runner.Config) error {
+			if sf.resume != "" {
+				return finishResume(fs, sf)
+			}
+			return finishSoak(fs, cfg, sf)
+		},
 	}
 	cfg, mode, err := p.parse(args, stderr)
 	return cfg, mode, sf, err
@@ -75,6 +87,24 @@ func finishSoak(fs *flag.FlagSet, cfg *runner.Config, sf soakFlags) error {
 	return nil
 }
 
+// finishResume refuses, with --resume, every flag that would change the
+// soak's settings, and asks for the extra time.
+func finishResume(fs *flag.FlagSet, sf soakFlags) error {
+	var bad error
+	fs.Visit(func(f *flag.Flag) {
+		if bad == nil && !resumeFlags[f.Name] {
+			bad = fmt.Errorf("--%s cannot be given with --resume: the soak's settings come from its test.json (only --duration, the extra time, --progress and --metrics-addr)", f.Name)
+		}
+	})
+	if bad == nil && !flagSet(fs, "duration") {
+		bad = errors.New("--resume needs --duration: how much longer the soak runs")
+	}
+	if bad == nil && sf.metricsAddr != "" {
+		bad = metrics.CheckAddr(sf.metricsAddr)
+	}
+	return bad
+}
+
 // cmdSoak is one long run whose online checks stream, with resource
 // samples, a summary line a minute and, on request, Prometheus metrics.
 // Exit codes as chaos run's.
@@ -86,6 +116,14 @@ func cmdSoak(ctx, hard context.Context, args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "chaos soak: %v\n", err)
 		return exitHarness
+	}
+	var rs *runner.Resumable
+	if sf.resume != "" {
+		// Read and refused before anything starts: bad input, exit 255.
+		if rs, err = runner.LoadResume(sf.resume); err != nil {
+			fmt.Fprintf(os.Stderr, "chaos soak: %v\n", err)
+			return exitHarness
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -100,7 +138,7 @@ func cmdSoak(ctx, hard context.Context, args []string) int {
 			return exitHarness
 		}
 	}
-	if !cfg.StopAtFirst && !sf.keepGoing {
+	if !cfg.StopAtFirst && !sf.keepGoing && rs == nil {
 		fmt.Fprintf(os.Stderr, "chaos soak: the %s workload has no online check; the soak runs its whole --duration (--keep-going)\n", cfg.Workload)
 	}
 	track, stderr, stopShowing := showProgress(mode)
@@ -113,7 +151,12 @@ func cmdSoak(ctx, hard context.Context, args []string) int {
 		defer srv.Close()
 		fmt.Fprintf(stderr, "chaos soak: metrics at http://%s/metrics\n", srv.Addr())
 	}
-	out, err := runner.Run(ctx, hard, cfg, exe, os.Args, stderr, runner.WithProgress(track), runner.WithResources(last.set))
+	var out *runner.Outcome
+	if rs != nil {
+		out, err = runner.Resume(ctx, hard, rs, cfg.TimeLimit, exe, os.Args, stderr, runner.WithProgress(track), runner.WithResources(last.set))
+	} else {
+		out, err = runner.Run(ctx, hard, cfg, exe, os.Args, stderr, runner.WithProgress(track), runner.WithResources(last.set))
+	}
 	stopShowing()
 	return finishRun("chaos soak", out, err)
 }

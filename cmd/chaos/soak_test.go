@@ -50,3 +50,26 @@ func TestSoakFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSoakResumeFlags: with --resume only the extra time and the output
+// flags are taken; a setting is refused, naming the flag, and the extra
+// time must be given.
+func TestSoakResumeFlags(t *testing.T) {
+	_, _, sf, err := parseSoakArgs([]string{"--resume", "/r/soak-lock/1", "--duration", "10s", "--progress", "off"}, io.Discard)
+	if err != nil || sf.resume != "/r/soak-lock/1" {
+		t.Fatalf("--resume with --duration and --progress: err %v, resume %q", err, sf.resume)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--resume", "d"}, "--resume needs --duration"},
+		{[]string{"--resume", "d", "--duration", "1m", "--workers", "3"}, "--workers cannot be given with --resume"},
+		{[]string{"--resume", "d", "--duration", "1m", "--keep-going"}, "--keep-going cannot be given with --resume"},
+		{[]string{"--resume", "d", "--duration", "1m", "--results", "/tmp"}, "--results cannot be given"},
+	} {
+		if _, _, _, err := parseSoakArgs(bad.args, io.Discard); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: err %v, want one naming %q", bad.args, err, bad.want)
+		}
+	}
+}
