@@ -8,7 +8,9 @@ package matrix
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -71,7 +73,9 @@ func (c Cell) RunArgs(seed int64) []string {
 		args = append(args, "--workload", c.Workload)
 	}
 	if c.StopsAtFirst() {
-		args = append(args, "--stop-at-first")
+		// The run stops at a violation of a gating checker only: gate
+		// it on what the cell expects to fail.
+		args = append(args, "--stop-at-first", "--gate", strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","))
 	}
 	return append(args, c.Args...)
 }

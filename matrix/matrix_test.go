@@ -3,8 +3,10 @@ package matrix
 import (
 	"context"
 	"encoding/xml"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +229,11 @@ func TestStopsAtFirst(t *testing.T) {
 		}
 		if want {
 			n++
+			// It stops only at a gating checker's violation: the gate is
+			// what it expects to fail.
+			if g := "--gate " + strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","); !strings.Contains(args, g) {
+				t.Errorf("%s: args %q lack %q", c.Name(), args, g)
+			}
 		}
 	}
 	if n == 0 || seen != len(history) {

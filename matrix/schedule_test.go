@@ -43,6 +43,7 @@ func fakeRun(args []string) error {
 	fs.String("nemesis", "", "")
 	fs.String("fencing", "", "")
 	fs.Bool("stop-at-first", false, "")
+	fs.String("gate", "", "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,22 @@ func TestPauseDefaultsToTwiceTheSessionTimeout(t *testing.T) {
 	c.PauseFor = time.Second
 	if got := c.Pause(); got != time.Second {
 		t.Errorf("Pause() = %s, want 1s", got)
+	}
+}
+
+// TestStopCheckers: --stop-at-first stops only at a checker that gates
+// the verdict and runs online.
+func TestStopCheckers(t *testing.T) {
+	c := Defaults()
+	if got := c.StopCheckers(); !slices.Contains(got, "double-writer") || slices.Contains(got, "token-order") || slices.Contains(got, "register") {
+		t.Errorf("default gate %v: stop checkers %v, want the gate's online ones only (double-writer, wrong-token)", c.Gate, got)
+	}
+	c.Gate = []string{"token-order", "liveness"}
+	if got := c.StopCheckers(); !slices.Equal(got, []string{"token-order"}) {
+		t.Errorf("gate %v: stop checkers %v, want [token-order]", c.Gate, got)
+	}
+	c.Gate, c.StopAtFirst = []string{"liveness"}, true
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--stop-at-first: no checker of the gate (liveness)") {
+		t.Errorf("gate without an online checker: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -319,9 +320,10 @@ func (c *controller) online() (stop func()) {
 }
 
 // stopAtFirst is told each online checker's first violation; with
-// --stop-at-first the first of them ends the workload.
+// --stop-at-first the first of them by a checker of the gate
+// (Config.StopCheckers) ends the workload.
 func (c *controller) stopAtFirst(checker string) {
-	if !c.cfg.StopAtFirst {
+	if !c.cfg.StopAtFirst || !slices.Contains(c.cfg.Gate, checker) {
 		return
 	}
 	c.firstOnce.Do(func() {

@@ -14,9 +14,15 @@ const NameWrongToken = "wrong-token"
 
 // Reasons a rejection is explained (WrongTokenDetails.Explained).
 const (
-	ExplainedNotHolding   = "not holding by the history"
-	ExplainedLost         = "lock or session lost"
-	ExplainedNewerGrant   = "newer grant"
+	ExplainedNotHolding = "not holding by the history"
+	ExplainedLost       = "lock or session lost"
+	ExplainedNewerGrant = "newer grant"
+	// ExplainedStaleGrant: the holder's own grant came after a grant of
+	// the key with a higher token (a stale grant, e.g. a reconnect to a
+	// deposed leader just resumed, whose reads are behind the quorum's).
+	// The fence turning it away is fencing doing its job; the grant out of
+	// token order is token-order's finding, not a wrong token.
+	ExplainedStaleGrant   = "stale grant (a higher token granted before it)"
 	ExplainedStrictSecond = "strict: second write under one grant"
 )
 
@@ -73,7 +79,13 @@ type WrongTokenDetails struct {
 // not the grant's. The newer grant's ok is always recorded before the
 // rejection's answer: the new holder reads (raising the fence) only after
 // its grant was answered. In strict mode a second write under one grant
-// is rejected by design and explained.
+// is rejected by design and explained. So is a rejection of a holder whose
+// grant itself was stale, recorded after a grant of the key with a higher
+// token: a fenced soak under --nemesis all saw a worker reconnect to a
+// deposed leader the moment it resumed from SIGSTOP and be granted its
+// old node from that server's stale view, after its session had expired
+// on the quorum and the lock had moved on; the register turned it away,
+// as fencing should, and token-order reports the grant.
 //
 // It is a WrongTokenStream fed the whole history (one implementation of
 // the rules).

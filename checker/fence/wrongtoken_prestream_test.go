@@ -89,6 +89,8 @@ func (w *prestreamWalk) judge(h *prestreamHeld, o *lockview.Op) {
 		why = ExplainedNotHolding
 	case w.mode == register.ModeStrict && o.F == history.FWrite && h.wrote:
 		why = ExplainedStrictSecond
+	case prestreamStale(w.grants[o.Key], h.grant):
+		why = ExplainedStaleGrant
 	default:
 		why = prestreamExplain(w.v, w.grants[o.Key], h.grant, o)
 	}
@@ -117,6 +119,21 @@ func prestreamGrantsByKey(ops []lockview.Op) map[string][]*lockview.Op {
 		sort.SliceStable(gs, func(i, j int) bool { return gs[i].Done < gs[j].Done })
 	}
 	return out
+}
+
+// prestreamStale: a grant of the key with a higher token was recorded
+// before g (by history index).
+func prestreamStale(grants []*lockview.Op, g *lockview.Op) bool {
+	tok, ok := g.Token()
+	if !ok {
+		return false
+	}
+	for _, b := range grants {
+		if bt, ok := b.Token(); ok && b.Index < g.Index && bt > tok {
+			return true
+		}
+	}
+	return false
 }
 
 // explain says why a holder's rejection is no fault of its token, or ""

@@ -83,6 +83,15 @@ func TestWrongTokenExplained(t *testing.T) {
 			b.WriteInv(0, "k", 1).Rejected(0, "k", 1, 1, 2)
 			return b.Events
 		}(), register.ModeOn, ExplainedNotHolding},
+		// The soak's case: process 1 was granted token 5 (and raised the
+		// fence to it) before process 0's grant of token 1 came from a
+		// server's stale view; the fence turns process 0 away.
+		{"stale grant", func() []history.Event {
+			b := &checktest.Hist{}
+			b.Acquire(1, "k", 5).Read(1, "k", 5, 0, -1).Release(1, "k")
+			b.Acquire(0, "k", 1).WriteInv(0, "k", 1).Rejected(0, "k", 1, 1, 5)
+			return b.Events
+		}(), register.ModeOn, ExplainedStaleGrant},
 		{"strict second write", func() []history.Event {
 			b := &checktest.Hist{}
 			b.Acquire(0, "k", 1).Read(0, "k", 1, 0, -1).Write(0, "k", 1, 1).WriteInv(0, "k", 2).Rejected(0, "k", 1, 2, 1)

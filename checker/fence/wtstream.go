@@ -61,6 +61,9 @@ type holdKey struct {
 type held struct {
 	grant *lockview.Op
 	wrote bool
+	// stale: a grant of the key with a higher token was recorded before
+	// this one (ExplainedStaleGrant).
+	stale bool
 }
 
 // grantsOf are a key's grants by answer time, and the answer times of the
@@ -69,6 +72,10 @@ type grantsOf struct {
 	list    []*lockview.Op
 	kept    int
 	holders map[history.Process]int64
+	// maxTok is the highest token of the key's grants recorded so far
+	// (seen: there was one), for stale grants.
+	maxTok int64
+	seen   bool
 }
 
 // rejection is a holder's rejection, judged or waiting to be. Once
@@ -79,6 +86,7 @@ type rejection struct {
 	key         string
 	done, gDone int64
 	wrote       bool
+	stale       bool
 	rank        int64
 	session     lockview.Session
 	why         string // "" for a wrong token
@@ -189,7 +197,14 @@ func (s *WrongTokenStream) done(it *lockview.Item) {
 			s.grants[o.Key] = g
 		}
 		g.add(o, !s.deferred && len(s.due) == 0)
-		s.holds[k] = &held{grant: o}
+		stale := false
+		if tok, ok := o.Token(); ok {
+			stale = g.seen && g.maxTok > tok
+			if !g.seen || tok > g.maxTok {
+				g.maxTok, g.seen = tok, true
+			}
+		}
+		s.holds[k] = &held{grant: o, stale: stale}
 		g.holders[o.Process] = o.Done
 		return
 	}
@@ -201,7 +216,7 @@ func (s *WrongTokenStream) done(it *lockview.Item) {
 		s.d.Rejections++
 		r := &rejection{o: o, rank: it.Rank, key: o.Key, done: o.Done}
 		if h != nil {
-			r.grant, r.wrote, r.gDone = h.grant, h.wrote, h.grant.Done
+			r.grant, r.wrote, r.gDone, r.stale = h.grant, h.wrote, h.grant.Done, h.stale
 		}
 		s.due = append(s.due, r)
 	}
@@ -266,6 +281,8 @@ func (s *WrongTokenStream) judge(r *rejection) {
 		r.why = ExplainedNotHolding
 	case s.mode == register.ModeStrict && o.F == history.FWrite && r.wrote:
 		r.why = ExplainedStrictSecond
+	case r.stale:
+		r.why = ExplainedStaleGrant
 	default:
 		r.session = s.x.SessionAt(r.grant.Process, r.grant.Done).Clone()
 		r.why = s.explain(r)

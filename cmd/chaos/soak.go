@@ -78,7 +78,7 @@ func finishSoak(fs *flag.FlagSet, cfg *runner.Config, sf soakFlags) error {
 	if sf.keepGoing && flagSet(fs, "stop-at-first") && cfg.StopAtFirst {
 		return errors.New("--keep-going and --stop-at-first contradict each other: give one")
 	}
-	if sf.keepGoing || (!flagSet(fs, "stop-at-first") && len(cfg.OnlineCheckers()) == 0) {
+	if sf.keepGoing || (!flagSet(fs, "stop-at-first") && len(cfg.StopCheckers()) == 0) {
 		cfg.StopAtFirst = false
 	}
 	if sf.metricsAddr != "" {

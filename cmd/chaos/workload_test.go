@@ -65,7 +65,7 @@ func TestStopAtFirstFlag(t *testing.T) {
 		t.Fatalf("--stop-at-first: %v, err %v; want true, nil", cfg.StopAtFirst, err)
 	}
 	args := []string{"--workload", "election", "--stop-at-first", "--results", t.TempDir()}
-	if _, err := parseRunFlags(args, io.Discard); err == nil || !strings.Contains(err.Error(), "--stop-at-first: none of the election workload's checkers has an online check") {
+	if _, err := parseRunFlags(args, io.Discard); err == nil || !strings.Contains(err.Error(), "--stop-at-first: no checker of the gate (exactly-once,stale-term) has an online check") {
 		t.Errorf("%v: error %v, want one saying the election workload has no online check", args, err)
 	}
 	if code := cmdRun(context.Background(), context.Background(), args); code != exitHarness {
