@@ -62,7 +62,8 @@ var faults = []string{"pause-holder", "pause-worker", "expire-holder", "isolate-
 // pauses and session expiry; each known-buggy recipe is caught by the
 // checker that names its bug under the fault that exposes it (docs/zoo.md
 // explains each row), while seed under the same settings is not; and the
-// other subjects (Curator, zk-lock, an exec: worker) run the seed's rows.
+// other subjects (Curator, zk-lock, an exec: worker) run the seed's rows,
+// kazoo (Python) the client faults' (kazoo.go).
 // exe is the chaos binary, for the exec: subject.
 func Default(exe string) []Cell {
 	cells := []Cell{
@@ -131,6 +132,7 @@ func Default(exe string) []Cell {
 				Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands"},
 		)
 	}
+	cells = append(cells, kazooCells()...)
 	cells = append(cells, configCells()...)
 	cells = append(cells, electionCells()...)
 	return append(cells, dockerCells()...)
