@@ -17,20 +17,15 @@ import (
 // before (first fault at 2 s, 6 s pauses).
 var short = []string{"--time-limit", "15s", "--nemesis-interval", "2s"}
 
-// long is the run length of the cells that keep the settings they were
-// calibrated with (calibrated) and of the gate's cells: 30 s.
+// long is the run length of the cells whose workload keeps the timing it
+// was calibrated with (workloads.Workload's DefaultTiming: the config and
+// election workloads' 3 s session, first fault at 2 s) and of the gate's
+// cells: 30 s.
 var long = []string{"--time-limit", "30s", "--nemesis-interval", "2s"}
 
 func with(extra ...string) []string { return append(slices.Clone(short), extra...) }
 
 func withLong(extra ...string) []string { return append(slices.Clone(long), extra...) }
-
-// calibrated are the settings the config and election cells were
-// calibrated with (CURATOR-696's timing, the config's convergence bound
-// of two session timeouts): the session timeout and first fault of
-// before the lock gate was made faster (runner.Defaults: 1 s and 0 now),
-// so those cells keep their verdicts and their timing.
-var calibrated = []string{"--session-timeout", "3s", "--first-fault", "2s"}
 
 func expect(v checker.Validity, names ...string) map[string]checker.Validity {
 	m := map[string]checker.Validity{}
@@ -144,7 +139,6 @@ func Default(exe string) []Cell {
 func configCells() []Cell {
 	cfg := func(c Cell) Cell {
 		c.Workload, c.Fencing = "config", "on"
-		c.Args = append(slices.Clone(calibrated), c.Args...)
 		if c.Recipe == "" {
 			c.Recipe = "seed"
 		}
@@ -196,7 +190,7 @@ var curator696 = []string{"--tasks", "1000", "--time-limit", "45s", "--pause", "
 func electionCells() []Cell {
 	el := func(c Cell) Cell {
 		c.Workload, c.Recipe = "election", "seed"
-		c.Args = append(append(slices.Clone(long), calibrated...), c.Args...)
+		c.Args = append(slices.Clone(long), c.Args...)
 		return c
 	}
 	gate := []string{"exactly-once", "stale-term"}
@@ -244,7 +238,7 @@ func electionCells() []Cell {
 func electionZooCells() []Cell {
 	zoo := func(recipe string, c Cell) Cell {
 		c.Workload, c.Recipe, c.Fencing = "election", recipe, "on"
-		c.Args = append(append(slices.Clone(long), calibrated...), append([]string{"--tasks", "1000"}, c.Args...)...)
+		c.Args = append(slices.Clone(long), append([]string{"--tasks", "1000"}, c.Args...)...)
 		return c
 	}
 	quiet := []string{"term-order", "leader-overlap", "herd", "demoted-work", "exactly-once", "stale-term"}
