@@ -13,7 +13,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -35,21 +34,14 @@ const JavaLibEnv = "ZKCHAOS_JAVA_LIB"
 var curatorJars = []string{"curator-recipes.jar", "curator-framework.jar", "curator-client.jar",
 	"zookeeper.jar", "zookeeper-jute.jar", "guava.jar", "slf4j-api.jar", "slf4j-simple.jar"}
 
-var (
-	curatorMu   sync.Mutex
-	curatorProg string
-	curatorArgs []string
-)
+var curatorMemo memo
 
 // curatorCommand compiles the Java worker once per source and classpath
 // (cached under the user's cache directory, keyed by their hash) and
 // returns java with the arguments that run it.
-func curatorCommand() (string, []string, error) {
-	curatorMu.Lock()
-	defer curatorMu.Unlock()
-	if curatorProg != "" {
-		return curatorProg, append([]string(nil), curatorArgs...), nil
-	}
+func curatorCommand() (string, []string, error) { return curatorMemo.get(findCurator) }
+
+func findCurator() (string, []string, error) {
 	java, err := exec.LookPath("java")
 	if err != nil {
 		return "", nil, fmt.Errorf("no java on PATH (scripts/install-deps.sh installs it): %w", err)
@@ -71,16 +63,14 @@ func curatorCommand() (string, []string, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	curatorProg = java
 	// A small heap and serial GC: six of these share two cores with the
 	// ensemble, and a worker holds a handful of objects.
 	// No SASL: the ZooKeeper client would otherwise look up the server's
 	// host name before it even opens a socket, and a worker's namespace
 	// has no DNS, so every connect would hang in that lookup.
-	curatorArgs = []string{"-Xms16m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+	return java, []string{"-Xms16m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.sasl.client=false", "-Dzookeeper.sasl.client.canonicalize.hostname=false",
-		"-Dorg.slf4j.simpleLogger.logFile=System.err", "-cp", dir + ":" + classpath, "CuratorWorker"}
-	return curatorProg, append([]string(nil), curatorArgs...), nil
+		"-Dorg.slf4j.simpleLogger.logFile=System.err", "-cp", dir + ":" + classpath, "CuratorWorker"}, nil
 }
 
 // cacheRoot is $XDG_CACHE_HOME/zkchaos or ~/.cache/zkchaos.

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -35,23 +34,16 @@ const PythonEnv = "ZKCHAOS_PYTHON"
 // DefaultPython is the interpreter of the kazoo subject without PythonEnv.
 const DefaultPython = "/usr/bin/python3"
 
-var (
-	kazooMu   sync.Mutex
-	kazooProg string
-	kazooArgs []string
-)
+var kazooMemo memo
 
 // kazooCommand checks once per process that the interpreter imports
 // kazoo's client and Lock recipe, writes the worker to the cache (keyed
 // by its hash) and returns the interpreter with the arguments that run it.
 // A missing python3-kazoo is an error naming the package, before anything
 // of a run is made.
-func kazooCommand() (string, []string, error) {
-	kazooMu.Lock()
-	defer kazooMu.Unlock()
-	if kazooProg != "" {
-		return kazooProg, append([]string(nil), kazooArgs...), nil
-	}
+func kazooCommand() (string, []string, error) { return kazooMemo.get(findKazoo) }
+
+func findKazoo() (string, []string, error) {
 	py := os.Getenv(PythonEnv)
 	if py == "" {
 		py = DefaultPython
@@ -68,8 +60,7 @@ func kazooCommand() (string, []string, error) {
 	}
 	// -u: unbuffered (the worker flushes every line anyway); -B: no
 	// bytecode files next to the cached script.
-	kazooProg, kazooArgs = py, []string{"-u", "-B", script}
-	return kazooProg, append([]string(nil), kazooArgs...), nil
+	return py, []string{"-u", "-B", script}, nil
 }
 
 // checkKazoo runs the interpreter once to import what the worker uses.

@@ -85,7 +85,5 @@ func TestKazooMissing(t *testing.T) {
 func freshKazoo(t *testing.T, python string) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	t.Setenv(PythonEnv, python)
-	kazooMu.Lock()
-	kazooProg, kazooArgs = "", nil
-	kazooMu.Unlock()
+	kazooMemo.forget()
 }

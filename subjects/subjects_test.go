@@ -186,7 +186,5 @@ func TestCuratorSelector(t *testing.T) {
 // test's own (forgetting the compile of an earlier test, whose cache is gone).
 func freshCuratorCache(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	curatorMu.Lock()
-	curatorProg, curatorArgs = "", nil
-	curatorMu.Unlock()
+	curatorMemo.forget()
 }
