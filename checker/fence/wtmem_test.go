@@ -22,7 +22,7 @@ func TestWrongTokenStreamForgetsRetiredHolders(t *testing.T) {
 	s := NewWrongTokenStream(in.Limit(), in.Fencing, false)
 	s.ForgetRetired()
 	kept := func() int {
-		n := len(s.holds) + len(s.openW) + s.x.Procs()
+		n := len(s.holds) + len(s.openW) + s.obs.Index.Procs()
 		for _, g := range s.grants {
 			n += len(g.list)
 		}

@@ -37,13 +37,7 @@ type WrongTokenStream struct {
 	mode     string
 	deferred bool
 	retire   bool // ForgetRetired
-	// retiring are retired processes with rejections still to judge; the
-	// index forgets each once none is left (forgetRetired).
-	retiring map[history.Process]bool
-	x        *lockview.Index
-	quiet    lockview.Quiet
-	nInst    int
-	nGone    int
+	obs      *lockview.Observations
 	now      int64
 	holds    map[holdKey]*held
 	grants   map[string]*grantsOf
@@ -103,7 +97,7 @@ var _ stream.Checker[*lockview.Item, stream.Found] = (*WrongTokenStream)(nil)
 // the first limit wrong tokens as evidence; deferred judges only at
 // Finish.
 func NewWrongTokenStream(limit int, mode string, deferred bool) *WrongTokenStream {
-	return &WrongTokenStream{limit: limit, mode: mode, deferred: deferred, x: lockview.NewIndex(), retiring: map[history.Process]bool{},
+	return &WrongTokenStream{limit: limit, mode: mode, deferred: deferred, obs: lockview.NewObservations(),
 		holds: map[holdKey]*held{}, grants: map[string]*grantsOf{}, openW: map[history.Process]*held{},
 		judged: map[history.Process][]*rejection{},
 		d:      WrongTokenDetails{Explained: map[string]int{}, Violations: []WrongToken{}}}
@@ -137,19 +131,14 @@ func (s *WrongTokenStream) Add(it *lockview.Item) []stream.Found {
 	} else {
 		s.now = t
 	}
-	switch it.Kind {
-	case lockview.ItemNemesis:
-		s.quiet.Add(it.Event)
-	case lockview.ItemInstant:
-		s.x.AddInstant(it.Instant, s.nInst)
-		s.nInst++
-	case lockview.ItemGone:
-		s.x.AddGone(it.Gone, s.nGone)
-		s.nGone++
-		s.explainLater(it.Gone)
-	case lockview.ItemInvoke:
+	switch {
+	case s.obs.Observe(it):
+		if it.Kind == lockview.ItemGone {
+			s.explainLater(it.Gone)
+		}
+	case it.Kind == lockview.ItemInvoke:
 		s.invoked(it.Op)
-	case lockview.ItemDone:
+	case it.Kind == lockview.ItemDone:
 		s.done(it)
 		if s.retire && it.Op.Type == history.Info {
 			s.retired(it.Op.Process)
@@ -159,7 +148,7 @@ func (s *WrongTokenStream) Add(it *lockview.Item) []stream.Found {
 		return nil
 	}
 	s.judgeDue(s.now)
-	return s.report(s.quiet.Since())
+	return s.report(s.obs.Quiet.Since())
 }
 
 // invoked applies what an invocation does to the process's holds: an
@@ -242,19 +231,14 @@ func (s *WrongTokenStream) retired(p history.Process) {
 		}
 	}
 	delete(s.openW, p)
-	s.retiring[p] = true
-	s.forgetRetired()
+	s.obs.Retire(p)
+	s.obs.ForgetRetired(s.busy, nil)
 }
 
-// forgetRetired makes the index forget the retired processes that have no
-// rejection still to judge (ForgetRetired).
-func (s *WrongTokenStream) forgetRetired() {
-	for p := range s.retiring {
-		if !slices.ContainsFunc(s.due, func(r *rejection) bool { return r.o.Process == p }) {
-			delete(s.retiring, p)
-			s.x.Forget(p)
-		}
-	}
+// busy says whether p has a rejection still to judge; once it does not, a
+// retired p's events are forgotten (ForgetRetired).
+func (s *WrongTokenStream) busy(p history.Process) bool {
+	return slices.ContainsFunc(s.due, func(r *rejection) bool { return r.o.Process == p })
 }
 
 // add files a grant by answer time and, when prune, forgets those no
@@ -291,8 +275,8 @@ func (s *WrongTokenStream) judgeDue(now int64) {
 	judged := n < len(s.due)
 	clear(s.due[n:])
 	s.due = s.due[:n]
-	if judged && len(s.retiring) > 0 {
-		s.forgetRetired()
+	if judged && s.obs.Retiring() {
+		s.obs.ForgetRetired(s.busy, nil)
 	}
 }
 
@@ -307,7 +291,7 @@ func (s *WrongTokenStream) judge(r *rejection) {
 	case r.stale:
 		r.why = ExplainedStaleGrant
 	default:
-		r.session = s.x.SessionAt(r.grant.Process, r.grant.Done).Clone()
+		r.session = s.obs.Index.SessionAt(r.grant.Process, r.grant.Done).Clone()
 		r.why = s.explain(r)
 	}
 	if r.why == "" {
@@ -333,13 +317,13 @@ func (s *WrongTokenStream) judge(r *rejection) {
 // the rejection's answer.
 func (s *WrongTokenStream) explain(r *rejection) string {
 	g, o := r.grant, r.o
-	if s.x.LostKey(o.Process, o.Key, g.Done, o.Done) {
+	if s.obs.Index.LostKey(o.Process, o.Key, g.Done, o.Done) {
 		return ExplainedLost
 	}
-	if _, ok := s.x.LossReported(g.Process, g.Key, r.session, g.Done, o.Done); ok {
+	if _, ok := s.obs.Index.LossReported(g.Process, g.Key, r.session, g.Done, o.Done); ok {
 		return ExplainedLost
 	}
-	if s.x.EarliestGoneBefore(g.Process, r.session, g.Done) < o.Done {
+	if s.obs.Index.EarliestGoneBefore(g.Process, r.session, g.Done) < o.Done {
 		return ExplainedLost
 	}
 	gs := s.grants[o.Key].list

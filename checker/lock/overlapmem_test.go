@@ -24,7 +24,7 @@ func TestOverlapStreamForgetsRetiredHolders(t *testing.T) {
 		for _, kg := range s.grants {
 			n += len(kg.list)
 		}
-		return n + s.x.Procs() + len(s.procs)
+		return n + s.obs.Index.Procs() + len(s.procs)
 	}
 	p := lockview.NewPairer()
 	early, late := 0, 0

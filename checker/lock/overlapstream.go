@@ -37,13 +37,7 @@ type OverlapStream struct {
 	limit    int
 	deferred bool
 	retire   bool // ForgetRetired
-	// retiring are retired processes whose grants are still to judge;
-	// the index forgets each once none is left (forgetRetired).
-	retiring map[history.Process]bool
-	x        *lockview.Index
-	quiet    lockview.Quiet
-	nInst    int
-	nGone    int
+	obs      *lockview.Observations
 	now      int64
 	grants   map[string]*keyGrants
 	held     map[heldKey]*heldGrant
@@ -108,7 +102,7 @@ var _ stream.Checker[*lockview.Item, stream.Found] = (*OverlapStream)(nil)
 // NewOverlapStream keeps the first limit findings of each kind as
 // evidence; deferred judges only at Finish.
 func NewOverlapStream(limit int, deferred bool) *OverlapStream {
-	return &OverlapStream{limit: limit, deferred: deferred, x: lockview.NewIndex(), retiring: map[history.Process]bool{}, grants: map[string]*keyGrants{},
+	return &OverlapStream{limit: limit, deferred: deferred, obs: lockview.NewObservations(), grants: map[string]*keyGrants{},
 		held: map[heldKey]*heldGrant{}, procs: map[history.Process]*procFindings{},
 		d: GrantOverlapDetails{Overlaps: []Overlap{}, FalseReleases: []FalseRelease{}, Excused: map[string]int{}}}
 }
@@ -148,26 +142,21 @@ func (s *OverlapStream) Add(it *lockview.Item) []stream.Found {
 			found = s.judgeDue(t)
 		}
 	}
-	switch it.Kind {
-	case lockview.ItemNemesis:
-		s.quiet.Add(it.Event)
-	case lockview.ItemInstant:
-		s.x.AddInstant(it.Instant, s.nInst)
-		s.nInst++
-	case lockview.ItemGone:
-		s.x.AddGone(it.Gone, s.nGone)
-		s.nGone++
-		s.excuse(it.Gone)
-	case lockview.ItemInvoke:
+	switch {
+	case s.obs.Observe(it):
+		if it.Kind == lockview.ItemGone {
+			s.excuse(it.Gone)
+		}
+	case it.Kind == lockview.ItemInvoke:
 		s.invoked(it.Op)
-	case lockview.ItemDone:
+	case it.Kind == lockview.ItemDone:
 		s.done(it)
 		if s.retire && it.Op.Type == history.Info {
 			s.retired(it.Op.Process)
 		}
 	}
 	if !s.deferred {
-		found = append(found, s.settle(s.quiet.Since())...)
+		found = append(found, s.settle(s.obs.Quiet.Since())...)
 	}
 	return found
 }
@@ -228,34 +217,26 @@ func (s *OverlapStream) retired(p history.Process) {
 			s.unhold(k)
 		}
 	}
-	s.retiring[p] = true
-	s.forgetRetired()
+	s.obs.Retire(p)
+	s.obs.ForgetRetired(s.busy, s.forgot)
 }
 
-// forgetRetired forgets what is kept of the retired processes that hold
-// no grant still to judge (ForgetRetired): their session events and
-// their findings if they have none.
-func (s *OverlapStream) forgetRetired() {
-	for p := range s.retiring {
-		if s.holdsAny(p) {
-			continue
-		}
-		delete(s.retiring, p)
-		s.x.Forget(p)
-		if pf := s.procs[p]; pf != nil && len(pf.overlaps)+len(pf.falseRel)+len(pf.judged) == 0 {
-			delete(s.procs, p)
-		}
-	}
-}
-
-// holdsAny says whether p holds a grant the stream is still to judge.
-func (s *OverlapStream) holdsAny(p history.Process) bool {
+// busy says whether p holds a grant the stream is still to judge; once it
+// does not, a retired p's events are forgotten (ForgetRetired).
+func (s *OverlapStream) busy(p history.Process) bool {
 	for k := range s.held {
 		if k.p == p {
 			return true
 		}
 	}
 	return false
+}
+
+// forgot drops a forgotten process's findings if it has none.
+func (s *OverlapStream) forgot(p history.Process) {
+	if pf := s.procs[p]; pf != nil && len(pf.overlaps)+len(pf.falseRel)+len(pf.judged) == 0 {
+		delete(s.procs, p)
+	}
 }
 
 // add files g by answer time and, when prune, forgets the grants no
@@ -299,8 +280,8 @@ func (s *OverlapStream) judgeDue(now int64) []stream.Found {
 	judged := n < len(s.due)
 	clear(s.due[n:])
 	s.due = s.due[:n]
-	if judged && len(s.retiring) > 0 {
-		s.forgetRetired()
+	if judged && s.obs.Retiring() {
+		s.obs.ForgetRetired(s.busy, s.forgot)
 	}
 	return found
 }
@@ -310,7 +291,7 @@ func (s *OverlapStream) judgeDue(now int64) []stream.Found {
 func (s *OverlapStream) judge(h *heldGrant) []stream.Found {
 	a := h.a
 	s.unhold(heldKey{a.Process, a.Key})
-	j := judgeGrant(s.x, *a, *h.end, s.grants[a.Key].list)
+	j := judgeGrant(s.obs.Index, *a, *h.end, s.grants[a.Key].list)
 	if j.lost > 0 {
 		s.d.Excused[ExcusedReportedLoss] += j.lost
 	}
