@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/zkchaos/zkchaos/cluster"
 )
 
-// Cluster is an ensemble of local JVMs. It implements cluster.Cluster.
+// Cluster is a service's servers as local processes (an ensemble of JVMs
+// by default). It implements cluster.Cluster.
 type Cluster struct {
 	cfg    Config
 	nodes  []*Node
@@ -66,8 +68,10 @@ func Launch(ctx context.Context, cfg Config) (*Cluster, error) {
 }
 
 func (c *Cluster) build(ctx context.Context) error {
+	prog := c.cfg.Program
+	per := len(prog.Ports())
 	if c.cfg.Network == nil {
-		ps, err := freePorts(3 * c.cfg.Nodes)
+		ps, err := freePorts(per * c.cfg.Nodes)
 		if err != nil {
 			return err
 		}
@@ -75,23 +79,23 @@ func (c *Cluster) build(ctx context.Context) error {
 	}
 	for i := 1; i <= c.cfg.Nodes; i++ {
 		d := filepath.Join(c.cfg.Dir, fmt.Sprintf("n%d", i))
-		n := &Node{id: i, c: c, dir: d, cfgPath: filepath.Join(d, "zoo.cfg"), logPath: filepath.Join(d, "zk.log")}
+		n := &Node{id: i, c: c, dir: d, logPath: filepath.Join(d, prog.Name()+".log")}
 		if c.cfg.Network != nil {
 			h, err := c.cfg.Network.AddHost(ctx, fmt.Sprintf("n%d", i))
 			if err != nil {
-				return fmt.Errorf("zk node %d: %w", i, err)
+				return fmt.Errorf("%s node %d: %w", prog.Name(), i, err)
 			}
-			n.host, n.ip = h, h.IP
-			n.clientPort, n.quorumPort, n.electionPort = 2181, 2888, 3888
+			n.host, n.ip, n.ports = h, h.IP, prog.Ports()
 		} else {
-			p := c.ports[3*(i-1):]
-			n.ip = "127.0.0.1"
-			n.clientPort, n.quorumPort, n.electionPort = p[0], p[1], p[2]
+			n.ip, n.ports = "127.0.0.1", c.ports[per*(i-1):per*i]
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("%s node %d: %w", prog.Name(), i, err)
 		}
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
-		if err := n.writeConfig(c.nodes); err != nil {
+		if err := prog.Configure(n, c.nodes); err != nil {
 			return err
 		}
 	}
@@ -139,11 +143,12 @@ func Capabilities(netns bool) cluster.Capabilities {
 // Start starts every server.
 func (c *Cluster) Start(ctx context.Context) error { return cluster.StartAll(ctx, c.Nodes()) }
 
-// WaitReady polls srvr on every server until exactly one leader and N−1
-// followers answer (a single server: standalone or leader). On ctx's end
-// the error lists each server's last status.
+// WaitReady polls every server's status until the program calls them
+// ready (ZooKeeper: exactly one leader and N−1 followers; a single
+// server: standalone or leader). On ctx's end the error lists each
+// server's last status.
 func (c *Cluster) WaitReady(ctx context.Context) error {
-	return cluster.WaitReady(ctx, c, c.cfg.Logger)
+	return cluster.WaitReadyFor(ctx, c, c.cfg.Program.Name(), c.cfg.Program.Ready, c.cfg.Logger)
 }
 
 // Restore undoes whatever faults are left on the ensemble (see
