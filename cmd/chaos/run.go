@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/checker/suite"
+	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/progress"
 	"github.com/zkchaos/zkchaos/runner"
