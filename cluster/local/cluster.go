@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
 )
@@ -147,8 +149,54 @@ func (c *Cluster) Start(ctx context.Context) error { return cluster.StartAll(ctx
 // ready (ZooKeeper: exactly one leader and N−1 followers; a single
 // server: standalone or leader). On ctx's end the error lists each
 // server's last status.
+//
+// A server of another program than ZooKeeper that exits meanwhile ends
+// the wait at once, with the end of its log: a redis-server or etcd that
+// cannot start (a bad binary, a port taken) is said in a second, not
+// after the whole wait.
 func (c *Cluster) WaitReady(ctx context.Context) error {
-	return cluster.WaitReadyFor(ctx, c, c.cfg.Program.Name(), c.cfg.Program.Ready, c.cfg.Logger)
+	name := c.cfg.Program.Name()
+	if _, zk := c.cfg.Program.(ZooKeeper); zk {
+		return cluster.WaitReadyFor(ctx, c, name, c.cfg.Program.Ready, c.cfg.Logger)
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go c.watchExits(wctx, cancel)
+	err := cluster.WaitReadyFor(wctx, c, name, c.cfg.Program.Ready, c.cfg.Logger)
+	if cause := context.Cause(wctx); err != nil && cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// watchExits ends ctx with an error when a started server has exited.
+func (c *Cluster) watchExits(ctx context.Context, fail context.CancelCauseFunc) {
+	for {
+		for _, n := range c.nodes {
+			if exited, why := n.Exited(); exited {
+				fail(fmt.Errorf("%s exited while starting (%v): %s", n.name(), why, lastLines(n.logPath, 3)))
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// lastLines is the end of a server's log, for an error message.
+func lastLines(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "no log: " + err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
 }
 
 // Restore undoes whatever faults are left on the ensemble (see
