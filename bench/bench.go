@@ -110,7 +110,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, stderr io.Writer) (*
 	if err := cfg.Validate(); err != nil {
 		return nil, "", err
 	}
-	if err := backend.Preflight(hard, cfg.Cluster, "", false, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+	if err := backend.Preflight(hard, cfg.Cluster, backend.ZooKeeper, "", false, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return nil, "", err
 	}
 	t0 := time.Now()

@@ -21,6 +21,24 @@ var ErrUnsupported = errors.New("not supported by this cluster backend")
 // is added here, the one list both backends configure.
 var FourLetterWords = []string{"srvr", "cons", "mntr"}
 
+// The lock services a run can test locks on (--service). ZooKeeper is the
+// default and the one every backend runs; the others run on the local
+// backend (cluster/local's programs).
+const (
+	ZooKeeper = "zookeeper"
+	Redis     = "redis"
+	Etcd      = "etcd"
+)
+
+// ServiceOf is s, or ZooKeeper when s is empty (a run recorded before
+// --service existed).
+func ServiceOf(s string) string {
+	if s == "" {
+		return ZooKeeper
+	}
+	return s
+}
+
 // Status is a server's view of itself, from the srvr four-letter word.
 type Status struct {
 	// Mode is "leader", "follower", "standalone", or "" when the server

@@ -56,17 +56,23 @@ func Ready(sts []NodeStatus) bool {
 // gives each server's last answer and says which servers' processes do
 // not run, as their backend sees it.
 func WaitReady(ctx context.Context, c Cluster, log *slog.Logger) error {
+	return WaitReadyFor(ctx, c, "zk", Ready, log)
+}
+
+// WaitReadyFor is WaitReady for any service: name names it in logs and
+// errors ("zk", "redis", "etcd") and ready judges its servers' statuses.
+func WaitReadyFor(ctx context.Context, c Cluster, name string, ready func([]NodeStatus) bool, log *slog.Logger) error {
 	start := time.Now()
 	last := ""
 	for {
 		sts := Statuses(ctx, c, time.Second)
 		summary := Summary(sts)
-		if Ready(sts) {
-			log.Info("zk ensemble ready", "elapsed", time.Since(start).Round(time.Millisecond), "status", summary)
+		if ready(sts) {
+			log.Info(name+" ensemble ready", "elapsed", time.Since(start).Round(time.Millisecond), "status", summary)
 			return nil
 		}
 		if summary != last {
-			log.Info("waiting for zk ensemble", "elapsed", time.Since(start).Round(time.Millisecond), "status", summary)
+			log.Info("waiting for "+name+" ensemble", "elapsed", time.Since(start).Round(time.Millisecond), "status", summary)
 			last = summary
 		}
 		select {
@@ -74,7 +80,7 @@ func WaitReady(ctx context.Context, c Cluster, log *slog.Logger) error {
 			// ctx is over, and the backend's view is worth a short look.
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			return fmt.Errorf("zk ensemble not ready after %s: %s%s: %w",
+			return fmt.Errorf("%s ensemble not ready after %s: %s%s: %w", name,
 				time.Since(start).Round(time.Millisecond), summary, notRunning(pctx, c.Nodes()), ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}

@@ -41,6 +41,9 @@ type Cell struct {
 	Cluster string
 	// Workload is the cell's --workload; "" is lock.
 	Workload string
+	// Service is the cell's --service; "" is ZooKeeper. Its recipe names
+	// it already (redis-lock, etcd-mutex), so the name does not.
+	Service string
 }
 
 // Name is recipe/nemesis/fencing, the handle --cells matches.
@@ -71,6 +74,9 @@ func (c Cell) RunArgs(seed int64) []string {
 	}
 	if c.Workload != "" {
 		args = append(args, "--workload", c.Workload)
+	}
+	if c.Service != "" {
+		args = append(args, "--service", c.Service)
 	}
 	if c.StopsAtFirst() {
 		// The run stops at a violation of a gating checker only: gate

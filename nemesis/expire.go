@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 )
 
@@ -46,7 +47,10 @@ func (expireHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
 	}
-	expirable := func(w Worker) bool { return w.Holding && w.Session != 0 && len(w.Password) > 0 }
+	etcd := cluster.ServiceOf(env.Service) == cluster.Etcd
+	// ZooKeeper's close needs the session's password; etcd's revoke only
+	// the lease's id.
+	expirable := func(w Worker) bool { return w.Holding && w.Session != 0 && (etcd || len(w.Password) > 0) }
 	// Prefer a holder just past its check, as isolate-holder does: the
 	// expiry then lands with the work still ahead of it, wherever the
 	// holder's cadence and the schedule's happen to line up (a fault that
@@ -68,6 +72,9 @@ func (expireHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 		target += ", in its critical section before its write"
 	}
 	addr := addrs[env.Rand.IntN(len(addrs))]
+	if etcd {
+		return revokeLease(ctx, ws, w, addr, target)
+	}
 	start := time.Now()
 	res, err := closeSession(ctx, addr, w.Session, w.Password, 0)
 	took := time.Since(start)

@@ -41,7 +41,7 @@ func (killZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
 		return eff, err
 	}
 	eff.Value.Detail = verified
-	if n.ID() == leader.ID() {
+	if leader != nil && n.ID() == leader.ID() {
 		eff.Value.Detail += electionDetail(ctx, c, leader)
 	}
 	return eff, nil

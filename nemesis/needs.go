@@ -19,6 +19,9 @@ type Caps struct {
 	// Workload is the run's --workload: faults aimed at one workload's
 	// roles (the application leader) or calls (task replies) need it.
 	Workload string
+	// Service is the run's lock service (--service; "" is ZooKeeper):
+	// each service's server faults need it.
+	Service string
 }
 
 // need says why a run with caps c cannot use a fault, or nil.

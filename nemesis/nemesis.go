@@ -63,6 +63,9 @@ type Env struct {
 	// scheduler's goroutine uses it.
 	Rand   *rand.Rand
 	Logger *slog.Logger
+	// Service is the run's lock service ("" is ZooKeeper): how sessions
+	// are watched and expired, and whether the servers have a leader.
+	Service string
 
 	// scope is the fault instance being injected, set by the scheduler on
 	// its own copy of Env for each injection: what a fault starts to
@@ -270,6 +273,9 @@ func newScheduler(cfg Config, names []string, faults []Fault) (*Scheduler, error
 	}
 	if cfg.Env.Logger == nil {
 		cfg.Env.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Env.Service == "" {
+		cfg.Env.Service = cfg.Caps.Service
 	}
 	if cfg.Schedule.InjectTimeout <= 0 {
 		cfg.Schedule.InjectTimeout = DefaultInjectTimeout

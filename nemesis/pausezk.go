@@ -44,7 +44,7 @@ func (p pauseZK) Inject(ctx context.Context, env *Env) (*Effect, error) {
 		return eff, err
 	}
 	eff.Value.Detail = verified
-	if n.ID() == leader.ID() {
+	if leader != nil && n.ID() == leader.ID() {
 		// The verified effect is the stop; whether the others elect a new
 		// leader is what the pause shows, and is recorded either way.
 		eff.Value.Detail += electionDetail(ctx, c, leader)

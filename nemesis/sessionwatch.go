@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
@@ -52,7 +53,10 @@ type watchSpec struct {
 // without a session or servers, there is nothing to watch with.
 func (env *Env) watchSession(spec watchSpec) {
 	sc := env.scope
-	if sc == nil || spec.Session == 0 {
+	if sc == nil || spec.Session == 0 || cluster.ServiceOf(env.Service) != cluster.ZooKeeper {
+		// Only ZooKeeper lists its sessions (cons); another service's
+		// sessions are not watched, and its grants are excused by what the
+		// worker reports only.
 		return
 	}
 	addrs, err := serverAddrs(env)

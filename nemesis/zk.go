@@ -28,7 +28,8 @@ const (
 // baseline waits for env's whole ensemble and returns it with its leader,
 // so every server fault starts from a known state and can tell what it
 // changed. A fault that finds no ensemble or no leader does nothing
-// (ErrNoTarget): it could not verify anything it did.
+// (ErrNoTarget): it could not verify anything it did. A service without
+// a leader (redis) gives a nil leader.
 func baseline(ctx context.Context, env *Env) (cluster.Cluster, cluster.Node, error) {
 	c := env.Cluster
 	if c == nil {
@@ -38,6 +39,9 @@ func baseline(ctx context.Context, env *Env) (cluster.Cluster, cluster.Node, err
 	defer cancel()
 	if err := c.WaitReady(wctx); err != nil {
 		return nil, nil, fmt.Errorf("%w: ensemble not whole before the fault: %w", ErrNoTarget, err)
+	}
+	if env.leaderless() {
+		return c, nil, nil
 	}
 	l, err := cluster.Leader(ctx, c)
 	if err != nil {
@@ -75,7 +79,7 @@ func targetOf(ctx context.Context, n, leader cluster.Node) (cluster.Process, str
 		return p, "", fmt.Errorf("%w: n%d is not running", ErrNoTarget, n.ID())
 	}
 	t := fmt.Sprintf("n%d (%s, %s)", n.ID(), p.Instance, n.ClientAddr())
-	if n.ID() == leader.ID() {
+	if leader != nil && n.ID() == leader.ID() {
 		t += ", the leader"
 	}
 	return p, t, nil

@@ -52,6 +52,19 @@ func (h *Host) Block(ctx context.Context, peers ...string) error {
 	return nil
 }
 
+// BlockPort drops all TCP traffic to and from the host's port, whoever
+// the peer (the controller's probes included): a server cut from all its
+// clients. Heal removes it with the other blocks.
+func (h *Host) BlockPort(ctx context.Context, port int) error {
+	p := fmt.Sprint(port)
+	for _, dir := range []string{"--dport", "--sport"} {
+		if _, err := h.iptables(ctx, "-A", hostChain, "-p", "tcp", dir, p, "-j", "DROP"); err != nil {
+			return fmt.Errorf("block port %s on host %s: %w", p, h.Name, err)
+		}
+	}
+	return nil
+}
+
 // Heal removes every block of the host. A host whose namespace is gone
 // (its worker exited and the namespace was removed meanwhile) has nothing
 // left to heal.

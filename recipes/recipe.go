@@ -148,13 +148,74 @@ func Register(name string, f Factory) { lockRecipes.add(name, f) }
 // Names lists the registered recipes, sorted.
 func Names() []string { return lockRecipes.names() }
 
-// New builds the recipe registered as name.
+// New builds the recipe registered as name, ZooKeeper's or another
+// service's.
 func New(name string, cfg Config) (Lock, error) {
+	if svc := ServiceOf(name); svc != ServiceZooKeeper {
+		f, err := serviceLocks[svc].get(name)
+		if err != nil {
+			return nil, err
+		}
+		return f(cfg)
+	}
 	f, err := lockRecipes.get(name)
 	if err != nil {
 		return nil, err
 	}
 	return f(cfg)
+}
+
+// Lock services (--service) whose recipes are not ZooKeeper's. The names
+// are the harness's (cluster.ZooKeeper, ...), repeated here because
+// recipes sits below cluster/.
+const (
+	ServiceZooKeeper = "zookeeper"
+	ServiceRedis     = "redis"
+	ServiceEtcd      = "etcd"
+)
+
+var (
+	// serviceLocks are the lock recipes of the other services, by
+	// service; serviceOf maps each of their names to its service.
+	serviceLocks = map[string]*registry[Factory]{
+		ServiceRedis: newRegistry[Factory]("redis recipe"),
+		ServiceEtcd:  newRegistry[Factory]("etcd recipe"),
+	}
+	serviceOfMu sync.Mutex
+	serviceOf   = map[string]string{}
+)
+
+// RegisterService makes a lock recipe of another service than ZooKeeper
+// available to New by name; its names are not among Names (ZooKeeper's).
+func RegisterService(service, name string, f Factory) {
+	serviceLocks[service].add(name, f)
+	serviceOfMu.Lock()
+	defer serviceOfMu.Unlock()
+	serviceOf[name] = service
+}
+
+// ServiceOf is the service a lock recipe runs on (ZooKeeper for every
+// name not registered with RegisterService).
+func ServiceOf(name string) string {
+	serviceOfMu.Lock()
+	defer serviceOfMu.Unlock()
+	if s, ok := serviceOf[name]; ok {
+		return s
+	}
+	return ServiceZooKeeper
+}
+
+// NamesForService lists the lock recipes of service ("" is ZooKeeper).
+func NamesForService(service string) ([]string, error) {
+	switch service {
+	case "", ServiceZooKeeper:
+		return Names(), nil
+	}
+	r, ok := serviceLocks[service]
+	if !ok {
+		return nil, fmt.Errorf("unknown service %q (known: %s, %s, %s)", service, ServiceZooKeeper, ServiceRedis, ServiceEtcd)
+	}
+	return r.names(), nil
 }
 
 // Workloads a built-in recipe serves (`chaos worker --workload`): each

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
@@ -63,6 +64,10 @@ type Config struct {
 	MonitorInterval time.Duration `json:"monitor_interval"`
 	// Cluster is the ensemble's backend: local or docker (cluster/backend).
 	Cluster string `json:"cluster"`
+	// Service is the lock service the servers run: zookeeper (the
+	// default; "" in a run recorded before --service), redis or etcd
+	// (local backend and lock workload only, issue 13).
+	Service string `json:"service,omitempty"`
 	// Image is the docker backend's server image ("" = the tag `chaos
 	// image build` makes for this machine); NoBuild refuses to build a
 	// missing default image (an error instead). Images are never pulled.
@@ -133,6 +138,7 @@ func Defaults() Config {
 		Recovery:        2 * time.Second,
 		MonitorInterval: time.Second,
 		Cluster:         backend.Local,
+		Service:         backend.ZooKeeper,
 		Net:             "auto",
 		CheckBudget:     DefaultCheckBudget,
 		LockRoot:        "/locks/inventory",
@@ -220,7 +226,51 @@ func (c Config) NewWorkload() (workloads.Workload, error) {
 // mode, for validating its faults before anything starts.
 func (c Config) Caps() nemesis.Caps {
 	netns := c.NetMode() == "netns"
-	return nemesis.Caps{Cluster: backend.Capabilities(c.Cluster, netns), WorkerNet: netns, Workload: c.Workload}
+	return nemesis.Caps{Cluster: backend.Capabilities(c.Cluster, netns), WorkerNet: netns, Workload: c.Workload, Service: c.service()}
+}
+
+// DefaultRecipe is the recipe a run on service takes when --recipe is not
+// given: def (the seed) on ZooKeeper, else the service's single-server
+// lock.
+func DefaultRecipe(service, def string) string {
+	switch service {
+	case cluster.Redis:
+		return "redis-lock"
+	case cluster.Etcd:
+		return "etcd-mutex"
+	}
+	return def
+}
+
+// serviceFlag is the worker's --service: none for ZooKeeper, so that its
+// command lines stay as they were.
+func (c Config) serviceFlag() string {
+	if c.zooKeeper() {
+		return ""
+	}
+	return c.service()
+}
+
+// service is the run's lock service, ZooKeeper when not given.
+func (c Config) service() string { return cluster.ServiceOf(c.Service) }
+
+// zooKeeper reports whether the run's servers are ZooKeeper's: only then
+// are there znodes to prepare, ACLs to set, and four-letter words to ask
+// (the runbook monitor, the soak's counts).
+func (c Config) zooKeeper() bool { return c.service() == cluster.ZooKeeper }
+
+// validateService checks --service against the backend, the workload, the
+// subject: another service than ZooKeeper runs the lock workload only, on
+// the local backend, with a subject written for it.
+func (c Config) validateService() []error {
+	var errs []error
+	if err := backend.ValidateService(c.service(), c.Cluster); err != nil {
+		return []error{fmt.Errorf("--service: %w", err)}
+	}
+	if !c.zooKeeper() && c.Workload != workloads.LockName {
+		errs = append(errs, fmt.Errorf("--service %s: only the %s workload runs on it (this run is --workload %s)", c.service(), workloads.LockName, c.Workload))
+	}
+	return errs
 }
 
 // MinTimeLimit is the shortest workload of a run without faults: less
@@ -284,6 +334,7 @@ func (c Config) Validate() error {
 	if !slices.Contains([]string{register.ModeOn, register.ModeOff, register.ModeStrict}, c.Fencing) {
 		bad("--fencing %q: must be on, off or strict", c.Fencing)
 	}
+	errs = append(errs, c.validateService()...)
 	netOK := slices.Contains([]string{"auto", "netns", "loopback"}, c.Net)
 	clusterErr := backend.Validate(c.Cluster, c.NetMode())
 	if netOK && clusterErr != nil {
@@ -340,7 +391,7 @@ func (c Config) Validate() error {
 	if !slices.Contains([]string{"czxid", "seq"}, c.Token) {
 		bad("--token %q: must be czxid or seq", c.Token)
 	}
-	if err := subjects.ValidateFor(c.workerWorkload(), c.Recipe); err != nil {
+	if err := subjects.ValidateService(c.workerWorkload(), c.service(), c.Recipe); err != nil {
 		errs = append(errs, fmt.Errorf("--recipe: %w", err))
 	}
 	if c.CheckBudget < 0 {

@@ -104,3 +104,36 @@ func TestStopCheckers(t *testing.T) {
 		t.Errorf("gate without an online checker: %v", err)
 	}
 }
+
+// TestServiceValidation: another service runs the lock workload on the
+// local backend with its own subjects and faults; everything else is
+// refused by name, before anything starts.
+func TestServiceValidation(t *testing.T) {
+	redis := func(c *Config) { c.Service, c.Recipe = "redis", DefaultRecipe("redis", c.Recipe) }
+	ok := Defaults()
+	redis(&ok)
+	ok.Nemesis = []string{"pause-holder", "pause-redis", "kill-redis"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("redis run refused: %v", err)
+	}
+	if ok.Recipe != "redis-lock" || DefaultRecipe("etcd", "seed") != "etcd-mutex" || DefaultRecipe("", "seed") != "seed" {
+		t.Errorf("default recipes: redis %q", ok.Recipe)
+	}
+	for _, tc := range []struct {
+		mut  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Service = "memcached" }, `--service: unknown service "memcached"`},
+		{func(c *Config) { redis(c); c.Workload = "config" }, "--service redis: only the lock workload runs on it"},
+		{func(c *Config) { redis(c); c.Cluster, c.Net = "docker", "netns" }, "redis runs on the local backend only"},
+		{func(c *Config) { redis(c); c.Nemesis = []string{"kill-zk"} }, "kill-zk: it acts on zookeeper, and this run is --service redis"},
+		{func(c *Config) { redis(c); c.Recipe = "seed" }, `subject "seed" does not run on redis`},
+		{func(c *Config) { c.Recipe = "redlock" }, `"redlock" is a recipe of --service redis`},
+	} {
+		c := Defaults()
+		tc.mut(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v, want %q", err, tc.want)
+		}
+	}
+}

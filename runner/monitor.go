@@ -19,6 +19,12 @@ func (c *controller) startMonitor() {
 	if c.cfg.MonitorInterval <= 0 {
 		return
 	}
+	if !c.cfg.zooKeeper() {
+		// The runbook is ZooKeeper's (lock directories, mntr, cons): another
+		// service is asked nothing.
+		c.log.Info("runbook monitor off: it reads ZooKeeper only", "service", c.cfg.service())
+		return
+	}
 	m, err := monitor.Start(c.runCtx, monitor.Config{Nodes: c.zk.Nodes(), Dirs: workloads.Dirs(c.wl),
 		Interval: c.cfg.MonitorInterval, SessionTimeout: c.cfg.SessionTimeout, Clock: c.hist.Since,
 		Path: c.run.Path(store.MonitorFile), Append: c.resume != nil, Logger: c.log})

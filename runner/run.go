@@ -134,13 +134,13 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	}
 	// What the backend needs of this machine, before anything is made:
 	// a failure here leaves nothing behind.
-	if err := backend.Preflight(hard, cfg.Cluster, cfg.Image, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+	if err := backend.Preflight(hard, cfg.Cluster, cfg.service(), cfg.Image, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return nil, NotStarted{err}
 	}
 	// The subject next (Curator's worker is compiled, kazoo's interpreter
 	// checked, on first use): one that cannot start is refused before
 	// anything of the run is made.
-	if _, _, err := subjects.Command(exe, cfg.Recipe, subjects.Flags{Workload: cfg.workerWorkload()}); err != nil {
+	if _, _, err := subjects.Command(exe, cfg.Recipe, subjects.Flags{Workload: cfg.workerWorkload(), Service: cfg.serviceFlag()}); err != nil {
 		return nil, NotStarted{fmt.Errorf("--recipe %s: %w", cfg.Recipe, err)}
 	}
 	t0 := time.Now()
@@ -416,7 +416,7 @@ func (c *controller) setupNetwork(ctx context.Context) (string, error) {
 		c.log.Warn("no network namespaces: every process on 127.0.0.1, partition faults unavailable", "why", netns.Available())
 	}
 	ens, err := backend.Open(ctx, c.cfg.Cluster, backend.Options{
-		Nodes: c.cfg.Nodes, Dir: c.run.Path(store.ZKDir), TickTime: c.cfg.TickTime,
+		Service: c.cfg.service(), Nodes: c.cfg.Nodes, Dir: c.run.Path(store.ZKDir), TickTime: c.cfg.TickTime,
 		MaxSessionTimeout: 2 * c.cfg.SessionTimeout, NetMode: mode, RunID: c.runID,
 		ControllerPID: os.Getpid(), Image: c.cfg.Image, Env: c.env, Logger: c.log,
 	})
@@ -499,10 +499,12 @@ func (c *controller) startServices(ctx context.Context) error {
 		return fmt.Errorf("ensemble not ready: %w", err)
 	}
 	c.ensembleReady = time.Since(zkStart)
-	c.log.Info("ensemble ready", "backend", c.cfg.Cluster, "nodes", c.cfg.Nodes, "connect", zk.ConnectString(),
+	c.log.Info("ensemble ready", "service", c.cfg.service(), "backend", c.cfg.Cluster, "nodes", c.cfg.Nodes, "connect", zk.ConnectString(),
 		"took", c.ensembleReady.Round(time.Millisecond).String())
-	if err := prepareNodes(ctx, zk.ConnectString(), c.wl.Nodes(), sec.zk, c.log); err != nil {
-		return err
+	if c.cfg.zooKeeper() {
+		if err := prepareNodes(ctx, zk.ConnectString(), c.wl.Nodes(), sec.zk, c.log); err != nil {
+			return err
+		}
 	}
 	if err := c.wl.Prepare(ctx, c); err != nil {
 		return fmt.Errorf("prepare the %s workload: %w", c.wl.Name(), err)
@@ -535,7 +537,7 @@ func (c *controller) workload(ctx context.Context) {
 	nem, err := nemesis.New(nemesis.Config{Names: c.cfg.Nemesis,
 		Schedule: nemesis.Schedule{First: c.cfg.FirstFault, Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
 		History:  c.nemesisHistory(),
-		Caps:     nemesis.Caps{Cluster: c.zk.Capabilities(), WorkerNet: c.net != nil, Workload: c.wl.Name()},
+		Caps:     nemesis.Caps{Cluster: c.zk.Capabilities(), WorkerNet: c.net != nil, Workload: c.wl.Name(), Service: c.cfg.service()},
 		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Resource: c.reg.client(3 * time.Second), Logger: c.log,
 			Rand: rand.New(rand.NewPCG(seed, 0x6e656d))}})
 	if err != nil {

@@ -77,6 +77,13 @@ func (c *controller) resourceTargets(ctx context.Context) []resources.Target {
 // runbook monitor's latest mntr when it runs (the servers are not asked
 // twice), else a mntr of their own.
 func (c *controller) serverCounts(ctx context.Context) []resources.Server {
+	if !c.cfg.zooKeeper() {
+		var out []resources.Server
+		for _, n := range c.zk.Nodes() {
+			out = append(out, resources.Server{ID: n.ID(), CountsError: "not ZooKeeper (--service " + c.cfg.service() + "): no znode counts"})
+		}
+		return out
+	}
 	svs, ok := c.mon.LastServers()
 	if !ok {
 		for _, n := range c.zk.Nodes() {

@@ -5,8 +5,9 @@
 # servers log, iproute2 and iptables for network namespaces, mmdebstrap to
 # build the docker backend's ZooKeeper image offline (chaos image build),
 # python3-kazoo for the kazoo subject (--recipe kazoo) and the conformance
-# tests' Python election worker, and
-# Debian's chromium (headless) with a font for the browser tests.
+# tests' Python election worker, redis-server and etcd-server for the
+# other lock services (--service redis|etcd), and Debian's chromium
+# (headless) with a font for the browser tests.
 # Go modules are fetched by `go mod download`. Safe to run again: it does
 # nothing when everything is there.
 set -euo pipefail
@@ -24,6 +25,9 @@ command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 # worker of the conformance tests (subjects/conformance/testdata/
 # election_worker.py): kazoo for Debian's python3, the interpreter they run on.
 /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo)
+# The other lock services (chaos run --service redis|etcd): their servers.
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)

@@ -46,12 +46,22 @@ type Flags struct {
 	// WorkloadConfig); "" is lock, and is not passed, so a worker that
 	// predates workloads still starts.
 	Workload string
+	// Service is the lock service (recipes.ServiceRedis, ServiceEtcd);
+	// "" is ZooKeeper, and is not passed. With a service, ZK holds its
+	// servers' client addresses and is passed as --servers instead of
+	// --zk, with --service NAME: a ZooKeeper worker is never handed
+	// addresses it would take for an ensemble.
+	Service string
 }
 
 // Args renders the flags in the protocol's form, --name value.
 func (f Flags) Args() []string {
-	args := []string{"--zk", f.ZK, "--register", f.Register, "--process", strconv.Itoa(f.Process),
-		"--session-timeout", f.SessionTimeout.String(), "--token", f.Token, "--root", f.Root}
+	servers := []string{"--zk", f.ZK}
+	if f.Service != "" {
+		servers = []string{"--service", f.Service, "--servers", f.ZK}
+	}
+	args := append(servers, "--register", f.Register, "--process", strconv.Itoa(f.Process),
+		"--session-timeout", f.SessionTimeout.String(), "--token", f.Token, "--root", f.Root)
 	if f.Workload != "" {
 		args = append(args, "--workload", f.Workload)
 	}
@@ -93,7 +103,15 @@ func Validate(spec string) error { return ValidateFor("", spec) }
 // ValidateFor is Validate for the workload's recipes ("" is lock): a
 // built-in name must be one of that workload's recipes.
 func ValidateFor(workload, spec string) error {
-	_, _, err := parse(workload, spec)
+	_, _, err := parse(workload, "", spec)
+	return err
+}
+
+// ValidateService is ValidateFor on a lock service ("" or zookeeper is
+// ZooKeeper): a built-in name must be one of that service's recipes, and
+// the Curator subjects are ZooKeeper's.
+func ValidateService(workload, service, spec string) error {
+	_, _, err := parse(workload, service, spec)
 	return err
 }
 
@@ -110,7 +128,7 @@ func Names() []string {
 //
 // A built-in recipe is looked up among f.Workload's recipes.
 func Command(exe, spec string, f Flags) (string, []string, error) {
-	kind, rest, err := parse(f.Workload, spec)
+	kind, rest, err := parse(f.Workload, f.Service, spec)
 	if err != nil {
 		return "", nil, err
 	}
@@ -146,15 +164,26 @@ const (
 // parse classifies spec; rest is the recipe name (builtin), the
 // arguments that pick the Curator worker's recipe (curator), nothing
 // (kazoo), or the absolute program and its arguments (exec).
-func parse(workload, spec string) (kind, []string, error) {
+func parse(workload, service, spec string) (kind, []string, error) {
 	builtin, err := recipes.NamesFor(workload)
 	if err != nil {
 		return 0, nil, err
+	}
+	zk := service == "" || service == recipes.ServiceZooKeeper
+	if !zk {
+		if builtin, err = recipes.NamesForService(service); err != nil {
+			return 0, nil, err
+		}
 	}
 	spec = strings.TrimSpace(spec)
 	switch {
 	case spec == "":
 		return 0, nil, errors.New("empty subject")
+	case !zk && !strings.HasPrefix(spec, ExecPrefix) && !slices.Contains(builtin, spec):
+		return 0, nil, fmt.Errorf("subject %q does not run on %s (its built-in recipes: %s; or %sPATH [ARGS])",
+			spec, service, strings.Join(builtin, ", "), ExecPrefix)
+	case zk && recipes.ServiceOf(spec) != recipes.ServiceZooKeeper:
+		return 0, nil, fmt.Errorf("subject %q is a recipe of --service %s, and this run is on zookeeper", spec, recipes.ServiceOf(spec))
 	case curatorSubjects[spec].serves != "":
 		c := curatorSubjects[spec]
 		if !slices.Contains(c.workloads, workload) {

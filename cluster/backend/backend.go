@@ -37,6 +37,41 @@ const (
 // Names lists the --cluster values.
 func Names() []string { return []string{Local, Docker} }
 
+// The lock services (--service): the ZooKeeper ensemble, and the other
+// services a run may test locks on instead (issue 13).
+const (
+	ZooKeeper = cluster.ZooKeeper
+	Redis     = cluster.Redis
+	Etcd      = cluster.Etcd
+)
+
+// Services lists the --service values.
+func Services() []string { return []string{ZooKeeper, Redis, Etcd} }
+
+// ValidateService checks a --service value and whether the backend runs
+// it, by name alone: only the local backend starts redis and etcd servers
+// (the docker image is ZooKeeper's).
+func ValidateService(service, backendName string) error {
+	if !slices.Contains(Services(), service) {
+		return fmt.Errorf("unknown service %q (known: %s)", service, strings.Join(Services(), ", "))
+	}
+	if service != ZooKeeper && backendName != Local {
+		return fmt.Errorf("%s runs on the local backend only (the %s backend's image is ZooKeeper's); use --cluster local", service, backendName)
+	}
+	return nil
+}
+
+// program is the local backend's server program for service.
+func program(service string) local.Program {
+	switch service {
+	case Redis:
+		return local.Redis{}
+	case Etcd:
+		return local.Etcd{}
+	}
+	return local.ZooKeeper{}
+}
+
 // Validate checks a --cluster value and whether the backend can run in
 // the run's network mode, by name alone (nothing is asked of the machine).
 func Validate(name, netMode string) error {
@@ -65,7 +100,16 @@ func Capabilities(name string, netns bool) cluster.Capabilities {
 // which is built here (offline, once per machine; about a minute) when
 // missing unless noBuild. Another tag is never built nor pulled. Progress
 // goes to log.
-func Preflight(ctx context.Context, name, tag string, noBuild bool, log *slog.Logger) error {
+//
+// A service other than ZooKeeper needs its server's binary (Debian's
+// redis-server or etcd-server): missing, the run is refused here.
+func Preflight(ctx context.Context, name, service, tag string, noBuild bool, log *slog.Logger) error {
+	if cluster.ServiceOf(service) != ZooKeeper {
+		if err := program(service).Check(); err != nil {
+			return fmt.Errorf("--service %s: %w", service, err)
+		}
+		return nil
+	}
 	if name != Docker {
 		return nil
 	}
@@ -103,7 +147,9 @@ func Preflight(ctx context.Context, name, tag string, noBuild bool, log *slog.Lo
 
 // Options describe the ensemble of a run.
 type Options struct {
-	Nodes int
+	// Service is the lock service the servers run ("" is ZooKeeper).
+	Service string
+	Nodes   int
 	// Dir is the run folder's directory for the servers' files.
 	Dir               string
 	TickTime          time.Duration
@@ -186,7 +232,7 @@ func openLocal(ctx context.Context, e *Ensemble, o Options) error {
 		e.Net = n
 	}
 	c, err := local.New(ctx, local.Config{Nodes: o.Nodes, Dir: o.Dir, TickTime: o.TickTime,
-		MaxSessionTimeout: o.MaxSessionTimeout, Network: e.Net, Env: o.Env, Logger: o.Logger})
+		MaxSessionTimeout: o.MaxSessionTimeout, Network: e.Net, Env: o.Env, Program: program(o.Service), Logger: o.Logger})
 	if err != nil {
 		return fmt.Errorf("prepare ensemble: %w", err)
 	}

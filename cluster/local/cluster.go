@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
 )
 
-// Cluster is an ensemble of local JVMs. It implements cluster.Cluster.
+// Cluster is a service's servers as local processes (an ensemble of JVMs
+// by default). It implements cluster.Cluster.
 type Cluster struct {
 	cfg    Config
 	nodes  []*Node
@@ -66,8 +70,10 @@ func Launch(ctx context.Context, cfg Config) (*Cluster, error) {
 }
 
 func (c *Cluster) build(ctx context.Context) error {
+	prog := c.cfg.Program
+	per := len(prog.Ports())
 	if c.cfg.Network == nil {
-		ps, err := freePorts(3 * c.cfg.Nodes)
+		ps, err := freePorts(per * c.cfg.Nodes)
 		if err != nil {
 			return err
 		}
@@ -75,23 +81,23 @@ func (c *Cluster) build(ctx context.Context) error {
 	}
 	for i := 1; i <= c.cfg.Nodes; i++ {
 		d := filepath.Join(c.cfg.Dir, fmt.Sprintf("n%d", i))
-		n := &Node{id: i, c: c, dir: d, cfgPath: filepath.Join(d, "zoo.cfg"), logPath: filepath.Join(d, "zk.log")}
+		n := &Node{id: i, c: c, dir: d, logPath: filepath.Join(d, prog.Name()+".log")}
 		if c.cfg.Network != nil {
 			h, err := c.cfg.Network.AddHost(ctx, fmt.Sprintf("n%d", i))
 			if err != nil {
-				return fmt.Errorf("zk node %d: %w", i, err)
+				return fmt.Errorf("%s node %d: %w", prog.Name(), i, err)
 			}
-			n.host, n.ip = h, h.IP
-			n.clientPort, n.quorumPort, n.electionPort = 2181, 2888, 3888
+			n.host, n.ip, n.ports = h, h.IP, prog.Ports()
 		} else {
-			p := c.ports[3*(i-1):]
-			n.ip = "127.0.0.1"
-			n.clientPort, n.quorumPort, n.electionPort = p[0], p[1], p[2]
+			n.ip, n.ports = "127.0.0.1", c.ports[per*(i-1):per*i]
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("%s node %d: %w", prog.Name(), i, err)
 		}
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
-		if err := n.writeConfig(c.nodes); err != nil {
+		if err := prog.Configure(n, c.nodes); err != nil {
 			return err
 		}
 	}
@@ -139,11 +145,58 @@ func Capabilities(netns bool) cluster.Capabilities {
 // Start starts every server.
 func (c *Cluster) Start(ctx context.Context) error { return cluster.StartAll(ctx, c.Nodes()) }
 
-// WaitReady polls srvr on every server until exactly one leader and N−1
-// followers answer (a single server: standalone or leader). On ctx's end
-// the error lists each server's last status.
+// WaitReady polls every server's status until the program calls them
+// ready (ZooKeeper: exactly one leader and N−1 followers; a single
+// server: standalone or leader). On ctx's end the error lists each
+// server's last status.
+//
+// A server of another program than ZooKeeper that exits meanwhile ends
+// the wait at once, with the end of its log: a redis-server or etcd that
+// cannot start (a bad binary, a port taken) is said in a second, not
+// after the whole wait.
 func (c *Cluster) WaitReady(ctx context.Context) error {
-	return cluster.WaitReady(ctx, c, c.cfg.Logger)
+	name := c.cfg.Program.Name()
+	if _, zk := c.cfg.Program.(ZooKeeper); zk {
+		return cluster.WaitReadyFor(ctx, c, name, c.cfg.Program.Ready, c.cfg.Logger)
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go c.watchExits(wctx, cancel)
+	err := cluster.WaitReadyFor(wctx, c, name, c.cfg.Program.Ready, c.cfg.Logger)
+	if cause := context.Cause(wctx); err != nil && cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// watchExits ends ctx with an error when a started server has exited.
+func (c *Cluster) watchExits(ctx context.Context, fail context.CancelCauseFunc) {
+	for {
+		for _, n := range c.nodes {
+			if exited, why := n.Exited(); exited {
+				fail(fmt.Errorf("%s exited while starting (%v): %s", n.name(), why, lastLines(n.logPath, 3)))
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// lastLines is the end of a server's log, for an error message.
+func lastLines(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "no log: " + err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
 }
 
 // Restore undoes whatever faults are left on the ensemble (see

@@ -1,6 +1,8 @@
-// Package local runs a ZooKeeper ensemble as JVMs started directly by the
-// controller, each in its own network namespace (netns mode) or all on
-// 127.0.0.1 with their own ports (loopback mode, no root needed).
+// Package local runs a lock service's servers as processes started
+// directly by the controller (ZooKeeper JVMs by default; redis-server or
+// etcd members with --service, see Program), each in its own network
+// namespace (netns mode) or all on 127.0.0.1 with their own ports
+// (loopback mode, no root needed).
 package local
 
 import (
@@ -45,7 +47,10 @@ type Config struct {
 	// FourLetterWords are the only four-letter words the servers answer
 	// (4lw.commands.whitelist); default cluster.FourLetterWords.
 	FourLetterWords []string
-	Logger          *slog.Logger
+	// Program is the server each node runs; nil is ZooKeeper (and the
+	// fields above that name ZooKeeper's settings apply to it only).
+	Program Program
+	Logger  *slog.Logger
 }
 
 func (c *Config) defaults() error {
@@ -60,6 +65,18 @@ func (c *Config) defaults() error {
 	}
 	if c.TickTime%time.Millisecond != 0 {
 		return fmt.Errorf("config: TickTime %s is not whole milliseconds", c.TickTime)
+	}
+	if c.Program == nil {
+		c.Program = ZooKeeper{}
+	}
+	if _, zk := c.Program.(ZooKeeper); !zk {
+		if err := c.Program.Check(); err != nil {
+			return err
+		}
+		if c.Logger == nil {
+			c.Logger = slog.New(slog.DiscardHandler)
+		}
+		return nil
 	}
 	if c.Java == "" {
 		c.Java = "java"
@@ -131,12 +148,12 @@ func zooCfg(c *Config, dataDir string, self *Node, all []*Node) string {
 	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=10\nsyncLimit=5\n", tick)
 	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", minSess.Milliseconds(), maxSess.Milliseconds())
 	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
-	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", self.clientPort, self.ip)
+	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", self.ports[0], self.ip)
 	fmt.Fprintf(&b, "4lw.commands.whitelist=%s\nadmin.enableServer=false\n", strings.Join(c.FourLetterWords, ","))
 	fmt.Fprintf(&b, "forceSync=%s\n", forceSync)
 	fmt.Fprintf(&b, "autopurge.snapRetainCount=%d\nautopurge.purgeInterval=%d\n", zkjvm.PurgeSnapRetainCount, zkjvm.PurgeIntervalHours)
 	for _, n := range all {
-		fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", n.id, n.ip, n.quorumPort, n.electionPort)
+		fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", n.id, n.ip, n.ports[1], n.ports[2])
 	}
 	return b.String()
 }

@@ -13,7 +13,7 @@ func TestFourLetterWhitelist(t *testing.T) {
 	if err := c.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{id: 1, ip: "127.0.0.1", clientPort: 2181, quorumPort: 2888, electionPort: 3888}
+	n := &Node{id: 1, ip: "127.0.0.1", ports: []int{2181, 2888, 3888}}
 	cfg := zooCfg(&c, "/data", n, []*Node{n})
 	if !strings.Contains(cfg, "\n4lw.commands.whitelist=srvr,cons,mntr\n") {
 		t.Errorf("zoo.cfg does not limit the four-letter words to srvr,cons,mntr:\n%s", cfg)
@@ -33,7 +33,7 @@ func TestPurgeSettings(t *testing.T) {
 	if err := c.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{id: 1, ip: "127.0.0.1", clientPort: 2181, quorumPort: 2888, electionPort: 3888}
+	n := &Node{id: 1, ip: "127.0.0.1", ports: []int{2181, 2888, 3888}}
 	cfg := zooCfg(&c, "/data", n, []*Node{n})
 	for _, want := range []string{"\nautopurge.snapRetainCount=3\n", "\nautopurge.purgeInterval=1\n"} {
 		if !strings.Contains(cfg, want) {

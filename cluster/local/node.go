@@ -7,14 +7,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
-	"github.com/zkchaos/zkchaos/cluster/zkjvm"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 )
@@ -26,14 +24,17 @@ const stopGrace = 10 * time.Second
 // new state.
 const signalWait = 5 * time.Second
 
-// Node is one ZooKeeper JVM. It implements cluster.Node.
+// Node is one server process (a ZooKeeper JVM, a redis-server, an etcd
+// member: the cluster's Program). It implements cluster.Node.
 type Node struct {
-	id                                   int
-	ip                                   string
-	clientPort, quorumPort, electionPort int
-	dir, cfgPath, logPath                string
-	host                                 *netns.Host // nil in loopback mode
-	c                                    *Cluster
+	id int
+	ip string
+	// ports are the server's ports, the client port first (see
+	// Program.Ports).
+	ports        []int
+	dir, logPath string
+	host         *netns.Host // nil in loopback mode
+	c            *Cluster
 
 	mu      sync.Mutex
 	pid     int
@@ -47,9 +48,22 @@ var _ cluster.Node = (*Node)(nil)
 func (n *Node) ID() int { return n.id }
 
 // ClientAddr is ip:port for clients and four-letter words.
-func (n *Node) ClientAddr() string {
-	return net.JoinHostPort(n.ip, strconv.Itoa(n.clientPort))
+func (n *Node) ClientAddr() string { return n.Addr(0) }
+
+// Addr is ip:port of the server's i-th port (0 is the client port).
+func (n *Node) Addr(i int) string {
+	return net.JoinHostPort(n.ip, strconv.Itoa(n.ports[i]))
 }
+
+// Port is the server's i-th port (0 is the client port).
+func (n *Node) Port(i int) int { return n.ports[i] }
+
+// Dir is the server's directory in the run folder (its configuration,
+// data and log).
+func (n *Node) Dir() string { return n.dir }
+
+// name is how logs and errors call the server ("zk node 2").
+func (n *Node) name() string { return fmt.Sprintf("%s node %d", n.c.cfg.Program.Name(), n.id) }
 
 // IP is the server's address: its namespace's, or 127.0.0.1.
 func (n *Node) IP() string { return n.ip }
@@ -102,34 +116,31 @@ func (n *Node) Exited() (bool, error) {
 	return n.done != nil && !n.running(), n.exitErr
 }
 
-func (n *Node) jvmArgs() []string {
-	return zkjvm.Args(n.c.cfg.ClassPath, n.cfgPath)
-}
-
 // Start launches the JVM (again after Stop or Kill, with its data intact).
 // It returns once the process exists, not when it serves: WaitReady or
 // Status tell that.
 func (n *Node) Start(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
-		return "", fmt.Errorf("start zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("start %s: %w", n.name(), err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.running() {
-		return "", fmt.Errorf("start zk node %d: already running as pid %d", n.id, n.pid)
+		return "", fmt.Errorf("start %s: already running as pid %d", n.name(), n.pid)
 	}
 	f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return "", fmt.Errorf("start zk node %d: open log: %w", n.id, err)
+		return "", fmt.Errorf("start %s: open log: %w", n.name(), err)
 	}
 	fmt.Fprintf(f, "=== zkchaos: starting node %d at %s ===\n", n.id, time.Now().Format(time.RFC3339Nano))
 	// The JVM outlives ctx (which only bounds the start), so it is not
 	// tied to it.
+	exe, args := n.c.cfg.Program.Command(n)
 	var cmd *exec.Cmd
 	if n.host != nil {
-		cmd = n.host.Command(context.Background(), n.c.cfg.Java, n.jvmArgs()...)
+		cmd = n.host.Command(context.Background(), exe, args...)
 	} else {
-		cmd = exec.Command(n.c.cfg.Java, n.jvmArgs()...)
+		cmd = exec.Command(exe, args...)
 	}
 	cmd.Dir = n.dir
 	cmd.Env = append(os.Environ(), n.c.cfg.Env...)
@@ -139,7 +150,7 @@ func (n *Node) Start(ctx context.Context) (string, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return "", fmt.Errorf("start zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("start %s: %w", n.name(), err)
 	}
 	done := make(chan struct{})
 	n.pid, n.done, n.exitErr, n.paused = cmd.Process.Pid, done, nil, false
@@ -151,12 +162,13 @@ func (n *Node) Start(ctx context.Context) (string, error) {
 		n.mu.Unlock()
 		close(done)
 	}()
-	n.c.cfg.Logger.Info("zk node started", "node", n.id, "pid", n.pid, "addr", n.ClientAddr())
+	n.c.cfg.Logger.Info(n.name()+" started", "node", n.id, "pid", n.pid, "addr", n.ClientAddr())
 	return fmt.Sprintf("running as pid %d", n.pid), nil
 }
 
 // Stop ends the JVM gracefully: SIGTERM, and SIGKILL if it has not exited
-// after stopGrace or when ctx ends. A paused JVM is resumed first, since it
+// after stopGrace (or the program's StopGrace) or when ctx ends. A paused
+// JVM is resumed first, since it
 // cannot act on SIGTERM while stopped.
 func (n *Node) Stop(ctx context.Context) error {
 	n.mu.Lock()
@@ -171,18 +183,22 @@ func (n *Node) Stop(ctx context.Context) error {
 		_ = proc.Resume(pid, signalWait)
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("stop zk node %d: SIGTERM pid %d: %w", n.id, pid, err)
+		return fmt.Errorf("stop %s: SIGTERM pid %d: %w", n.name(), pid, err)
 	}
-	t := time.NewTimer(stopGrace)
+	grace := stopGrace
+	if g, ok := n.c.cfg.Program.(interface{ StopGrace() time.Duration }); ok {
+		grace = g.StopGrace()
+	}
+	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-done:
-		n.c.cfg.Logger.Info("zk node stopped", "node", n.id, "pid", pid)
+		n.c.cfg.Logger.Info(n.name()+" stopped", "node", n.id, "pid", pid)
 		return nil
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	n.c.cfg.Logger.Warn("zk node ignored SIGTERM, killing", "node", n.id, "pid", pid)
+	n.c.cfg.Logger.Warn(n.name()+" ignored SIGTERM, killing", "node", n.id, "pid", pid)
 	return n.kill(pid, done)
 }
 
@@ -194,7 +210,7 @@ func (n *Node) Kill(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	if !n.running() {
 		n.mu.Unlock()
-		return "", fmt.Errorf("kill zk node %d: not running", n.id)
+		return "", fmt.Errorf("kill %s: not running", n.name())
 	}
 	pid, done := n.pid, n.done
 	n.paused = false
@@ -202,25 +218,25 @@ func (n *Node) Kill(ctx context.Context) (string, error) {
 	if err := n.kill(pid, done); err != nil {
 		return "", err
 	}
-	n.c.cfg.Logger.Info("zk node killed", "node", n.id, "pid", pid)
+	n.c.cfg.Logger.Info(n.name()+" killed", "node", n.id, "pid", pid)
 	if proc.Alive(pid) {
-		return "", fmt.Errorf("kill zk node %d: pid %d still alive after SIGKILL", n.id, pid)
+		return "", fmt.Errorf("kill %s: pid %d still alive after SIGKILL", n.name(), pid)
 	}
 	if err := cluster.Refuses(ctx, n); err != nil {
-		return "", fmt.Errorf("kill zk node %d: pid %d gone but %w", n.id, pid, err)
+		return "", fmt.Errorf("kill %s: pid %d gone but %w", n.name(), pid, err)
 	}
-	return fmt.Sprintf("pid %d gone from /proc; srvr refused", pid), nil
+	return fmt.Sprintf("pid %d gone from /proc; %s refused", pid, n.c.cfg.Program.Probe()), nil
 }
 
 func (n *Node) kill(pid int, done chan struct{}) error {
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill zk node %d: SIGKILL pid %d: %w", n.id, pid, err)
+		return fmt.Errorf("kill %s: SIGKILL pid %d: %w", n.name(), pid, err)
 	}
 	select {
 	case <-done:
 		return nil
 	case <-time.After(10 * time.Second):
-		return fmt.Errorf("kill zk node %d: pid %d not reaped 10s after SIGKILL", n.id, pid)
+		return fmt.Errorf("kill %s: pid %d not reaped 10s after SIGKILL", n.name(), pid)
 	}
 }
 
@@ -230,12 +246,12 @@ func (n *Node) Pause(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.running() {
-		return "", fmt.Errorf("pause zk node %d: not running", n.id)
+		return "", fmt.Errorf("pause %s: not running", n.name())
 	}
 	sctx, cancel := context.WithTimeout(ctx, signalWait)
 	defer cancel()
 	if err := proc.PauseContext(sctx, n.pid); err != nil {
-		return "", fmt.Errorf("pause zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("pause %s: %w", n.name(), err)
 	}
 	n.paused = true
 	return fmt.Sprintf("pid %d: process state T in /proc", n.pid), nil
@@ -246,12 +262,12 @@ func (n *Node) Resume(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.running() {
-		return "", fmt.Errorf("resume zk node %d: not running", n.id)
+		return "", fmt.Errorf("resume %s: not running", n.name())
 	}
 	sctx, cancel := context.WithTimeout(ctx, signalWait)
 	defer cancel()
 	if err := proc.ResumeContext(sctx, n.pid); err != nil {
-		return "", fmt.Errorf("resume zk node %d: %w", n.id, err)
+		return "", fmt.Errorf("resume %s: %w", n.name(), err)
 	}
 	n.paused = false
 	return fmt.Sprintf("pid %d: process no longer stopped", n.pid), nil
@@ -264,26 +280,12 @@ func (n *Node) Paused() bool {
 	return n.paused && n.running()
 }
 
-// Status asks the server itself (srvr). A server that does not answer is
-// an error with a zero Status.
+// Status asks the server itself, the program's way (ZooKeeper: srvr).
+// A server that does not answer is an error with a zero Status.
 func (n *Node) Status(ctx context.Context) (cluster.Status, error) {
-	out, err := cluster.FourLetter(ctx, n.ClientAddr(), "srvr")
+	st, err := n.c.cfg.Program.Status(ctx, n)
 	if err != nil {
-		return cluster.Status{}, fmt.Errorf("status of zk node %d: %w", n.id, err)
+		return cluster.Status{}, fmt.Errorf("status of %s: %w", n.name(), err)
 	}
-	return cluster.ParseSrvr(out), nil
-}
-
-func (n *Node) writeConfig(all []*Node) error {
-	data := filepath.Join(n.dir, "data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return fmt.Errorf("zk node %d: %w", n.id, err)
-	}
-	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(n.id)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("zk node %d: write myid: %w", n.id, err)
-	}
-	if err := os.WriteFile(n.cfgPath, []byte(zooCfg(&n.c.cfg, data, n, all)), 0o644); err != nil {
-		return fmt.Errorf("zk node %d: write zoo.cfg: %w", n.id, err)
-	}
-	return nil
+	return st, nil
 }

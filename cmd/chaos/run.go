@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker/suite"
+	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/progress"
 	"github.com/zkchaos/zkchaos/runner"
@@ -81,6 +82,7 @@ func (p runParser) parse(args []string, stderr io.Writer) (runner.Config, progre
 	fs.DurationVar(&cfg.MonitorInterval, "monitor-interval", cfg.MonitorInterval, "how often the runbook monitor samples the lock directories and the servers' mntr and cons, besides every nemesis step (0: no monitor)")
 	fs.StringVar(&cfg.Net, "net", cfg.Net, "auto (namespaces when root), netns or loopback")
 	fs.StringVar(&cfg.Cluster, "cluster", cfg.Cluster, "where the ensemble runs: local (JVMs on this machine) or docker (containers; needs --net netns)")
+	fs.StringVar(&cfg.Service, "service", cfg.Service, "the lock service the servers run: "+strings.Join(backend.Services(), ", ")+" (redis and etcd: --cluster local and --workload lock only, from Debian's redis-server and etcd-server; default --recipe redis-lock or etcd-mutex)")
 	fs.StringVar(&cfg.Image, "image", "", "with --cluster docker: the server image (default: the tag chaos image build makes here; never pulled)")
 	fs.BoolVar(&cfg.NoBuild, "no-build", false, "with --cluster docker: fail instead of building a missing ZooKeeper image")
 	fs.StringVar(&cfg.Workload, "workload", cfg.Workload, "what the clients do: "+strings.Join(workloads.Names(), ", "))
@@ -106,6 +108,9 @@ func (p runParser) parse(args []string, stderr io.Writer) (runner.Config, progre
 	mode, err := progress.ParseMode(*prog)
 	if err != nil {
 		return cfg, mode, err
+	}
+	if !flagSet(fs, "recipe") {
+		cfg.Recipe = runner.DefaultRecipe(cfg.Service, cfg.Recipe)
 	}
 	cfg.Nemesis = splitList(*nem)
 	if wl, err := cfg.NewWorkload(); err == nil {

@@ -168,6 +168,13 @@ func backendMissing(ctx context.Context) func(matrix.Cell) string {
 	var once sync.Once
 	var why string
 	return func(c matrix.Cell) string {
+		if c.Service != "" && c.Service != backend.ZooKeeper {
+			// The server's package missing: said, never passed.
+			if err := backend.Preflight(ctx, backend.Local, c.Service, "", true, nil); err != nil {
+				return err.Error()
+			}
+			return ""
+		}
 		if c.Cluster != backend.Docker {
 			return ""
 		}

@@ -29,7 +29,9 @@ func cmdWorker(ctx context.Context, args []string) int {
 func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chaos worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	zkList := fs.String("zk", "", "ZooKeeper servers, host:port,... (required)")
+	zkList := fs.String("zk", "", "ZooKeeper servers, host:port,... (required on ZooKeeper)")
+	service := fs.String("service", recipes.ServiceZooKeeper, "lock service: "+recipes.ServiceZooKeeper+", "+recipes.ServiceRedis+" or "+recipes.ServiceEtcd+" (lock workload only)")
+	servers := fs.String("servers", "", "with --service redis|etcd: the service's servers, host:port,... (required there, instead of --zk)")
 	reg := fs.String("register", "", "register base URL, e.g. http://127.0.0.1:7000 (required)")
 	process := fs.Int("process", 0, "logical process number (reported to the register)")
 	sessionTimeout := fs.Duration("session-timeout", 3*time.Second, "ZooKeeper session timeout")
@@ -39,7 +41,7 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	token := fs.String("token", recipes.TokenCzxid, "fencing token: czxid or seq")
 	root := fs.String("root", recipes.DefaultRoot, "persistent parent of the lock nodes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos worker --zk HOST:PORT,... --register URL [--workload lock|config|election] [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
+		fmt.Fprintln(stderr, "usage: chaos worker (--zk HOST:PORT,... | --service redis|etcd --servers HOST:PORT,...) --register URL [--workload lock|config|election] [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -52,13 +54,9 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if fs.NArg() > 0 {
 		return bad("unexpected arguments %q", fs.Args())
 	}
-	servers, err := parseServers(*zkList)
-	if err != nil {
-		return bad("--zk: %v", err)
-	}
-	names, err := recipes.NamesFor(*workload)
-	if err != nil {
-		return bad("--workload: %v", err)
+	addrs, names, msg := workerServers(*service, *zkList, *servers, *workload)
+	if msg != "" {
+		return bad("%s", msg)
 	}
 	// The config workload has no register; a lock worker cannot work
 	// without one.
@@ -71,6 +69,9 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if *sessionTimeout <= 0 {
 		return bad("--session-timeout must be positive, got %s", *sessionTimeout)
+	}
+	if !flagSet(fs, "recipe") && *service != recipes.ServiceZooKeeper {
+		*recipe = names[0]
 	}
 	if !contains(names, *recipe) {
 		return bad("unknown --recipe %q for workload %s (known: %s)", *recipe, *workload, strings.Join(names, ", "))
@@ -102,7 +103,7 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	log.Info("credentials from the environment", "zk_auth", auth, "register_secret", regSecret != "")
 	err = worker.Run(ctx, worker.Config{
-		ZK:             servers,
+		ZK:             addrs,
 		Register:       *reg,
 		Process:        *process,
 		SessionTimeout: *sessionTimeout,
@@ -119,6 +120,41 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 1
 	}
 	return 0
+}
+
+// workerServers checks the service, its servers' flag and the workload
+// together, and returns the addresses and the recipes the worker may run,
+// or what is wrong.
+func workerServers(service, zkList, servers, workload string) ([]string, []string, string) {
+	if service == recipes.ServiceZooKeeper {
+		if servers != "" {
+			return nil, nil, "--servers is for --service redis|etcd; ZooKeeper's servers are --zk"
+		}
+		addrs, err := parseServers(zkList)
+		if err != nil {
+			return nil, nil, "--zk: " + err.Error()
+		}
+		names, err := recipes.NamesFor(workload)
+		if err != nil {
+			return nil, nil, "--workload: " + err.Error()
+		}
+		return addrs, names, ""
+	}
+	names, err := recipes.NamesForService(service)
+	if err != nil {
+		return nil, nil, "--service: " + err.Error()
+	}
+	if workload != recipes.WorkloadLock {
+		return nil, nil, fmt.Sprintf("--service %s serves the %s workload only, not %s", service, recipes.WorkloadLock, workload)
+	}
+	if zkList != "" {
+		return nil, nil, fmt.Sprintf("--zk is ZooKeeper's; --service %s takes its servers as --servers", service)
+	}
+	addrs, err := parseServers(servers)
+	if err != nil {
+		return nil, nil, "--servers: " + err.Error()
+	}
+	return addrs, names, ""
 }
 
 // parseServers splits and checks a host:port list.

@@ -78,6 +78,7 @@ type TestFile struct {
 	NetMode  string `json:"net_mode"`
 	Name     string `json:"name"`
 	Workload string `json:"workload"`
+	Service  string `json:"service"`
 }
 
 // ReadTest reads the run folder's test.json.
