@@ -35,6 +35,10 @@ import (
 type Flags struct {
 	ZK             string // host:port,...
 	Register       string // base URL
+	// Postgres is the DSN of the PostgreSQL resource (--resource
+	// postgres): given instead of Register, only to built-in workers
+	// (see Builtin).
+	Postgres string
 	Process        int
 	SessionTimeout time.Duration
 	Token          string // czxid or seq
@@ -47,8 +51,12 @@ type Flags struct {
 
 // Args renders the flags in the protocol's form, --name value.
 func (f Flags) Args() []string {
-	args := []string{"--zk", f.ZK, "--register", f.Register, "--process", strconv.Itoa(f.Process),
-		"--session-timeout", f.SessionTimeout.String(), "--token", f.Token, "--root", f.Root}
+	where := []string{"--register", f.Register}
+	if f.Postgres != "" {
+		where = []string{"--postgres", f.Postgres}
+	}
+	args := append(append([]string{"--zk", f.ZK}, where...), "--process", strconv.Itoa(f.Process),
+		"--session-timeout", f.SessionTimeout.String(), "--token", f.Token, "--root", f.Root)
 	if f.Workload != "" {
 		args = append(args, "--workload", f.Workload)
 	}
@@ -92,6 +100,13 @@ func Validate(spec string) error { return ValidateFor("", spec) }
 func ValidateFor(workload, spec string) error {
 	_, _, err := parse(workload, spec)
 	return err
+}
+
+// Builtin reports whether spec is one of the workload's built-in recipes
+// (run by `chaos worker`), the only subjects that take --postgres.
+func Builtin(workload, spec string) bool {
+	k, _, err := parse(workload, spec)
+	return err == nil && k == kindBuiltin
 }
 
 // Names lists the built-in subjects, for help texts.
