@@ -396,7 +396,7 @@ func (c Config) checkResource() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("--resource postgres: "+format, a...)) }
 	if c.Workload != workloads.LockName {
-		bad("only the %s workload (the %s workload's task table is the register's)", workloads.LockName, c.Workload)
+		bad("only the %s workload (not %s): it serves the lock workload's reads and writes", workloads.LockName, c.Workload)
 	} else if !subjects.Builtin(c.workerWorkload(), c.Recipe) {
 		bad("subject %q is not a built-in recipe: only chaos worker takes --postgres (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself", c.Recipe)
 	}
