@@ -32,16 +32,16 @@ type Config struct {
 	Admins int `json:"admins,omitempty"`
 	// Tasks is the election's task table; Idempotency is the register's
 	// task mode (on: a task done is not run again).
-	Tasks           int           `json:"tasks,omitempty"`
-	Idempotency     string        `json:"idempotency,omitempty"`
-	Workers         int           `json:"workers"`
-	Keys            int           `json:"keys"`
-	TimeLimit       time.Duration `json:"time_limit"`
-	SessionTimeout  time.Duration `json:"session_timeout"`
-	Fencing         string        `json:"fencing"`
+	Tasks          int           `json:"tasks,omitempty"`
+	Idempotency    string        `json:"idempotency,omitempty"`
+	Workers        int           `json:"workers"`
+	Keys           int           `json:"keys"`
+	TimeLimit      time.Duration `json:"time_limit"`
+	SessionTimeout time.Duration `json:"session_timeout"`
+	Fencing        string        `json:"fencing"`
 	// Resource is what the locks protect: ResourceRegister (also "",
 	// runs from before the flag) or ResourcePostgres.
-	Resource string `json:"resource,omitempty"`
+	Resource        string        `json:"resource,omitempty"`
 	Nemesis         []string      `json:"nemesis"`
 	NemesisInterval time.Duration `json:"nemesis_interval"`
 	// FirstFault is the quiet time before the first fault (NemesisInterval

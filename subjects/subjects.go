@@ -33,12 +33,12 @@ import (
 
 // Flags are the start-up flags of the worker protocol.
 type Flags struct {
-	ZK             string // host:port,...
-	Register       string // base URL
+	ZK       string // host:port,...
+	Register string // base URL
 	// Postgres is the DSN of the PostgreSQL resource (--resource
 	// postgres): given instead of Register, only to built-in workers
 	// (see Builtin).
-	Postgres string
+	Postgres       string
 	Process        int
 	SessionTimeout time.Duration
 	Token          string // czxid or seq
