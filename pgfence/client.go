@@ -21,6 +21,9 @@ import (
 type Client struct {
 	cfg      *pgx.ConnConfig
 	attempts int
+	// timeout bounds each attempt (connecting included): a row locked
+	// by a paused client's open transaction must not hold a call forever.
+	timeout time.Duration
 
 	mu   sync.Mutex
 	conn *pgx.Conn
@@ -33,13 +36,13 @@ const attemptsDefault = 3
 
 // NewClient parses dsn (a postgres:// URL without its password); the
 // password is given apart, from the environment, never on a command line.
-// timeout bounds connecting.
+// timeout bounds each attempt of a call, connecting included.
 func NewClient(dsn, password string, timeout time.Duration) (*Client, error) {
 	cfg, err := ConnConfig(dsn, password, timeout)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{cfg: cfg, attempts: attemptsDefault}, nil
+	return &Client{cfg: cfg, attempts: attemptsDefault, timeout: timeout}, nil
 }
 
 // ConnConfig is dsn with password and a connect timeout.
@@ -138,7 +141,10 @@ func (c *Client) Do(ctx context.Context, rid, kind, key string, value int64, tok
 	var err error
 	for range c.attempts {
 		var rep register.Reply
-		if rep, err = c.attempt(ctx, o); err == nil {
+		actx, cancel := context.WithTimeout(ctx, c.timeout)
+		rep, err = c.attempt(actx, o)
+		cancel()
+		if err == nil {
 			return rep, nil
 		}
 		_ = c.drop()

@@ -157,16 +157,25 @@ func merge(rows []auditRow) []auditRow {
 	return out
 }
 
+// pollTimeout bounds one poll: a server that stopped answering is an
+// error, not a teardown that waits forever.
+const pollTimeout = 10 * time.Second
+
 // Follow polls every poll until ctx ends, then once more (everything
 // committed by then is in the log). The first error stops it.
 func (x *Exporter) Follow(ctx context.Context, poll time.Duration) error {
+	once := func() error {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pollTimeout)
+		defer cancel()
+		_, err := x.Poll(pctx)
+		return err
+	}
 	for {
-		if _, err := x.Poll(context.WithoutCancel(ctx)); err != nil {
+		if err := once(); err != nil {
 			return err
 		}
 		if !ctxsleep.Sleep(ctx, poll) {
-			_, err := x.Poll(context.WithoutCancel(ctx))
-			return err
+			return once()
 		}
 	}
 }
@@ -175,6 +184,3 @@ func (x *Exporter) Follow(ctx context.Context, poll time.Duration) error {
 func (x *Exporter) Close() error {
 	return errors.Join(x.f.Close(), x.conn.Close(context.Background()))
 }
-
-// Entries is every exported entry so far (for tests).
-func (x *Exporter) Entries() int64 { return x.seq }

@@ -5,20 +5,72 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/register"
 )
 
-// testServer starts a real server in a namespace of its own slot, for
-// the fencing mode, and stops everything at the end of the test.
+// shared is the package's one real server (a start is initdb plus a
+// server: seconds on a busy machine), in a namespace of its own slot,
+// stopped with everything of it by TestMain. Each test resets its tables
+// and sets the fencing mode it needs (testServer).
+var shared struct {
+	once sync.Once
+	s    *Server
+	err  error
+	run  string
+	stop func()
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.stop != nil {
+		shared.stop()
+	}
+	os.Exit(code)
+}
+
+// startShared starts the shared server.
+func startShared() {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	shared.run = "pgt" + uuid.NewString()[:5]
+	n, err := netns.Create(ctx, shared.run, os.Getpid(), nil)
+	if err != nil {
+		shared.err = err
+		return
+	}
+	// Not t.TempDir: its parent is private (0700), and the postgres user
+	// could not reach a data directory under it.
+	dir, err := os.MkdirTemp("", "pgfence-test-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	var s *Server
+	if err == nil {
+		var h *netns.Host
+		if h, err = n.AddHost(ctx, "pg"); err == nil {
+			s, err = Start(ctx, ServerConfig{Dir: filepath.Join(dir, "pg"), Host: h, Env: proc.Env(shared.run, os.Getpid()),
+				Password: "secret-" + shared.run, Mode: register.ModeOn})
+		}
+	}
+	shared.s, shared.err = s, err
+	shared.stop = func() {
+		s.Stop(5 * time.Second)
+		_ = n.Close(context.Background())
+		os.RemoveAll(dir)
+	}
+}
+
+// testServer is the shared server with empty tables and the fencing mode.
 func testServer(t *testing.T, mode string) *Server {
 	t.Helper()
 	if err := Preflight(); err != nil {
@@ -27,35 +79,24 @@ func testServer(t *testing.T, mode string) *Server {
 	if err := netns.Available(); err != nil {
 		t.Skip(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	runID := "pgt" + uuid.NewString()[:5]
-	n, err := netns.Create(ctx, runID, os.Getpid(), nil)
+	shared.once.Do(startShared)
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	ctx := context.Background()
+	cfg, err := shared.s.ConnConfig(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = n.Close(context.Background()) })
-	h, err := n.AddHost(ctx, "pg")
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// t.TempDir's parent is private (0700): the postgres user could not
-	// reach a data directory under it.
-	dir, err := os.MkdirTemp("", "pgfence-test-")
-	if err != nil {
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `TRUNCATE audit, resource; UPDATE settings SET mode = '`+mode+`'`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Start(ctx, ServerConfig{Dir: filepath.Join(dir, "pg"), Host: h, Env: proc.Env(runID, os.Getpid()),
-		Password: "secret-" + runID, Mode: mode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Stop(5 * time.Second) })
-	return s
+	return shared.s
 }
 
 func testClient(t *testing.T, s *Server) *Client {
@@ -148,13 +189,7 @@ func export(t *testing.T, s *Server) []register.Entry {
 // chaos cleanup find it; it runs as the postgres user, in its namespace.
 func TestServerTagged(t *testing.T) {
 	s := testServer(t, register.ModeOn)
-	run := ""
-	for _, kv := range s.cfg.Env {
-		if v, ok := strings.CutPrefix(kv, proc.EnvRun+"="); ok {
-			run = v
-		}
-	}
-	tagged, err := proc.FindTagged(run)
+	tagged, err := proc.FindTagged(shared.run)
 	if err != nil {
 		t.Fatal(err)
 	}
