@@ -91,6 +91,17 @@ func (c *Client) connect(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
+// Connect opens the connection now rather than at the first request,
+// which a worker makes inside its critical section.
+func (c *Client) Connect(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	_, err := c.connect(cctx)
+	return err
+}
+
 // op is one read or write with its request id.
 type op struct {
 	kind     string

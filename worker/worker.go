@@ -185,22 +185,33 @@ func (w *worker) newLockSubject(rc recipes.Config) error {
 func (w *worker) useLock(lock recipes.Lock, line func(recipes.SessionEvent) Message) {
 	w.lock = lock
 	w.reg = register.NewClient(w.cfg.Register, registerTimeout, w.cfg.RegisterSecret)
-	w.res = w.reg
-	if w.cfg.Postgres != "" {
-		pg, err := pgfence.NewClient(w.cfg.Postgres, w.cfg.RegisterSecret, registerTimeout)
-		if err != nil {
-			// Checked by chaos worker before the worker starts.
-			w.log.Error("postgres", "err", err)
-		} else {
-			w.res = pg
-		}
-	}
+	w.res = w.lockResource()
 	w.closer = lock.Close
 	w.creds, _ = lock.(recipes.SessionCredentials)
 	w.events = translate(lock.Events(), line)
 	w.handlers = map[string]func(context.Context, Request) Message{
 		"acquire": w.acquire, "release": w.release, "read": w.read, "write": w.write,
 	}
+}
+
+// lockResource is where the lock's reads and writes go: PostgreSQL with
+// --postgres (connected now, not inside the first critical section),
+// else the register.
+func (w *worker) lockResource() resource {
+	if w.cfg.Postgres == "" {
+		return w.reg
+	}
+	pg, err := pgfence.NewClient(w.cfg.Postgres, w.cfg.RegisterSecret, registerTimeout)
+	if err != nil {
+		// chaos worker checked the DSN before the worker started.
+		w.log.Error("postgres", "err", err)
+		return w.reg
+	}
+	if err := pg.Connect(context.Background()); err != nil {
+		// The first request connects again, and says why if it fails.
+		w.log.Warn("postgres: no connection yet", "err", err)
+	}
+	return pg
 }
 
 // resource is the fenced resource of the lock workload: the register's
