@@ -128,7 +128,9 @@ func TestServerFailsToStart(t *testing.T) {
 // the server: the janitor removes the server's namespace and with it
 // every postgres process (only the postmaster keeps the run's tag in its
 // environment: PostgreSQL writes its children's process titles over
-// theirs), so nothing of the run is left.
+// theirs), so nothing of the run is left. chaos check then exports the
+// audit table again from the data directory left behind, and leaves
+// nothing running either.
 func TestControllerKilled(t *testing.T) {
 	needPostgres(t)
 	res := results(t)
@@ -149,6 +151,40 @@ func TestControllerKilled(t *testing.T) {
 		t.Errorf("postmaster %d still runs 3 s after the controller died", pid)
 	}
 	chaostest.AssertNothingLeft(t, dir)
+
+	// The live export lags up to a poll: chaos check exports the audit
+	// table again from the data directory the run left, with a server of
+	// its own that it stops again.
+	before := lines(t, filepath.Join(dir, store.ApplyLogFile))
+	code, out := chaostest.Check(t, dir)
+	if code == 255 || !strings.Contains(out, "exported again into the apply log") {
+		t.Fatalf("chaos check: exit %d\n%s", code, out)
+	}
+	after := lines(t, filepath.Join(dir, store.ApplyLogFile))
+	if after < before {
+		t.Errorf("the apply log went from %d to %d entries", before, after)
+	}
+	entries, err := register.ReadApplyLog(filepath.Join(dir, store.ApplyLogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := register.ReplayAll(entries); err != nil {
+		t.Fatalf("the re-exported log does not replay: %v", err)
+	}
+	if dw := chaostest.ReadResults(t, dir).Checkers["double-writer"].Valid; dw != true {
+		t.Errorf("double-writer %v after the re-export, want true (every write the history saw succeed is in the log)\n%s", dw, out)
+	}
+	t.Logf("apply log: %d entries exported live, %d after chaos check's re-export", before, after)
+	chaostest.AssertNothingLeft(t, dir)
+}
+
+func lines(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
 }
 
 func atoi(s string) int {
