@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/zkchaos/zkchaos/internal/logcap"
 )
 
 // Leftover reports whether dir (a run's PostgresDir) still holds the
@@ -53,25 +51,11 @@ func Reexport(ctx context.Context, dir, applyLog string, env []string) (int64, e
 			return 0, fmt.Errorf("postgres re-export: %w", err)
 		}
 	}
-	cfg := ServerConfig{Dir: dir, Env: env}
-	logf, err := os.OpenFile(filepath.Join(dir, LogFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	s, err := spawn(ServerConfig{Dir: dir, Env: env}, nil, uid, gid,
+		"-c", "listen_addresses=", "-c", "unix_socket_directories="+sock, "-c", "hba_file="+hba)
 	if err != nil {
-		return 0, fmt.Errorf("postgres log: %w", err)
+		return 0, err
 	}
-	cmd := asUser(cfg, nil, uid, gid, filepath.Join(BinDir(), "postgres"), "-D", cfg.DataDir(),
-		"-c", "listen_addresses=", "-c", "unix_socket_directories="+sock, "-c", "hba_file="+hba,
-		"-c", "logging_collector=off")
-	s := &Server{cfg: cfg, cmd: cmd, stderr: logcap.NewTail(logf, 5), done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = s.stderr, s.stderr
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return 0, fmt.Errorf("start postgres: %w", err)
-	}
-	go func() {
-		s.err = cmd.Wait()
-		logf.Close()
-		close(s.done)
-	}()
 	defer s.Stop(5 * time.Second)
 	conf, err := pgx.ParseConfig(fmt.Sprintf("host=%s user=%s dbname=%s connect_timeout=2", sock, User, Database))
 	if err != nil {
@@ -83,23 +67,11 @@ func Reexport(ctx context.Context, dir, applyLog string, env []string) (int64, e
 // exportAll waits for the server (crash recovery first) and writes every
 // audit row to a new file renamed over applyLog.
 func (s *Server) exportAll(ctx context.Context, conf *pgx.ConnConfig, applyLog string) (int64, error) {
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		select {
-		case <-s.done:
-			return 0, s.ExitError()
-		default:
-		}
-		conn, err := pgx.ConnectConfig(ctx, conf)
-		if err == nil {
-			conn.Close(context.Background())
-			break
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("postgres did not take a connection within %s: %w", readyTimeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	conn, err := s.await(ctx, conf)
+	if err != nil {
+		return 0, err
 	}
+	conn.Close(context.Background())
 	tmp := applyLog + ".reexport"
 	_ = os.Remove(tmp)
 	x, err := NewExporter(ctx, conf, tmp)

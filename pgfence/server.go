@@ -253,20 +253,32 @@ func initdb(ctx context.Context, cfg ServerConfig, uid, gid int) error {
 // launch starts the server in its namespace, listening on its address
 // only, its log appended to LogFile.
 func launch(cfg ServerConfig, uid, gid int) (*Server, error) {
-	logf, err := os.OpenFile(filepath.Join(cfg.Dir, LogFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("postgres log: %w", err)
-	}
-	cmd := asUser(cfg, cfg.Host, uid, gid, filepath.Join(BinDir(), "postgres"), "-D", cfg.DataDir(),
+	s, err := spawn(cfg, cfg.Host, uid, gid,
 		"-c", "listen_addresses="+cfg.Host.IP, "-c", "port="+strconv.Itoa(Port),
 		// No Unix socket: nothing here uses one, and its path (in the run
 		// folder) can pass the kernel's 107 bytes under test-all.
-		"-c", "unix_socket_directories=", "-c", "logging_collector=off",
+		"-c", "unix_socket_directories=",
 		"-c", "max_connections=300", "-c", "shared_buffers=32MB",
 		// A client that gave up (its attempt timed out behind a row lock
 		// held by a paused worker) is noticed within a second, and its
 		// transaction rolled back, instead of when its turn comes.
 		"-c", "client_connection_check_interval=1s")
+	if err != nil {
+		return nil, err
+	}
+	s.DSN = fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", User, net.JoinHostPort(cfg.Host.IP, strconv.Itoa(Port)), Database)
+	return s, nil
+}
+
+// spawn starts postgres on cfg's data directory as uid/gid (in host's
+// namespace, or none), with settings, its output appended to LogFile.
+func spawn(cfg ServerConfig, host *netns.Host, uid, gid int, settings ...string) (*Server, error) {
+	logf, err := os.OpenFile(filepath.Join(cfg.Dir, LogFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("postgres log: %w", err)
+	}
+	args := append([]string{"-D", cfg.DataDir(), "-c", "logging_collector=off"}, settings...)
+	cmd := asUser(cfg, host, uid, gid, filepath.Join(BinDir(), "postgres"), args...)
 	s := &Server{cfg: cfg, cmd: cmd, stderr: logcap.NewTail(logf, 5), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.stderr, s.stderr
 	if err := cmd.Start(); err != nil {
@@ -278,7 +290,6 @@ func launch(cfg ServerConfig, uid, gid int) (*Server, error) {
 		logf.Close()
 		close(s.done)
 	}()
-	s.DSN = fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", User, net.JoinHostPort(cfg.Host.IP, strconv.Itoa(Port)), Database)
 	return s, nil
 }
 
@@ -293,26 +304,37 @@ func (s *Server) ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	conn, err := s.await(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return InitSchema(ctx, conn, s.cfg.Mode)
+}
+
+// await connects with cfg once the server takes connections (within
+// readyTimeout); a server that exits first is an error with its last
+// words.
+func (s *Server) await(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
 	deadline := time.Now().Add(readyTimeout)
 	for {
 		select {
 		case <-s.done:
-			return s.ExitError()
+			return nil, s.ExitError()
 		default:
 		}
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err == nil {
-			defer conn.Close(context.Background())
-			return InitSchema(ctx, conn, s.cfg.Mode)
+			return conn, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("postgres did not take a connection within %s (see %s): %w", readyTimeout, filepath.Join(s.cfg.Dir, LogFile), err)
+			return nil, fmt.Errorf("postgres did not take a connection within %s (see %s): %w", readyTimeout, filepath.Join(s.cfg.Dir, LogFile), err)
 		}
 		select {
 		case <-s.done:
-			return s.ExitError()
+			return nil, s.ExitError()
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
