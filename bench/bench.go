@@ -17,10 +17,10 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster/backend"
+	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/runner"
 	"github.com/zkchaos/zkchaos/store"
 	"github.com/zkchaos/zkchaos/subjects"
@@ -185,21 +185,19 @@ func (e *env) measure(ctx context.Context, res *Result) error {
 }
 
 // overheadRecipe is seed when measured, else the first built-in recipe
-// among subjects ("" for none: Curator and exec: subjects cannot be
+// among subjects ("" for none: Curator, kazoo and exec: subjects cannot be
 // called in-process).
 func overheadRecipe(subs []string) string {
 	if slices.Contains(subs, Seed) {
 		return Seed
 	}
 	for _, s := range subs {
-		if s != Curator && s != subjects.CuratorSelector && subjects.ValidateFor("", s) == nil && !isExec(s) {
+		if slices.Contains(recipes.Names(), s) {
 			return s
 		}
 	}
 	return ""
 }
-
-func isExec(s string) bool { return strings.HasPrefix(s, subjects.ExecPrefix) }
 
 // WorkerProfileEnv, set to a folder in a built-in worker's environment,
 // has it write its CPU profile there (worker-N.cpu.pprof, N its process

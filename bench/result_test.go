@@ -206,7 +206,7 @@ func TestOverheadRecipe(t *testing.T) {
 	for _, c := range []struct {
 		subs []string
 		want string
-	}{{[]string{Curator, ZKLock, Seed}, Seed}, {[]string{Curator, ZKLock}, ZKLock}, {[]string{Curator}, ""}} {
+	}{{[]string{Curator, ZKLock, Seed}, Seed}, {[]string{Curator, ZKLock}, ZKLock}, {[]string{Curator}, ""}, {[]string{"kazoo", Curator, ZKLock}, ZKLock}, {[]string{"kazoo"}, ""}} {
 		if got := overheadRecipe(c.subs); got != c.want {
 			t.Errorf("overheadRecipe(%v) = %q, want %q", c.subs, got, c.want)
 		}

@@ -17,20 +17,15 @@ import (
 // before (first fault at 2 s, 6 s pauses).
 var short = []string{"--time-limit", "15s", "--nemesis-interval", "2s"}
 
-// long is the run length of the cells that keep the settings they were
-// calibrated with (calibrated) and of the gate's cells: 30 s.
+// long is the run length of the cells whose workload keeps the timing it
+// was calibrated with (workloads.Workload's DefaultTiming: the config and
+// election workloads' 3 s session, first fault at 2 s) and of the gate's
+// cells: 30 s.
 var long = []string{"--time-limit", "30s", "--nemesis-interval", "2s"}
 
 func with(extra ...string) []string { return append(slices.Clone(short), extra...) }
 
 func withLong(extra ...string) []string { return append(slices.Clone(long), extra...) }
-
-// calibrated are the settings the config and election cells were
-// calibrated with (CURATOR-696's timing, the config's convergence bound
-// of two session timeouts): the session timeout and first fault of
-// before the lock gate was made faster (runner.Defaults: 1 s and 0 now),
-// so those cells keep their verdicts and their timing.
-var calibrated = []string{"--session-timeout", "3s", "--first-fault", "2s"}
 
 func expect(v checker.Validity, names ...string) map[string]checker.Validity {
 	m := map[string]checker.Validity{}
@@ -62,7 +57,8 @@ var faults = []string{"pause-holder", "pause-worker", "expire-holder", "isolate-
 // pauses and session expiry; each known-buggy recipe is caught by the
 // checker that names its bug under the fault that exposes it (docs/zoo.md
 // explains each row), while seed under the same settings is not; and the
-// other subjects (Curator, zk-lock, an exec: worker) run the seed's rows.
+// other subjects (Curator, zk-lock, an exec: worker) run the seed's rows,
+// kazoo (Python) the client faults' (kazoo.go).
 // exe is the chaos binary, for the exec: subject.
 func Default(exe string) []Cell {
 	cells := []Cell{
@@ -132,6 +128,7 @@ func Default(exe string) []Cell {
 		)
 	}
 	cells = append(cells, postgresCells()...)
+	cells = append(cells, kazooCells()...)
 	cells = append(cells, configCells()...)
 	cells = append(cells, electionCells()...)
 	return append(cells, dockerCells()...)
@@ -162,7 +159,6 @@ func postgresCells() []Cell {
 func configCells() []Cell {
 	cfg := func(c Cell) Cell {
 		c.Workload, c.Fencing = "config", "on"
-		c.Args = append(slices.Clone(calibrated), c.Args...)
 		if c.Recipe == "" {
 			c.Recipe = "seed"
 		}
@@ -214,7 +210,7 @@ var curator696 = []string{"--tasks", "1000", "--time-limit", "45s", "--pause", "
 func electionCells() []Cell {
 	el := func(c Cell) Cell {
 		c.Workload, c.Recipe = "election", "seed"
-		c.Args = append(append(slices.Clone(long), calibrated...), c.Args...)
+		c.Args = append(slices.Clone(long), c.Args...)
 		return c
 	}
 	gate := []string{"exactly-once", "stale-term"}
@@ -262,7 +258,7 @@ func electionCells() []Cell {
 func electionZooCells() []Cell {
 	zoo := func(recipe string, c Cell) Cell {
 		c.Workload, c.Recipe, c.Fencing = "election", recipe, "on"
-		c.Args = append(append(slices.Clone(long), calibrated...), append([]string{"--tasks", "1000"}, c.Args...)...)
+		c.Args = append(slices.Clone(long), append([]string{"--tasks", "1000"}, c.Args...)...)
 		return c
 	}
 	quiet := []string{"term-order", "leader-overlap", "herd", "demoted-work", "exactly-once", "stale-term"}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -82,9 +83,22 @@ func Serve(ln net.Listener, src Sources) *Server {
 	reg.MustRegister(collector{src})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	servePprof(mux)
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, done: make(chan error, 1)}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s
+}
+
+// servePprof adds the controller's runtime profiles under /debug/pprof/:
+// a soak that grows is diagnosed on the live process (`go tool pprof
+// http://ADDR/debug/pprof/heap`), not by guessing from RSS after the
+// fact. The address is loopback only (CheckAddr), as for the figures.
+func servePprof(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 // Addr is where the figures are served.

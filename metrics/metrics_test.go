@@ -79,3 +79,23 @@ func TestScrape(t *testing.T) {
 		t.Error("still served after Close")
 	}
 }
+
+// TestHeapProfileServed: the live controller's heap profile is served
+// beside the figures, in pprof's format (gzip), for a soak that grows.
+func TestHeapProfileServed(t *testing.T) {
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Serve(ln, Sources{})
+	defer s.Close()
+	resp, err := http.Get("http://" + s.Addr() + "/debug/pprof/heap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("GET /debug/pprof/heap: %s, %d bytes, not a gzipped profile", resp.Status, len(b))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,10 +46,28 @@ type fleet struct {
 	// folder cannot be written); it may be called many times.
 	fail func(error)
 
-	mu      sync.Mutex
-	slots   []*slot
-	all     []*live // every process ever started, for teardown
+	mu    sync.Mutex
+	slots []*slot
+	// all are the processes started and not yet exited, for teardown and
+	// the client faults; an exited one leaves (a soak starts hundreds,
+	// and each kept its command, log tail and handles for the rest of
+	// the run: "Soak runs", the controller's memory).
+	all []*live
+	// exited are the last session states of the processes that exited
+	// most recently (maxExited), for a fault still verifying what its
+	// target reported when the target exits (SessionState).
+	exited  []exitedStates
 	spawned int
+}
+
+// maxExited bounds fleet.exited: a fault verifies its target within
+// seconds, while a run retires a few processes a minute.
+const maxExited = 64
+
+// exitedStates is what an exited process had reported of its sessions.
+type exitedStates struct {
+	pid    int
+	states map[int64]string
 }
 
 // live is one worker OS process. It is the handler of its worker handle:
@@ -162,9 +181,26 @@ func (f *fleet) spawn(ctx context.Context, process int) (*live, error) {
 		<-p.Done()
 		logf.Close()
 		f.removeHost(host)
+		f.exit(l)
 	}()
 	f.log.Debug("worker started", "process", process, "pid", p.PID())
 	return l, nil
+}
+
+// exit takes an exited process out of f.all, keeping its session states
+// among the last maxExited.
+func (f *fleet) exit(l *live) {
+	l.mu.Lock()
+	st := exitedStates{pid: l.p.PID(), states: l.states}
+	l.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// New slices, never an edit in place: readers iterate a copy of the
+	// slice header outside the lock.
+	if i := slices.Index(f.all, l); i >= 0 {
+		f.all = slices.Concat(f.all[:i], f.all[i+1:])
+	}
+	f.exited = append(f.exited[max(0, len(f.exited)-maxExited+1):len(f.exited):len(f.exited)], st)
 }
 
 func (f *fleet) removeHost(h *netns.Host) {

@@ -14,6 +14,7 @@ import (
 	"github.com/zkchaos/zkchaos/internal/fakeworker"
 	"github.com/zkchaos/zkchaos/internal/testlog"
 	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/worker"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
@@ -210,6 +211,46 @@ func TestRetireClosesInput(t *testing.T) {
 	}
 	if r := s.Do(context.Background(), acquire("SKU-1")); r.Type != history.Fail {
 		t.Fatalf("Do on a slot without a process: %+v", r)
+	}
+}
+
+// TestExitedProcessLeaves: an exited process leaves the fleet's list (a
+// soak starts hundreds, and each kept its handles for the rest of the
+// run), while what it last reported of its session stays readable for a
+// fault still verifying it; only the last maxExited are kept.
+func TestExitedProcessLeaves(t *testing.T) {
+	tf := newTestFleet(t, fakeworker.Script{}, history.NewMemory(), func(c *Config) { c.Workers = 2 })
+	s := tf.start(t, 1)
+	l := s.cur
+	l.mu.Lock()
+	sess, pid := l.session, l.p.PID()
+	l.mu.Unlock()
+	s.retire()
+	waitExit(t, l, "its retirement")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tf.mu.Lock()
+		n := len(tf.all)
+		tf.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fleet still lists %d processes after the only one exited", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := tf.SessionState(pid, sess); got != worker.StateConnected {
+		t.Fatalf("SessionState of the exited process = %q, want %q", got, worker.StateConnected)
+	}
+	for i := range maxExited + 5 {
+		tf.exit(&live{p: l.p, states: map[int64]string{int64(i): "x"}})
+	}
+	tf.mu.Lock()
+	n, first := len(tf.exited), tf.exited[0].states
+	tf.mu.Unlock()
+	if n != maxExited || first[5] != "x" {
+		t.Fatalf("exited keeps %d (first %v), want the last %d", n, first, maxExited)
 	}
 }
 

@@ -137,6 +137,12 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	if err := backend.Preflight(hard, cfg.Cluster, cfg.Image, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return nil, NotStarted{err}
 	}
+	// The subject next (Curator's worker is compiled, kazoo's interpreter
+	// checked, on first use): one that cannot start is refused before
+	// anything of the run is made.
+	if _, _, err := subjects.Command(exe, cfg.Recipe, subjects.Flags{Workload: cfg.workerWorkload()}); err != nil {
+		return nil, NotStarted{fmt.Errorf("--recipe %s: %w", cfg.Recipe, err)}
+	}
 	t0 := time.Now()
 	runID := uuid.NewString()[:8]
 	origin, logFlags, segment := t0, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0
@@ -476,11 +482,6 @@ func (c *controller) writeTestFile(args []string, netMode string) error {
 
 func (c *controller) startServices(ctx context.Context) error {
 	pl := placement{net: c.net}
-	// Resolve the subject first (Curator's worker is compiled on first
-	// use): a subject that cannot start should fail before the ensemble.
-	if _, _, err := subjects.Command(c.exe, c.cfg.Recipe, subjects.Flags{Workload: c.cfg.workerWorkload()}); err != nil {
-		return fmt.Errorf("subject %q: %w", c.cfg.Recipe, err)
-	}
 	sec, err := newRunSecrets(c.cfg.ACL == ACLOn)
 	if err != nil {
 		return err

@@ -44,10 +44,11 @@ func (f *fleet) Workers() []nemesis.Worker {
 	return ws
 }
 
-// SessionState implements nemesis.Workers.
+// SessionState implements nemesis.Workers: a live process's states, or
+// those of one that exited lately (its last report stays what it said).
 func (f *fleet) SessionState(pid int, session int64) string {
 	f.mu.Lock()
-	all := f.all
+	all, exited := f.all, f.exited
 	f.mu.Unlock()
 	for i := len(all) - 1; i >= 0; i-- {
 		l := all[i]
@@ -57,6 +58,11 @@ func (f *fleet) SessionState(pid int, session int64) string {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		return l.states[session]
+	}
+	for i := len(exited) - 1; i >= 0; i-- {
+		if exited[i].pid == pid {
+			return exited[i].states[session]
+		}
 	}
 	return ""
 }

@@ -4,9 +4,10 @@
 # Curator 5.4 jars for the curator subject, an SLF4J binding so the
 # servers log, iproute2 and iptables for network namespaces, mmdebstrap to
 # build the docker backend's ZooKeeper image offline (chaos image build),
-# python3-kazoo for the conformance tests' Python election worker, and
-# Debian's chromium (headless) with a font for the browser tests, and
-# postgresql-15 for --resource postgres (pgfence, tests/postgres).
+# python3-kazoo for the kazoo subject (--recipe kazoo) and the conformance
+# tests' Python election worker, Debian's chromium (headless) with a font
+# for the browser tests, and postgresql-15 for --resource postgres
+# (pgfence, tests/postgres).
 # Go modules are fetched by `go mod download`. Safe to run again: it does
 # nothing when everything is there.
 set -euo pipefail
@@ -20,8 +21,9 @@ fi
 # The curator subject: Curator 5.4 jars, and javac to compile its worker once.
 [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
 command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
-# The Python election worker of the conformance tests
-# (subjects/conformance/testdata/election_worker.py): kazoo for Debian's python3.
+# The kazoo subject (subjects/kazoo/kazoo_worker.py) and the Python election
+# worker of the conformance tests (subjects/conformance/testdata/
+# election_worker.py): kazoo for Debian's python3, the interpreter they run on.
 /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)

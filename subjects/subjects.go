@@ -10,6 +10,9 @@
 //   - `curator-selector`: the same Java worker serving the election with
 //     Curator's LeaderSelector instead (election workload only: it is no
 //     lock recipe);
+//   - `kazoo`: the Python worker of kazoo's Lock recipe (lock workload
+//     only), run by /usr/bin/python3 directly (see kazoo.go), the protocol
+//     from a third language;
 //   - `exec:PATH [ARGS]`: any executable, PATH and ARGS as given (split on
 //     white space, no quoting), with the protocol flags appended.
 //
@@ -111,13 +114,14 @@ func Builtin(workload, spec string) bool {
 
 // Names lists the built-in subjects, for help texts.
 func Names() []string {
-	return append(recipes.Names(), Curator, CuratorSelector, ExecPrefix+"PATH [ARGS]")
+	return append(recipes.Names(), Curator, CuratorSelector, Kazoo, ExecPrefix+"PATH [ARGS]")
 }
 
 // Command returns the program and arguments that start one worker for the
 // subject spec. exe is the chaos binary (for built-in recipes). The first
 // call for curator (or curator-selector) compiles the Java worker, which
 // takes a few seconds; the result is cached on disk and in the process.
+// The first call for kazoo checks that the interpreter imports kazoo.
 //
 // A built-in recipe is looked up among f.Workload's recipes.
 func Command(exe, spec string, f Flags) (string, []string, error) {
@@ -134,6 +138,12 @@ func Command(exe, spec string, f Flags) (string, []string, error) {
 			return "", nil, fmt.Errorf("subject %s: %w", spec, err)
 		}
 		return prog, append(append(args, rest...), f.Args()...), nil
+	case kindKazoo:
+		prog, args, err := kazooCommand()
+		if err != nil {
+			return "", nil, fmt.Errorf("subject %s: %w", spec, err)
+		}
+		return prog, append(args, f.Args()...), nil
 	default:
 		return rest[0], append(slices.Clone(rest[1:]), f.Args()...), nil
 	}
@@ -144,12 +154,13 @@ type kind int
 const (
 	kindBuiltin kind = iota
 	kindCurator
+	kindKazoo
 	kindExec
 )
 
 // parse classifies spec; rest is the recipe name (builtin), the
-// arguments that pick the Curator worker's recipe (curator), or the
-// absolute program and its arguments (exec).
+// arguments that pick the Curator worker's recipe (curator), nothing
+// (kazoo), or the absolute program and its arguments (exec).
 func parse(workload, spec string) (kind, []string, error) {
 	builtin, err := recipes.NamesFor(workload)
 	if err != nil {
@@ -165,6 +176,11 @@ func parse(workload, spec string) (kind, []string, error) {
 			return 0, nil, fmt.Errorf("subject %s serves only %s", spec, c.serves)
 		}
 		return kindCurator, slices.Clone(c.args), nil
+	case spec == Kazoo:
+		if workload != "" && workload != recipes.WorkloadLock {
+			return 0, nil, fmt.Errorf("subject %s serves only the %s workload (kazoo's Lock recipe)", spec, recipes.WorkloadLock)
+		}
+		return kindKazoo, nil, nil
 	case strings.HasPrefix(spec, ExecPrefix):
 		fields := strings.Fields(strings.TrimPrefix(spec, ExecPrefix))
 		if len(fields) == 0 {
@@ -178,8 +194,8 @@ func parse(workload, spec string) (kind, []string, error) {
 	case slices.Contains(builtin, spec):
 		return kindBuiltin, []string{spec}, nil
 	}
-	return 0, nil, fmt.Errorf("unknown subject %q (built-in recipes: %s; or %s, %s (election), or %sPATH [ARGS])",
-		spec, strings.Join(builtin, ", "), Curator, CuratorSelector, ExecPrefix)
+	return 0, nil, fmt.Errorf("unknown subject %q (built-in recipes: %s; or %s, %s (election), %s (lock), or %sPATH [ARGS])",
+		spec, strings.Join(builtin, ", "), Curator, CuratorSelector, Kazoo, ExecPrefix)
 }
 
 // executable resolves prog to an absolute path of an executable file: the

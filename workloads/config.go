@@ -147,3 +147,6 @@ func (w *Config) DefaultGate() []string { return append([]string(nil), configche
 
 // DefaultFaults implements Workload: a client paused past its session misses notifications it must catch up on.
 func (w *Config) DefaultFaults() []string { return []string{"pause-worker"} }
+
+// DefaultTiming implements Workload: the timing this workload was calibrated with (calibrated).
+func (w *Config) DefaultTiming() Timing { return calibrated }

@@ -193,3 +193,6 @@ func (e *Election) DefaultGate() []string { return slices.Clone(election.Default
 
 // DefaultFaults implements Workload: the application leader paused past its session: a deposed leader that acts.
 func (e *Election) DefaultFaults() []string { return []string{"pause-app-leader"} }
+
+// DefaultTiming implements Workload: the timing this workload was calibrated with (calibrated).
+func (e *Election) DefaultTiming() Timing { return calibrated }

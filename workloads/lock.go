@@ -128,3 +128,6 @@ func (l *Lock) think(ctx context.Context) { ctxsleep.Sleep(ctx, l.Think) }
 
 // DefaultFaults implements Workload: a holder paused in its critical section past its session (seed 10).
 func (l *Lock) DefaultFaults() []string { return []string{"pause-holder"} }
+
+// DefaultTiming implements Workload: the run's defaults, which were chosen for this workload's gate.
+func (l *Lock) DefaultTiming() Timing { return Timing{} }

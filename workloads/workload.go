@@ -46,7 +46,25 @@ type Workload interface {
 	// DefaultFaults is the --nemesis of a run that names none: the fault
 	// that shows what the workload is about.
 	DefaultFaults() []string
+	// DefaultTiming is the session timeout and quiet time before the
+	// first fault of a run that gives neither flag; zero fields keep the
+	// run's defaults (runner.Defaults, tuned for the lock gate's speed).
+	DefaultTiming() Timing
 }
+
+// Timing is a workload's own session timeout and first fault.
+type Timing struct {
+	SessionTimeout time.Duration
+	FirstFault     time.Duration
+}
+
+// calibrated is the timing the config and election workloads were
+// calibrated with: the config's convergence bound is two session
+// timeouts, and the election's deposed-leader window (CURATOR-696) is
+// timed against a 3 s session; at the lock gate's 1 s session a correct
+// config client missed convergence in 1 run of 4 (a watcher applied no
+// version), a false verdict, so these workloads keep it.
+var calibrated = Timing{SessionTimeout: 3 * time.Second, FirstFault: 2 * time.Second}
 
 // Node is a znode a workload needs, with its initial data.
 type Node struct {

@@ -14,14 +14,15 @@ import (
 // TestWrongTokenStreamForgetsRetiredHolders replays a soak-like history
 // whose retired holders never release: the grants the stream keeps (the
 // keys' lists and the holds) must stay within what it kept in the first
-// quarter, and the answer must be the batch's.
+// quarter, and so must the processes whose session events it keeps; the
+// answer must be the batch's.
 func TestWrongTokenStreamForgetsRetiredHolders(t *testing.T) {
 	h := checktest.SoakLike(8000)
 	in := checker.Input{History: h, Fencing: register.ModeOn}
 	s := NewWrongTokenStream(in.Limit(), in.Fencing, false)
 	s.ForgetRetired()
 	kept := func() int {
-		n := len(s.holds)
+		n := len(s.holds) + len(s.openW) + s.x.Procs()
 		for _, g := range s.grants {
 			n += len(g.list)
 		}

@@ -37,6 +37,9 @@ type WrongTokenStream struct {
 	mode     string
 	deferred bool
 	retire   bool // ForgetRetired
+	// retiring are retired processes with rejections still to judge; the
+	// index forgets each once none is left (forgetRetired).
+	retiring map[history.Process]bool
 	x        *lockview.Index
 	quiet    lockview.Quiet
 	nInst    int
@@ -100,7 +103,7 @@ var _ stream.Checker[*lockview.Item, stream.Found] = (*WrongTokenStream)(nil)
 // the first limit wrong tokens as evidence; deferred judges only at
 // Finish.
 func NewWrongTokenStream(limit int, mode string, deferred bool) *WrongTokenStream {
-	return &WrongTokenStream{limit: limit, mode: mode, deferred: deferred, x: lockview.NewIndex(),
+	return &WrongTokenStream{limit: limit, mode: mode, deferred: deferred, x: lockview.NewIndex(), retiring: map[history.Process]bool{},
 		holds: map[holdKey]*held{}, grants: map[string]*grantsOf{}, openW: map[history.Process]*held{},
 		judged: map[history.Process][]*rejection{},
 		d:      WrongTokenDetails{Explained: map[string]int{}, Violations: []WrongToken{}}}
@@ -118,7 +121,9 @@ func NewWrongTokenStream(limit int, mode string, deferred bool) *WrongTokenStrea
 // rest of a soak). A rejection already made keeps its grant's times and is
 // judged as before; the grants it is compared with are those answered
 // after its grant, which the grants of other holders still pin until it is
-// judged (pruning waits while any rejection is due).
+// judged (pruning waits while any rejection is due). Once a retired
+// process has no rejection left to judge, the index forgets its session
+// events: only the holder's own events are read to judge its rejection.
 func (s *WrongTokenStream) ForgetRetired() { s.retire = true }
 
 // Name implements stream.Checker.
@@ -236,6 +241,20 @@ func (s *WrongTokenStream) retired(p history.Process) {
 			s.unhold(k)
 		}
 	}
+	delete(s.openW, p)
+	s.retiring[p] = true
+	s.forgetRetired()
+}
+
+// forgetRetired makes the index forget the retired processes that have no
+// rejection still to judge (ForgetRetired).
+func (s *WrongTokenStream) forgetRetired() {
+	for p := range s.retiring {
+		if !slices.ContainsFunc(s.due, func(r *rejection) bool { return r.o.Process == p }) {
+			delete(s.retiring, p)
+			s.x.Forget(p)
+		}
+	}
 }
 
 // add files a grant by answer time and, when prune, forgets those no
@@ -269,8 +288,12 @@ func (s *WrongTokenStream) judgeDue(now int64) {
 		}
 		s.judge(r)
 	}
+	judged := n < len(s.due)
 	clear(s.due[n:])
 	s.due = s.due[:n]
+	if judged && len(s.retiring) > 0 {
+		s.forgetRetired()
+	}
 }
 
 // judge explains a rejection or records it as a wrong token.

@@ -13,7 +13,8 @@ import (
 // TestOverlapStreamForgetsRetiredHolders replays a soak-like history
 // whose retired holders never release: the grants the stream keeps (the
 // keys' lists and the held grants) must stay within what it kept in the
-// first quarter, and the answer must be the batch's.
+// first quarter, and so must the processes whose session events and
+// findings it keeps; the answer must be the batch's.
 func TestOverlapStreamForgetsRetiredHolders(t *testing.T) {
 	h := checktest.SoakLike(8000)
 	s := NewOverlapStream(checker.Input{}.Limit(), false)
@@ -23,7 +24,7 @@ func TestOverlapStreamForgetsRetiredHolders(t *testing.T) {
 		for _, kg := range s.grants {
 			n += len(kg.list)
 		}
-		return n
+		return n + s.x.Procs() + len(s.procs)
 	}
 	p := lockview.NewPairer()
 	early, late := 0, 0

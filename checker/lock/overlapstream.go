@@ -37,6 +37,9 @@ type OverlapStream struct {
 	limit    int
 	deferred bool
 	retire   bool // ForgetRetired
+	// retiring are retired processes whose grants are still to judge;
+	// the index forgets each once none is left (forgetRetired).
+	retiring map[history.Process]bool
 	x        *lockview.Index
 	quiet    lockview.Quiet
 	nInst    int
@@ -105,7 +108,7 @@ var _ stream.Checker[*lockview.Item, stream.Found] = (*OverlapStream)(nil)
 // NewOverlapStream keeps the first limit findings of each kind as
 // evidence; deferred judges only at Finish.
 func NewOverlapStream(limit int, deferred bool) *OverlapStream {
-	return &OverlapStream{limit: limit, deferred: deferred, x: lockview.NewIndex(), grants: map[string]*keyGrants{},
+	return &OverlapStream{limit: limit, deferred: deferred, x: lockview.NewIndex(), retiring: map[history.Process]bool{}, grants: map[string]*keyGrants{},
 		held: map[heldKey]*heldGrant{}, procs: map[history.Process]*procFindings{},
 		d: GrantOverlapDetails{Overlaps: []Overlap{}, FalseReleases: []FalseRelease{}, Excused: map[string]int{}}}
 }
@@ -122,7 +125,10 @@ func NewOverlapStream(limit int, deferred bool) *OverlapStream {
 // held grant: a grant judged later is compared with the grants answered
 // after its own, which its own hold keeps in the list until it is judged,
 // never with who else holds what, so no result changes. A grant its holder released ok before retiring stays
-// held (and pins) until the clock judges it, as before.
+// held (and pins) until the clock judges it, as before. Once a retired
+// process has no grant left to judge, the index forgets its session
+// events and the stream its empty findings: only the holder's own events
+// are read to judge a grant.
 func (s *OverlapStream) ForgetRetired() { s.retire = true }
 
 // Name implements stream.Checker.
@@ -222,6 +228,34 @@ func (s *OverlapStream) retired(p history.Process) {
 			s.unhold(k)
 		}
 	}
+	s.retiring[p] = true
+	s.forgetRetired()
+}
+
+// forgetRetired forgets what is kept of the retired processes that hold
+// no grant still to judge (ForgetRetired): their session events and
+// their findings if they have none.
+func (s *OverlapStream) forgetRetired() {
+	for p := range s.retiring {
+		if s.holdsAny(p) {
+			continue
+		}
+		delete(s.retiring, p)
+		s.x.Forget(p)
+		if pf := s.procs[p]; pf != nil && len(pf.overlaps)+len(pf.falseRel)+len(pf.judged) == 0 {
+			delete(s.procs, p)
+		}
+	}
+}
+
+// holdsAny says whether p holds a grant the stream is still to judge.
+func (s *OverlapStream) holdsAny(p history.Process) bool {
+	for k := range s.held {
+		if k.p == p {
+			return true
+		}
+	}
+	return false
 }
 
 // add files g by answer time and, when prune, forgets the grants no
@@ -262,8 +296,12 @@ func (s *OverlapStream) judgeDue(now int64) []stream.Found {
 		}
 		found = append(found, s.judge(h)...)
 	}
+	judged := n < len(s.due)
 	clear(s.due[n:])
 	s.due = s.due[:n]
+	if judged && len(s.retiring) > 0 {
+		s.forgetRetired()
+	}
 	return found
 }
 

@@ -14,6 +14,9 @@ import (
 // time (docs/architecture.md "Checker speed").
 type Index struct {
 	procs map[history.Process]*procIndex
+	// forgotten are the processes Forget dropped, whose later events are
+	// not indexed.
+	forgotten map[history.Process]bool
 }
 
 type procIndex struct {
@@ -60,11 +63,30 @@ func (v View) Index() *Index {
 
 // NewIndex is an empty index, for a streaming checker to grow with
 // AddInstant and AddGone as the history is written.
-func NewIndex() *Index { return &Index{procs: map[history.Process]*procIndex{}} }
+func NewIndex() *Index {
+	return &Index{procs: map[history.Process]*procIndex{}, forgotten: map[history.Process]bool{}}
+}
+
+// Forget drops p's events and ignores those that come later, for a
+// streaming checker that will ask nothing more about p (a retired process
+// whose grants are all judged): the index then grows with the processes a
+// checker may still ask about, not with every process of a soak. Asked
+// about p after Forget, the index answers as for a process with no events.
+func (x *Index) Forget(p history.Process) {
+	delete(x.procs, p)
+	x.forgotten[p] = true
+}
+
+// Procs is how many processes the index keeps events of, for the memory
+// tests of the streams that Forget.
+func (x *Index) Procs() int { return len(x.procs) }
 
 // addInstant appends a session or lost event (others are not indexed);
 // rank is its place among the history's instants.
 func (x *Index) addInstant(e Instant, rank int) bool {
+	if x.forgotten[e.Process] {
+		return false
+	}
 	if e.F == history.FLost {
 		pi := x.proc(e.Process)
 		pi.lost = append(pi.lost, ranked[Instant]{e.Time, rank, e})
@@ -87,6 +109,9 @@ func (x *Index) addInstant(e Instant, rank int) bool {
 func (x *Index) AddInstant(e Instant, rank int) {
 	indexed := x.addInstant(e, rank)
 	pi := x.procs[e.Process]
+	if pi == nil {
+		return // forgotten
+	}
 	if e.F == history.FLost {
 		settleLast(pi.lost)
 	}
@@ -102,6 +127,9 @@ func (x *Index) AddInstant(e Instant, rank int) {
 // AddGone indexes the nemesis' next session-gone observation in history
 // order, rank its place among them.
 func (x *Index) AddGone(g Gone, rank int) {
+	if x.forgotten[g.Process] {
+		return
+	}
 	pi := x.proc(g.Process)
 	pi.gone = append(pi.gone, ranked[Gone]{g.Time, rank, g})
 	settleLast(pi.gone)

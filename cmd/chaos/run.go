@@ -109,10 +109,8 @@ func (p runParser) parse(args []string, stderr io.Writer) (runner.Config, progre
 		return cfg, mode, err
 	}
 	cfg.Nemesis = splitList(*nem)
-	if !flagSet(fs, "nemesis") {
-		if wl, err := cfg.NewWorkload(); err == nil {
-			cfg.Nemesis = wl.DefaultFaults()
-		}
+	if wl, err := cfg.NewWorkload(); err == nil {
+		workloadDefaults(fs, &cfg, wl)
 	}
 	if !flagSet(fs, "name") {
 		cfg.Name = cfg.Workload
@@ -215,4 +213,19 @@ func finishRun(cmd string, out *runner.Outcome, err error) int {
 		return exitHarness
 	}
 	return exitCode(out.Check)
+}
+
+// workloadDefaults gives the flags the user left out the workload's own
+// defaults: its fault, and its session timeout and first fault.
+func workloadDefaults(fs *flag.FlagSet, cfg *runner.Config, wl workloads.Workload) {
+	if !flagSet(fs, "nemesis") {
+		cfg.Nemesis = wl.DefaultFaults()
+	}
+	t := wl.DefaultTiming()
+	if t.SessionTimeout > 0 && !flagSet(fs, "session-timeout") {
+		cfg.SessionTimeout = t.SessionTimeout
+	}
+	if t.FirstFault > 0 && !flagSet(fs, "first-fault") {
+		cfg.FirstFault = t.FirstFault
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestWorkloadDefaults: a run that names only its workload gets that
@@ -30,6 +31,31 @@ func TestWorkloadDefaults(t *testing.T) {
 		}
 		if !slices.Equal(cfg.Nemesis, tc.nemesis) || !slices.Equal(cfg.Gate, tc.gate) || cfg.Name != tc.name {
 			t.Errorf("%v: nemesis %v, gate %v, name %q; want %v, %v, %q", tc.args, cfg.Nemesis, cfg.Gate, cfg.Name, tc.nemesis, tc.gate, tc.name)
+		}
+	}
+}
+
+// TestWorkloadTiming: the config and election workloads keep the session
+// timeout and first fault they were calibrated with unless given; the lock
+// keeps the run's fast defaults; a flag given wins, also for soak.
+func TestWorkloadTiming(t *testing.T) {
+	cases := []struct {
+		args        []string
+		session, ff time.Duration
+	}{
+		{nil, time.Second, 0},
+		{[]string{"--workload", "config"}, 3 * time.Second, 2 * time.Second},
+		{[]string{"--workload", "election"}, 3 * time.Second, 2 * time.Second},
+		{[]string{"--workload", "config", "--session-timeout", "1s"}, time.Second, 2 * time.Second},
+		{[]string{"--workload", "election", "--first-fault", "0s"}, 3 * time.Second, 0},
+	}
+	for _, tc := range cases {
+		cfg, err := parseRunFlags(append(tc.args, "--results", t.TempDir()), io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if cfg.SessionTimeout != tc.session || cfg.FirstFault != tc.ff {
+			t.Errorf("%v: session %v, first fault %v; want %v, %v", tc.args, cfg.SessionTimeout, cfg.FirstFault, tc.session, tc.ff)
 		}
 	}
 }

@@ -147,3 +147,46 @@ func JanitorPID(runID string) int {
 	}
 	return 0
 }
+
+// AssertNothingStarted checks that the controller pid left nothing: no
+// process tagged with it, no process of this binary (a janitor, register
+// or worker), no network slot naming it: what a refused run (bad input,
+// exit 255) must leave.
+func AssertNothingStarted(t *testing.T, pid int) {
+	t.Helper()
+	tagged, err := proc.FindTagged("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tagged {
+		if p.Controller == pid {
+			t.Errorf("process %d of the refused run (controller %d) exists", p.PID, pid)
+		}
+	}
+	exe, err := filepath.EvalSymlinks(Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil || p == os.Getpid() {
+			continue
+		}
+		if e, err := os.Readlink("/proc/" + d.Name() + "/exe"); err == nil && e == exe && proc.Alive(p) {
+			t.Errorf("process %d of the chaos binary is running after a refused run", p)
+		}
+	}
+	if netns.Available() != nil {
+		return
+	}
+	slots, err := netns.Slots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		if s.ControllerPID == pid {
+			t.Errorf("network slot %d taken by the refused run: %+v", s.Slot, s)
+		}
+	}
+}

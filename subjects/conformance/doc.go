@@ -1,7 +1,8 @@
 // Package conformance holds the tests that hold every worker of the
-// project — `chaos worker` (Go) and the Curator worker (Java) — to the
-// answers docs/worker-protocol.md gives: a session the worker closes
-// itself, a release after ConnectionLoss and expiry, wake-ups per acquire,
+// project — `chaos worker` (Go), the Curator worker (Java) and the kazoo
+// worker (Python) — to the answers docs/worker-protocol.md gives: a
+// session the worker closes itself, a release after ConnectionLoss and
+// expiry, wake-ups per acquire,
 // an election (campaign, timeout, resign, terms, claim and complete),
 // the lost reasons, where a read's current_token comes from, and how
 // strictly timeout_ms is kept.

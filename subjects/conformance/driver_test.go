@@ -36,9 +36,11 @@ type subject struct {
 var (
 	seed    = subject{"seed", "seed"}
 	curator = subject{"curator", subjects.Curator}
+	// kazoo is kazoo's Lock recipe, the Python subject (lock only).
+	kazoo = subject{"kazoo", subjects.Kazoo}
 	// conformant are the workers every answer of the protocol is checked
-	// against: the Go reference and a worker not written in Go.
-	conformant = []subject{seed, curator}
+	// against: the Go reference and the workers not written in Go.
+	conformant = []subject{seed, curator, kazoo}
 	// curatorSelector is Curator's LeaderSelector, an election worker only.
 	curatorSelector = subject{"curator-selector", subjects.CuratorSelector}
 	// pyElection is an election worker written in Python (kazoo) from
@@ -65,10 +67,10 @@ var pyElectionWorker = func() string {
 
 // skipUnavailable skips a subject whose runtime is not installed here,
 // saying what is missing; the Go and Java subjects are never skipped (the
-// package's TestMain needs Java anyway).
+// package's TestMain needs Java anyway), the Python ones without kazoo.
 func skipUnavailable(t *testing.T, sub subject) {
 	t.Helper()
-	if sub != pyElection {
+	if sub != pyElection && sub != kazoo {
 		return
 	}
 	if out, err := exec.Command(pythonExe, "-c", "import kazoo").CombinedOutput(); err != nil {

@@ -169,11 +169,12 @@ func TestWakeupsPerAcquire(t *testing.T) {
 	cases := []wakeCase{
 		{seed, true, one},
 		{curator, true, one},
+		{kazoo, true, one},
 		{subject{"zk-lock", "zk-lock"}, false, one},
 		{subject{"herd", "herd"}, true, func(i int) int64 { return int64(i + 1) }},
 	}
 	for _, c := range cases {
-		t.Run(c.sub.name, func(t *testing.T) { wakeups(t, c) })
+		t.Run(c.sub.name, func(t *testing.T) { skipUnavailable(t, c.sub); wakeups(t, c) })
 	}
 }
 
@@ -263,11 +264,13 @@ func TestLostReasonsDocumented(t *testing.T) {
 	// assignment of a reason (why = ...). The election files without one
 	// (CuratorElection) pass null, which asks CuratorCandidate.
 	lit := regexp.MustCompile(`"([^"]*)"`)
-	// The Python election worker's: self.demoted(g, "reason").
+	// The Python election worker's: self.demoted(g, "reason"); the kazoo
+	// lock worker's: self.lost_event(g, "reason").
 	for file, re := range map[string]string{"../curator/CuratorWorker.java": `lostEvent\([^,]+, ("[^"]+")\)`,
 		"../curator/CuratorCandidate.java": `(?:demote|demotedEvent)\(\w+, ([^;]+)\);|why = ([^;]+);`,
 		"../curator/CuratorSelector.java":  `(?:demote|demotedEvent)\(\w+, ([^;]+)\);|why = ([^;]+);`,
-		"testdata/election_worker.py":      `self\.demoted\(\w+, ("[^"]+")\)`} {
+		"testdata/election_worker.py":      `self\.demoted\(\w+, ("[^"]+")\)`,
+		"../kazoo/kazoo_worker.py":         `self\.lost_event\(\w+, ("[^"]+")\)`} {
 		java, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

@@ -8,14 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/netns"
-	"github.com/zkchaos/zkchaos/proc"
 )
 
 // TestBadInputStartsNothing runs the real binary with each bad input of
@@ -68,7 +65,7 @@ func TestBadInputStartsNothing(t *testing.T) {
 			if _, err := os.Lstat(results); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("results folder %s exists after bad input (%v)", results, err)
 			}
-			assertNothingStarted(t, pid)
+			chaostest.AssertNothingStarted(t, pid)
 		})
 	}
 }
@@ -109,46 +106,4 @@ func runBinary(t *testing.T, args ...string) (int, string, int) {
 		t.Fatalf("chaos %v: %v", args, err)
 	}
 	return chaostest.ExitOf(err), se.String(), cmd.Process.Pid
-}
-
-// assertNothingStarted checks that the controller pid left nothing: no
-// process tagged with it, no process of this binary (a janitor, register
-// or worker), no network slot naming it.
-func assertNothingStarted(t *testing.T, pid int) {
-	t.Helper()
-	tagged, err := proc.FindTagged("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range tagged {
-		if p.Controller == pid {
-			t.Errorf("process %d of the refused run (controller %d) exists", p.PID, pid)
-		}
-	}
-	exe, err := filepath.EvalSymlinks(chaostest.Binary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		p, err := strconv.Atoi(d.Name())
-		if err != nil || p == os.Getpid() {
-			continue
-		}
-		if e, err := os.Readlink("/proc/" + d.Name() + "/exe"); err == nil && e == exe && proc.Alive(p) {
-			t.Errorf("process %d of the chaos binary is running after a refused run", p)
-		}
-	}
-	if netns.Available() != nil {
-		return
-	}
-	slots, err := netns.Slots()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range slots {
-		if s.ControllerPID == pid {
-			t.Errorf("network slot %d taken by the refused run: %+v", s.Slot, s)
-		}
-	}
 }
