@@ -129,6 +129,7 @@ func Default(exe string) []Cell {
 		)
 	}
 	cells = append(cells, serviceCells()...)
+	cells = append(cells, postgresCells()...)
 	cells = append(cells, kazooCells()...)
 	cells = append(cells, configCells()...)
 	cells = append(cells, electionCells()...)
@@ -182,6 +183,25 @@ func caughtWholeRun() map[string]checker.Validity {
 	e := invalid(fence.NameDoubleWriter)
 	e[stats.Name] = checker.Valid
 	return e
+}
+
+// postgresCells are the seed's rows with PostgreSQL as the fenced
+// resource (--resource postgres, issue 13): the seed's conditional UPDATE
+// keeps the data safe (strict is its clause as written, on lets a grant
+// write again), and without the token condition the paused holder's stale
+// write is found in the audit table. The unfenced one is the smoke cell:
+// it needs the whole path (server, workers' transactions, the export,
+// the checker) to be caught, and stops at its first violation.
+func postgresCells() []Cell {
+	pg := with("--resource", "postgres")
+	return []Cell{
+		{Recipe: "seed", Variant: "postgres", Nemesis: []string{"pause-holder"}, Fencing: "on", Args: pg,
+			Expect: valid(resource...), Why: "PostgreSQL's conditional UPDATE keeps the data safe"},
+		{Recipe: "seed", Variant: "postgres", Nemesis: []string{"pause-holder"}, Fencing: "strict", Args: pg,
+			Expect: valid(resource...), Why: "the seed's clause as written (fencing_token < :token) keeps the data safe"},
+		{Recipe: "seed", Variant: "postgres", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: pg, Smoke: true,
+			Expect: invalid(fence.NameDoubleWriter), Why: "without the token condition the paused holder's stale write is in the audit table"},
+	}
 }
 
 // configCells are the config workload's rows (seed 18): the correct

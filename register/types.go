@@ -106,6 +106,11 @@ type Entry struct {
 	// closed the connection without answering; the caller saw an error of
 	// unknown outcome.
 	ReplyDropped bool `json:"reply_dropped,omitempty"`
+	// Request is the request id of an entry of the PostgreSQL resource
+	// (pgfence): the id a retry presents again, which its unique
+	// constraint answers from this entry instead of applying it twice.
+	// The register writes none.
+	Request string `json:"request,omitempty"`
 }
 
 // Ops of Entry.

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/pgfence"
+	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/report"
 	"github.com/zkchaos/zkchaos/runview"
 	"github.com/zkchaos/zkchaos/store"
@@ -52,6 +55,7 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	if err != nil {
 		return nil, err
 	}
+	reexport(ctx, run)
 	ev, err := runview.ReadEvidence(os.DirFS(run.Dir))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", run.Dir, err)
@@ -116,4 +120,30 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 		return out, fmt.Errorf("write report: %w", err)
 	}
 	return out, nil
+}
+
+// reexport exports the audit table of a postgres run whose controller
+// died again, from the data directory it left, so the apply log holds
+// every committed row (the live export lags up to a poll). A run that
+// ended cleanly has no data directory left, and nothing is done. When it
+// cannot be done (not root, the server still running) the log is checked
+// as it is, and the reason is logged.
+func reexport(ctx context.Context, run *store.Run) {
+	var tf struct {
+		RunID    string `json:"run_id"`
+		Resource string `json:"resource"`
+	}
+	b, err := os.ReadFile(run.Path(store.TestFile))
+	if err != nil || json.Unmarshal(b, &tf) != nil || tf.Resource != ResourcePostgres ||
+		!pgfence.Leftover(run.Path(store.PostgresDir)) {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	n, err := pgfence.Reexport(rctx, run.Path(store.PostgresDir), run.Path(store.ApplyLogFile), proc.Env(tf.RunID, os.Getpid()))
+	if err != nil {
+		slog.Warn("postgres run left its data directory, but its audit table could not be exported again: checking the apply log as the run left it", "err", err)
+		return
+	}
+	slog.Info("postgres run left its data directory: its audit table was exported again into the apply log", "entries", n)
 }

@@ -29,11 +29,14 @@ import (
 // may still be alive (paused, or finishing an operation the history already
 // closed as info).
 type fleet struct {
-	cfg     Config
-	exe     string
-	env     []string
-	zk      string
-	reg     string
+	cfg Config
+	exe string
+	env []string
+	zk  string
+	reg string
+	// pg is the PostgreSQL resource's DSN, given to workers instead of
+	// reg (--resource postgres).
+	pg      string
 	pl      placement
 	run     *store.Run
 	hist    history.Recorder
@@ -143,7 +146,7 @@ func (f *fleet) Holders() []nemesis.Holder {
 
 // spawn starts a worker process for a logical process id.
 func (f *fleet) spawn(ctx context.Context, process int) (*live, error) {
-	prog, args, err := subjects.Command(f.exe, f.cfg.Recipe, subjects.Flags{Workload: f.cfg.workerWorkload(), Service: f.cfg.serviceFlag(), ZK: f.zk, Register: f.reg,
+	prog, args, err := subjects.Command(f.exe, f.cfg.Recipe, subjects.Flags{Workload: f.cfg.workerWorkload(), Service: f.cfg.serviceFlag(), ZK: f.zk, Register: f.reg, Postgres: f.pg,
 		Process: process, SessionTimeout: f.cfg.SessionTimeout, Token: f.cfg.Token, Root: f.cfg.LockRoot})
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/pgfence"
 	"github.com/zkchaos/zkchaos/progress"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/store"
@@ -32,13 +33,16 @@ type Config struct {
 	Admins int `json:"admins,omitempty"`
 	// Tasks is the election's task table; Idempotency is the register's
 	// task mode (on: a task done is not run again).
-	Tasks           int           `json:"tasks,omitempty"`
-	Idempotency     string        `json:"idempotency,omitempty"`
-	Workers         int           `json:"workers"`
-	Keys            int           `json:"keys"`
-	TimeLimit       time.Duration `json:"time_limit"`
-	SessionTimeout  time.Duration `json:"session_timeout"`
-	Fencing         string        `json:"fencing"`
+	Tasks          int           `json:"tasks,omitempty"`
+	Idempotency    string        `json:"idempotency,omitempty"`
+	Workers        int           `json:"workers"`
+	Keys           int           `json:"keys"`
+	TimeLimit      time.Duration `json:"time_limit"`
+	SessionTimeout time.Duration `json:"session_timeout"`
+	Fencing        string        `json:"fencing"`
+	// Resource is what the locks protect: ResourceRegister (also "",
+	// runs from before the flag) or ResourcePostgres.
+	Resource        string        `json:"resource,omitempty"`
 	Nemesis         []string      `json:"nemesis"`
 	NemesisInterval time.Duration `json:"nemesis_interval"`
 	// FirstFault is the quiet time before the first fault (NemesisInterval
@@ -123,6 +127,7 @@ func Defaults() Config {
 		TimeLimit:       60 * time.Second,
 		SessionTimeout:  time.Second,
 		Fencing:         register.ModeOn,
+		Resource:        ResourceRegister,
 		Nemesis:         []string{"pause-holder"},
 		NemesisInterval: 4 * time.Second,
 		FirstFault:      0,
@@ -416,8 +421,46 @@ func (c Config) Validate() error {
 	if c.ACL != ACLOn && c.ACL != ACLOff {
 		bad("--acl %q: must be on or off", c.ACL)
 	}
+	if err := c.checkResource(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.WorkerLogHead < 0 || c.WorkerLogTail < 0 {
 		bad("worker log cap %d+%d bytes: must not be negative", c.WorkerLogHead, c.WorkerLogTail)
+	}
+	return errors.Join(errs...)
+}
+
+// checkResource refuses a --resource this run cannot have, before
+// anything starts: PostgreSQL serves the lock workload's reads and writes
+// (not the election's task table), through the built-in workers (an exec:
+// subject writes to the register over HTTP itself and knows no --postgres),
+// in the run's namespaces on the local backend, on a machine that has
+// the server.
+func (c Config) checkResource() error {
+	switch c.Resource {
+	case "", ResourceRegister:
+		return nil
+	case ResourcePostgres:
+	default:
+		return fmt.Errorf("--resource %q: must be %s or %s", c.Resource, ResourceRegister, ResourcePostgres)
+	}
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("--resource postgres: "+format, a...)) }
+	if c.Workload != workloads.LockName {
+		bad("only the %s workload (not %s): it serves the lock workload's reads and writes", workloads.LockName, c.Workload)
+	} else if !c.zooKeeper() {
+		bad("only with --service %s for now: the other services' recipes were not run against it", cluster.ZooKeeper)
+	} else if !subjects.Builtin(c.workerWorkload(), c.Recipe) {
+		bad("subject %q is not a built-in recipe: only chaos worker takes --postgres (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself", c.Recipe)
+	}
+	if c.Cluster != backend.Local {
+		bad("only with --cluster %s", backend.Local)
+	}
+	if c.NetMode() != "netns" {
+		bad("needs the run's network namespaces (root, --net auto or netns): the server gets a namespace of its own")
+	}
+	if err := pgfence.Preflight(); err != nil {
+		bad("%v", err)
 	}
 	return errors.Join(errs...)
 }

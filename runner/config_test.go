@@ -137,3 +137,42 @@ func TestServiceValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateResource: --resource is register or postgres, and postgres
+// is refused where it cannot run, each with its reason, before anything
+// starts (the binaries' directory is overridden, as a machine without
+// postgresql-15 would be).
+func TestValidateResource(t *testing.T) {
+	c := Defaults()
+	c.Resource = "sqlite"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `--resource "sqlite": must be register or postgres`) {
+		t.Errorf("unknown resource: %v", err)
+	}
+	c.Resource = ""
+	if err := c.Validate(); err != nil {
+		t.Errorf("no resource (a run from before the flag) is the register: %v", err)
+	}
+	t.Setenv("ZKCHAOS_PG_BIN", t.TempDir())
+	cases := []struct {
+		mut  func(*Config)
+		want string
+	}{
+		{func(*Config) {}, "PostgreSQL server binary"},
+		{func(c *Config) { c.Recipe = "curator" }, `subject "curator" is not a built-in recipe`},
+		{func(c *Config) { c.Workload, c.Recipe, c.Gate = "config", "seed", nil }, "only the lock workload (not config)"},
+		{func(c *Config) { c.Net = "loopback" }, "needs the run's network namespaces"},
+		{func(c *Config) { c.Service, c.Recipe = "redis", "redis-lock" }, "only with --service zookeeper"},
+	}
+	for _, tc := range cases {
+		c := Defaults()
+		c.Resource = ResourcePostgres
+		tc.mut(&c)
+		if c.Gate == nil {
+			c.Gate = c.DefaultGate()
+		}
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "--resource postgres: "+tc.want) {
+			t.Errorf("want %q, got %v", tc.want, err)
+		}
+	}
+}

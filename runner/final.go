@@ -124,6 +124,9 @@ func (c *controller) Clients() []workloads.Client {
 
 // InitTasks implements workloads.Resource through the register.
 func (c *controller) InitTasks(ctx context.Context, service string, tasks []string) error {
+	if c.reg == nil {
+		return fmt.Errorf("the task table is the register's: --resource %s has none", c.cfg.Resource)
+	}
 	_, err := c.reg.client(10*time.Second).InitTasks(ctx, register.InitRequest{Service: service, Tasks: tasks})
 	return err
 }
@@ -134,12 +137,13 @@ func (c *controller) InitTasks(ctx context.Context, service string, tasks []stri
 // what the resource holds whether or not the lock service still grants
 // locks, and a token-less read moves no fence (register/types.go).
 func (c *controller) FinalRead(ctx context.Context, cl workloads.Client, key string) {
-	if c.reg == nil {
+	res := c.resource()
+	if res == nil {
 		return
 	}
 	p := cl.Process()
 	c.record(history.Event{Process: history.Process(p), Type: history.Invoke, F: history.FFinalRead, Key: key})
-	rep, err := c.reg.client(3*time.Second).Read(ctx, register.ReadRequest{Key: key, Process: p})
+	rep, err := res.reader(3*time.Second).Read(ctx, register.ReadRequest{Key: key, Process: p})
 	switch {
 	case err != nil && register.IsDefinite(err):
 		c.record(history.Event{Process: history.Process(p), Type: history.Fail, F: history.FFinalRead, Key: key, Error: err.Error()})

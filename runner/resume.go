@@ -81,6 +81,9 @@ func LoadResume(dir string) (*Resumable, error) {
 	case r.Config.ACL == ACLOn:
 		return nil, bad("the soak ran with --acl on: its digest secrets were kept nowhere, so a new controller cannot open the protected lock tree (soak with --acl off to be able to resume)")
 	}
+	if r.Config.Resource == ResourcePostgres {
+		return nil, bad("the soak ran with --resource postgres: a new controller would have to restart its server on the old data directory and carry its export on, which is not built; --resume is built for the register")
+	}
 	if r.status, err = store.ReadStatus(r.path(store.StatusFile)); err != nil {
 		return nil, bad("%v", err)
 	}

@@ -264,6 +264,10 @@ type controller struct {
 	rec           history.Recorder // hist, as the run's parts record: the progress tracker sees every event
 	track         *progress.Tracker
 	resourcesSink func(resources.Sample)
+	// res is the run's fenced resource (--resource); reg is it when it
+	// is the register (the election's task table and the lost-reply
+	// fault are the register's alone), else nil.
+	res           fencedResource
 	reg           *registerProc
 	fleet         *fleet
 	ensembleReady time.Duration
@@ -390,7 +394,8 @@ func (c *controller) aborted() bool { return c.harnessError() != nil }
 // appended) and the register's exit, which is only expected in teardown.
 func (c *controller) watch() {
 	histFailed := c.hist.Failed()
-	regDone := c.reg.done
+	res := c.resource()
+	regDone := res.exited()
 	for {
 		select {
 		case <-c.watchDone:
@@ -400,8 +405,8 @@ func (c *controller) watch() {
 			c.abort(fmt.Errorf("results folder: %w", c.hist.Err()))
 		case <-regDone:
 			regDone = nil
-			if !c.reg.stopping.Load() {
-				c.abort(c.reg.exitError())
+			if !res.isStopping() {
+				c.abort(res.exitError())
 			}
 		}
 	}
@@ -481,12 +486,9 @@ func (c *controller) startServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reg, err := startRegister(ctx, pl, c.exe, c.env, sec, c.run.Path(store.ApplyLogFile), c.run.Path(store.RegisterLog), c.cfg.Fencing, c.cfg.Idempotency)
-	if err != nil {
+	if err := c.startResource(ctx, pl, sec); err != nil {
 		return err
 	}
-	c.reg = reg
-	c.log.Info("register listening", "addr", reg.addr, "fencing", c.cfg.Fencing)
 
 	zkStart := time.Now()
 	zk := c.zk
@@ -509,7 +511,42 @@ func (c *controller) startServices(ctx context.Context) error {
 	if err := c.wl.Prepare(ctx, c); err != nil {
 		return fmt.Errorf("prepare the %s workload: %w", c.wl.Name(), err)
 	}
-	c.fleet = newFleet(c.cfg, c.exe, sec.workerEnv(c.env), zk.ConnectString(), reg.url(), pl, c.run, c.rec, c.log, c.runCtx, c.abort)
+	var where subjects.Flags
+	c.res.where(&where)
+	c.fleet = newFleet(c.cfg, c.exe, sec.workerEnv(c.env), zk.ConnectString(), where.Register, pl, c.run, c.rec, c.log, c.runCtx, c.abort)
+	c.fleet.pg = where.Postgres
+	return nil
+}
+
+// startResource starts the run's fenced resource (--resource).
+func (c *controller) startResource(ctx context.Context, pl placement, sec runSecrets) error {
+	if c.cfg.Resource == ResourcePostgres {
+		pg, err := c.startPostgres(ctx, sec.register)
+		if err != nil {
+			return err
+		}
+		c.res = pg
+		c.log.Info("postgres listening", "dsn", pg.srv.DSN, "fencing", c.cfg.Fencing, "pid", pg.srv.PID())
+		return nil
+	}
+	reg, err := startRegister(ctx, pl, c.exe, c.env, sec, c.run.Path(store.ApplyLogFile), c.run.Path(store.RegisterLog), c.cfg.Fencing, c.cfg.Idempotency)
+	if err != nil {
+		return err
+	}
+	c.res, c.reg = reg, reg
+	c.log.Info("register listening", "addr", reg.addr, "fencing", c.cfg.Fencing)
+	return nil
+}
+
+// resource is the run's fenced resource, nil before it started (a
+// controller of the tests may set reg alone).
+func (c *controller) resource() fencedResource {
+	switch {
+	case c.res != nil:
+		return c.res
+	case c.reg != nil:
+		return c.reg
+	}
 	return nil
 }
 
@@ -538,7 +575,7 @@ func (c *controller) workload(ctx context.Context) {
 		Schedule: nemesis.Schedule{First: c.cfg.FirstFault, Quiet: c.cfg.NemesisInterval, Hold: c.cfg.Pause()},
 		History:  c.nemesisHistory(),
 		Caps:     nemesis.Caps{Cluster: c.zk.Capabilities(), WorkerNet: c.net != nil, Workload: c.wl.Name(), Service: c.cfg.service()},
-		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Resource: c.reg.client(3 * time.Second), Logger: c.log,
+		Env: nemesis.Env{Cluster: c.zk, Targets: c.fleet, Resource: c.nemesisResource(), Logger: c.log,
 			Rand: rand.New(rand.NewPCG(seed, 0x6e656d))}})
 	if err != nil {
 		c.abort(err)
@@ -599,12 +636,21 @@ func (c *controller) workload(ctx context.Context) {
 	}
 }
 
+// nemesisResource is the register for the faults of its own (lost-reply),
+// nil for another resource (those faults are refused before the run).
+func (c *controller) nemesisResource() nemesis.Resource {
+	if c.reg == nil {
+		return nil
+	}
+	return c.reg.client(3 * time.Second)
+}
+
 // finalState reads the register's final state into the controller log, for
 // the reader who wants to compare it with the counter's history.
 func (c *controller) finalState() {
 	ctx, cancel := context.WithTimeout(c.hard, 5*time.Second)
 	defer cancel()
-	st, err := c.reg.client(3 * time.Second).State(ctx)
+	st, err := c.resource().reader(3 * time.Second).State(ctx)
 	if err != nil {
 		c.log.Warn("final register state", "err", err)
 		return
@@ -636,10 +682,12 @@ func (c *controller) teardown() {
 			c.fleet.shutdown(grace)
 			c.log.Info("workers stopped", "took", time.Since(t).Round(time.Millisecond).String())
 		}
-		if c.reg != nil {
+		if res := c.resource(); res != nil {
 			t := time.Now()
-			c.reg.stop(5 * time.Second)
-			c.log.Info("register stopped", "took", time.Since(t).Round(time.Millisecond).String())
+			if err := res.shut(5 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+			c.log.Info("fenced resource stopped", "resource", c.cfg.Resource, "took", time.Since(t).Round(time.Millisecond).String())
 		}
 		if c.ens != nil {
 			if err := c.ens.Close(ctx); err != nil {

@@ -6,8 +6,9 @@
 # build the docker backend's ZooKeeper image offline (chaos image build),
 # python3-kazoo for the kazoo subject (--recipe kazoo) and the conformance
 # tests' Python election worker, redis-server and etcd-server for the
-# other lock services (--service redis|etcd), and Debian's chromium
-# (headless) with a font for the browser tests.
+# other lock services (--service redis|etcd), Debian's chromium
+# (headless) with a font for the browser tests, and postgresql-15 for
+# --resource postgres (pgfence, tests/postgres).
 # Go modules are fetched by `go mod download`. Safe to run again: it does
 # nothing when everything is there.
 set -euo pipefail
@@ -94,6 +95,34 @@ install_chromium() {
   fi
 }
 install_chromium
+
+# --resource postgres starts Debian's postgresql-15 server binaries itself
+# (initdb, postgres in /usr/lib/postgresql/15/bin, as the postgres user the
+# package creates). The package would also create and start a system
+# cluster on port 5432, which nothing here uses: postgresql-common goes
+# first and is told not to (create_main_cluster = false).
+install_postgres() {
+  [ -x /usr/lib/postgresql/15/bin/postgres ] && [ -x /usr/lib/postgresql/15/bin/initdb ] && return
+  local SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+      echo "install-deps: not root and no sudo to install postgresql-15: --resource postgres and its tests will be refused/skipped" >&2
+      return
+    fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: no apt-get to install postgresql-15: --resource postgres and its tests will be refused/skipped" >&2
+    return
+  fi
+  echo "install-deps: installing postgresql-15" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends postgresql-common >/dev/null
+  $SUDO mkdir -p /etc/postgresql-common/createcluster.d
+  echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.d/zkchaos.conf >/dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends postgresql-15 >/dev/null
+}
+install_postgres
 
 if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
   export PATH=/usr/local/go/bin:$PATH

@@ -30,9 +30,12 @@ const (
 	LogFile      = "controller.log"
 	JanitorLog   = "janitor.log"
 	RegisterLog  = "register.log"
-	ZKDir        = "zk"
-	WorkersDir   = "workers"
-	MonitorFile  = "monitor.jsonl" // the runbook monitor's samples (package monitor)
+	// PostgresDir holds the PostgreSQL resource's server log and, while
+	// the run lasts, its data directory (--resource postgres).
+	PostgresDir = "postgres"
+	ZKDir       = "zk"
+	WorkersDir  = "workers"
+	MonitorFile = "monitor.jsonl" // the runbook monitor's samples (package monitor)
 	// ResourcesFile is a soak's resource samples (package resources).
 	ResourcesFile = "resources.jsonl"
 )

@@ -36,8 +36,12 @@ import (
 
 // Flags are the start-up flags of the worker protocol.
 type Flags struct {
-	ZK             string // host:port,...
-	Register       string // base URL
+	ZK       string // host:port,...
+	Register string // base URL
+	// Postgres is the DSN of the PostgreSQL resource (--resource
+	// postgres): given instead of Register, only to built-in workers
+	// (see Builtin).
+	Postgres       string
 	Process        int
 	SessionTimeout time.Duration
 	Token          string // czxid or seq
@@ -60,7 +64,11 @@ func (f Flags) Args() []string {
 	if f.Service != "" {
 		servers = []string{"--service", f.Service, "--servers", f.ZK}
 	}
-	args := append(servers, "--register", f.Register, "--process", strconv.Itoa(f.Process),
+	where := []string{"--register", f.Register}
+	if f.Postgres != "" {
+		where = []string{"--postgres", f.Postgres}
+	}
+	args := append(append(servers, where...), "--process", strconv.Itoa(f.Process),
 		"--session-timeout", f.SessionTimeout.String(), "--token", f.Token, "--root", f.Root)
 	if f.Workload != "" {
 		args = append(args, "--workload", f.Workload)
@@ -113,6 +121,13 @@ func ValidateFor(workload, spec string) error {
 func ValidateService(workload, service, spec string) error {
 	_, _, err := parse(workload, service, spec)
 	return err
+}
+
+// Builtin reports whether spec is one of the workload's built-in recipes
+// (run by `chaos worker`), the only subjects that take --postgres.
+func Builtin(workload, spec string) bool {
+	k, _, err := parse(workload, "", spec)
+	return err == nil && k == kindBuiltin
 }
 
 // Names lists the built-in subjects, for help texts.

@@ -188,3 +188,25 @@ func freshCuratorCache(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	curatorMemo.forget()
 }
+
+// TestPostgresFlag: with a PostgreSQL resource the worker gets --postgres
+// instead of --register (nothing else changes), and only built-in recipes
+// count as able to take it.
+func TestPostgresFlag(t *testing.T) {
+	f := flags
+	f.Register, f.Postgres = "", "postgres://zkchaos@198.18.0.5:5432/postgres?sslmode=disable"
+	_, args, err := Command("/bin/chaos", "seed", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"worker", "--zk", "127.0.0.1:2181", "--postgres", f.Postgres, "--process", "3",
+		"--session-timeout", "3s", "--token", "czxid", "--root", "/locks/inventory", "--recipe", "seed"}
+	if !slices.Equal(args, want) {
+		t.Errorf("got %q", args)
+	}
+	for spec, want := range map[string]bool{"seed": true, "zk-lock": true, "curator": false, "exec:/bin/true": false, "nonsense": false} {
+		if got := Builtin("", spec); got != want {
+			t.Errorf("Builtin(%q) = %v, want %v", spec, got, want)
+		}
+	}
+}

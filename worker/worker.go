@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
+	"github.com/zkchaos/zkchaos/pgfence"
 	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/register"
 )
@@ -24,6 +25,10 @@ import (
 type Config struct {
 	ZK       []string
 	Register string // base URL of the register
+	// Postgres is the DSN of the PostgreSQL resource (lock workload):
+	// when set, reads and writes go there instead of to the register,
+	// with RegisterSecret as the password.
+	Postgres string
 	// Process is the logical process number, passed to the register so
 	// its apply log names who wrote.
 	Process        int
@@ -136,6 +141,8 @@ type worker struct {
 	// lock (lock workload) or conf (config workload) is the subject.
 	lock recipes.Lock
 	reg  *register.Client
+	// res is where the lock's reads and writes go: reg, or PostgreSQL.
+	res  resource
 	conf recipes.ConfigClient
 	// closer closes the subject's session; creds tell its password, nil
 	// if it cannot.
@@ -178,12 +185,41 @@ func (w *worker) newLockSubject(rc recipes.Config) error {
 func (w *worker) useLock(lock recipes.Lock, line func(recipes.SessionEvent) Message) {
 	w.lock = lock
 	w.reg = register.NewClient(w.cfg.Register, registerTimeout, w.cfg.RegisterSecret)
+	w.res = w.lockResource()
 	w.closer = lock.Close
 	w.creds, _ = lock.(recipes.SessionCredentials)
 	w.events = translate(lock.Events(), line)
 	w.handlers = map[string]func(context.Context, Request) Message{
 		"acquire": w.acquire, "release": w.release, "read": w.read, "write": w.write,
 	}
+}
+
+// lockResource is where the lock's reads and writes go: PostgreSQL with
+// --postgres (connected now, not inside the first critical section),
+// else the register.
+func (w *worker) lockResource() resource {
+	if w.cfg.Postgres == "" {
+		return w.reg
+	}
+	pg, err := pgfence.NewClient(w.cfg.Postgres, w.cfg.RegisterSecret, registerTimeout)
+	if err != nil {
+		// chaos worker checked the DSN before the worker started.
+		w.log.Error("postgres", "err", err)
+		return w.reg
+	}
+	if err := pg.Connect(context.Background()); err != nil {
+		// The first request connects again, and says why if it fails.
+		w.log.Warn("postgres: no connection yet", "err", err)
+	}
+	return pg
+}
+
+// resource is the fenced resource of the lock workload: the register's
+// client or pgfence's, which speak the same requests and replies. Their
+// errors are classified by register.IsDefinite (pgfence's never are).
+type resource interface {
+	Read(ctx context.Context, req register.ReadRequest) (register.Reply, error)
+	Write(ctx context.Context, req register.WriteRequest) (register.Reply, error)
 }
 
 // translate turns a subject's events into protocol lines, in order, until
@@ -422,7 +458,7 @@ func (w *worker) read(ctx context.Context, req Request) Message {
 		return Message{Type: Fail, Error: "not holding " + req.Key}
 	}
 	tok := g.Token
-	rep, err := w.reg.Read(ctx, register.ReadRequest{Key: req.Key, Token: &tok, Process: w.cfg.Process, PID: w.pid})
+	rep, err := w.res.Read(ctx, register.ReadRequest{Key: req.Key, Token: &tok, Process: w.cfg.Process, PID: w.pid})
 	return registerReply(rep, err, tok, nil)
 }
 
@@ -438,7 +474,7 @@ func (w *worker) write(ctx context.Context, req Request) Message {
 	if req.WorkMS > 0 && !ctxsleep.Sleep(ctx, time.Duration(req.WorkMS)*time.Millisecond) {
 		return Message{Type: Fail, Token: ptr(tok), Error: "write: cancelled during work: " + ctx.Err().Error()}
 	}
-	rep, err := w.reg.Write(ctx, register.WriteRequest{Key: req.Key, Value: *req.Value, Token: &tok, Process: w.cfg.Process, PID: w.pid})
+	rep, err := w.res.Write(ctx, register.WriteRequest{Key: req.Key, Value: *req.Value, Token: &tok, Process: w.cfg.Process, PID: w.pid})
 	return registerReply(rep, err, tok, req.Value)
 }
 

@@ -51,3 +51,25 @@ func TestACLFlag(t *testing.T) {
 		t.Errorf("--acl maybe: %v, want an error naming --acl", err)
 	}
 }
+
+// TestWorkerPostgresFlag: --postgres stands instead of --register, for
+// the lock workload, with a DSN pgx can parse; each misuse is refused
+// before the worker connects anywhere.
+func TestWorkerPostgresFlag(t *testing.T) {
+	dsn := "postgres://zkchaos@127.0.0.1:1/postgres?sslmode=disable"
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--postgres", dsn, "--register", "http://127.0.0.1:1"}, "--postgres and --register: give one"},
+		{[]string{"--postgres", dsn, "--workload", "config", "--recipe", "seed"}, "--postgres: only the lock workload"},
+		{[]string{"--postgres", "postgres://%zz"}, "--postgres: postgres DSN"},
+	}
+	for _, c := range cases {
+		var stderr bytes.Buffer
+		code := runWorker(context.Background(), append([]string{"--zk", "127.0.0.1:1"}, c.args...), strings.NewReader(""), io.Discard, &stderr)
+		if code != 255 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 255 and %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+}

@@ -62,6 +62,7 @@ func (p runParser) parse(args []string, stderr io.Writer) (runner.Config, progre
 	fs.DurationVar(&cfg.TimeLimit, "time-limit", cfg.TimeLimit, "how long the workload runs")
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", cfg.SessionTimeout, "ZooKeeper session timeout of each worker")
 	fs.StringVar(&cfg.Fencing, "fencing", cfg.Fencing, "register fencing: on, off or strict")
+	fs.StringVar(&cfg.Resource, "resource", cfg.Resource, "the fenced resource the locks protect: register (chaos register, HTTP) or postgres (PostgreSQL 15 started by the run, the seed's conditional UPDATE; lock workload, built-in recipes, as root)")
 	nem := fs.String("nemesis", strings.Join(cfg.Nemesis, ","), "comma-separated faults, one at a time, chosen at random from --seed (default: the workload's, for lock pause-holder, config pause-worker, election pause-app-leader): "+
 		strings.Join(nemesis.Names(), ", ")+" (partitions need --net netns; a fault the backend cannot perform is refused)")
 	fs.DurationVar(&cfg.NemesisInterval, "nemesis-interval", cfg.NemesisInterval, "quiet time before each fault after the first (a fault: quiet, start, hold for --pause, stop)")

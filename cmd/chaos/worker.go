@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/bench"
+	"github.com/zkchaos/zkchaos/pgfence"
 	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/worker"
@@ -33,6 +34,7 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	service := fs.String("service", recipes.ServiceZooKeeper, "lock service: "+recipes.ServiceZooKeeper+", "+recipes.ServiceRedis+" or "+recipes.ServiceEtcd+" (lock workload only)")
 	servers := fs.String("servers", "", "with --service redis|etcd: the service's servers, host:port,... (required there, instead of --zk)")
 	reg := fs.String("register", "", "register base URL, e.g. http://127.0.0.1:7000 (required)")
+	pg := fs.String("postgres", "", "PostgreSQL resource DSN, postgres://USER@HOST:PORT/DB (lock workload; instead of --register; password from "+register.SecretEnv+")")
 	process := fs.Int("process", 0, "logical process number (reported to the register)")
 	sessionTimeout := fs.Duration("session-timeout", 3*time.Second, "ZooKeeper session timeout")
 	workload := fs.String("workload", recipes.WorkloadLock, "workload: "+recipes.WorkloadLock+", "+recipes.WorkloadConfig+" or "+recipes.WorkloadElection)
@@ -41,7 +43,7 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	token := fs.String("token", recipes.TokenCzxid, "fencing token: czxid or seq")
 	root := fs.String("root", recipes.DefaultRoot, "persistent parent of the lock nodes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos worker (--zk HOST:PORT,... | --service redis|etcd --servers HOST:PORT,...) --register URL [--workload lock|config|election] [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
+		fmt.Fprintln(stderr, "usage: chaos worker (--zk HOST:PORT,... | --service redis|etcd --servers HOST:PORT,...) (--register URL | --postgres DSN) [--workload lock|config|election] [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -60,7 +62,18 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	// The config workload has no register; a lock worker cannot work
 	// without one.
-	needReg := *workload != recipes.WorkloadConfig
+	needReg := *workload != recipes.WorkloadConfig && *pg == ""
+	if *pg != "" {
+		if *workload != recipes.WorkloadLock {
+			return bad("--postgres: only the %s workload", recipes.WorkloadLock)
+		}
+		if *reg != "" {
+			return bad("--postgres and --register: give one")
+		}
+		if _, err := pgfence.ConnConfig(*pg, "", time.Second); err != nil {
+			return bad("--postgres: %v", err)
+		}
+	}
 	if u, err := url.Parse(*reg); (*reg == "" && needReg) || (*reg != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
 		return bad("--register must be an http(s) URL, got %q", *reg)
 	}
@@ -105,6 +118,7 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	err = worker.Run(ctx, worker.Config{
 		ZK:             addrs,
 		Register:       *reg,
+		Postgres:       *pg,
 		Process:        *process,
 		SessionTimeout: *sessionTimeout,
 		Workload:       *workload,
