@@ -28,6 +28,7 @@ import (
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/progress"
+	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/resources"
 	"github.com/zkchaos/zkchaos/store"
 	"github.com/zkchaos/zkchaos/subjects"
@@ -137,6 +138,10 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	if err := backend.Preflight(hard, cfg.Cluster, cfg.Image, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return nil, NotStarted{err}
 	}
+	// An ensemble the user runs must answer before anything is made.
+	if err := backend.Reach(hard, cfg.Cluster, cfg.ZK); err != nil {
+		return nil, NotStarted{err}
+	}
 	// The subject next (Curator's worker is compiled, kazoo's interpreter
 	// checked, on first use): one that cannot start is refused before
 	// anything of the run is made.
@@ -145,6 +150,13 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	}
 	t0 := time.Now()
 	runID := uuid.NewString()[:8]
+	// On an ensemble the run does not own, its znodes go under a subtree
+	// of its own (removed in teardown).
+	if cfg.RunRoot = backend.RunRoot(cfg.Cluster, runID); cfg.RunRoot != "" {
+		if wl, err = cfg.NewWorkload(); err != nil {
+			return nil, err
+		}
+	}
 	origin, logFlags, segment := t0, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0
 	var run *store.Run
 	if rs == nil {
@@ -265,6 +277,9 @@ type controller struct {
 	track         *progress.Tracker
 	resourcesSink func(resources.Sample)
 	reg           *registerProc
+	// zkAuth is the run's ZooKeeper identity (zero with --acl off), kept
+	// to remove the run's own subtree (Config.RunRoot) in teardown.
+	zkAuth        recipes.Auth
 	fleet         *fleet
 	ensembleReady time.Duration
 	// mon is the runbook monitor while the workload and the final phase
@@ -418,11 +433,15 @@ func (c *controller) setupNetwork(ctx context.Context) (string, error) {
 	ens, err := backend.Open(ctx, c.cfg.Cluster, backend.Options{
 		Nodes: c.cfg.Nodes, Dir: c.run.Path(store.ZKDir), TickTime: c.cfg.TickTime,
 		MaxSessionTimeout: 2 * c.cfg.SessionTimeout, NetMode: mode, RunID: c.runID,
-		ControllerPID: os.Getpid(), Image: c.cfg.Image, Env: c.env, Logger: c.log,
+		ControllerPID: os.Getpid(), Image: c.cfg.Image, Env: c.env, ZK: c.cfg.ZK, Logger: c.log,
 	})
 	c.ens, c.net, c.zk = ens, ens.Net, ens.Cluster
 	if err != nil {
 		return mode, err
+	}
+	if c.cfg.ZK != "" {
+		// The user's ensemble has as many servers as addresses given.
+		c.cfg.Nodes = len(c.zk.Nodes())
 	}
 	if c.net != nil {
 		if err := c.jan.Tell(janitor.Message{Slot: &c.net.Slot}); err != nil {
@@ -481,6 +500,7 @@ func (c *controller) startServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.zkAuth = sec.zk
 	reg, err := startRegister(ctx, pl, c.exe, c.env, sec, c.run.Path(store.ApplyLogFile), c.run.Path(store.RegisterLog), c.cfg.Fencing, c.cfg.Idempotency)
 	if err != nil {
 		return err
@@ -501,7 +521,14 @@ func (c *controller) startServices(ctx context.Context) error {
 	c.ensembleReady = time.Since(zkStart)
 	c.log.Info("ensemble ready", "backend", c.cfg.Cluster, "nodes", c.cfg.Nodes, "connect", zk.ConnectString(),
 		"took", c.ensembleReady.Round(time.Millisecond).String())
-	if err := prepareNodes(ctx, zk.ConnectString(), c.wl.Nodes(), sec.zk, c.log); err != nil {
+	open, nodes := splitRunRoot(c.wl.Nodes(), c.cfg.RunRoot)
+	if len(open) > 0 {
+		if err := prepareNodes(ctx, zk.ConnectString(), open, recipes.Auth{}, c.log); err != nil {
+			return err
+		}
+		c.log.Info("run's own subtree on the external ensemble", "root", c.cfg.RunRoot, "lock_root", c.cfg.lockRoot())
+	}
+	if err := prepareNodes(ctx, zk.ConnectString(), nodes, sec.zk, c.log); err != nil {
 		return err
 	}
 	if err := c.wl.Prepare(ctx, c); err != nil {
@@ -638,6 +665,11 @@ func (c *controller) teardown() {
 			t := time.Now()
 			c.reg.stop(5 * time.Second)
 			c.log.Info("register stopped", "took", time.Since(t).Round(time.Millisecond).String())
+		}
+		if c.zk != nil && c.cfg.RunRoot != "" {
+			if err := removeRunRoot(ctx, c.zk.ConnectString(), c.cfg.RunRoot, c.zkAuth, c.log); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if c.ens != nil {
 			if err := c.ens.Close(ctx); err != nil {

@@ -1,0 +1,139 @@
+package external
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkchaos/zkchaos/cluster/local"
+	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/proc"
+)
+
+// sentinel is a znode of the test's own, beside the runs' subtrees: no
+// run may touch it.
+const sentinel = "/zkchaos-test-sentinel"
+
+// ensemble starts three servers on 127.0.0.1 that answer srvr only (no
+// mntr, no cons: the runs' monitor and faults must live with a server
+// that refuses four-letter words), and returns their addresses and a
+// session to look at their data.
+func ensemble(t *testing.T) (addrs string, conn *zk.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, err := local.Launch(ctx, local.Config{Nodes: 3, Dir: filepath.Join(t.TempDir(), "zk"),
+		MaxSessionTimeout: 10 * time.Second, FourLetterWords: []string{"srvr"},
+		Env: proc.Env("test-external", os.Getpid())})
+	if err != nil {
+		t.Fatalf("start the test's ensemble: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(context.Background()); err != nil {
+			t.Errorf("stop the test's ensemble: %v", err)
+		}
+	})
+	conn, _, err = zk.Connect(strings.Split(c.ConnectString(), ","), 10*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	if _, err := conn.Create(sentinel, []byte("mine"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("create %s: %v", sentinel, err)
+	}
+	return c.ConnectString(), conn
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// runArgs are a short pause-holder run against addrs.
+func runArgs(addrs, fencing string, extra ...string) []string {
+	return append([]string{"--cluster", "external", "--zk", addrs, "--nemesis", "pause-holder", "--fencing", fencing,
+		"--time-limit", "12s", "--nemesis-interval", "2s", "--seed", "7", "--name", "external-" + fencing}, extra...)
+}
+
+// assertOnlyTestsLeft checks that the runs left nothing on the ensemble
+// but the empty /zkchaos parent, and that the test's znode is intact.
+func assertOnlyTestsLeft(t *testing.T, conn *zk.Conn, runID string) {
+	t.Helper()
+	if ok, _, err := conn.Exists("/zkchaos/" + runID); err != nil || ok {
+		t.Errorf("run %s's subtree /zkchaos/%s still exists (err %v)", runID, runID, err)
+	}
+	if kids, _, err := conn.Children("/zkchaos"); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Error(err)
+	} else if len(kids) > 0 {
+		t.Errorf("/zkchaos holds %v after the runs", kids)
+	}
+	data, _, err := conn.Get(sentinel)
+	if err != nil || string(data) != "mine" {
+		t.Errorf("the test's %s: %q, %v", sentinel, data, err)
+	}
+	root, _, err := conn.Children("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range root {
+		if n != "zookeeper" && n != "zkchaos" && n != strings.TrimPrefix(sentinel, "/") {
+			t.Errorf("znode /%s on the ensemble: not the test's, not /zkchaos", n)
+		}
+	}
+}
+
+func TestExternal(t *testing.T) {
+	chaostest.NeedEnsemble(t)
+	addrs, conn := ensemble(t)
+	results := t.TempDir()
+
+	t.Run("fenced valid", func(t *testing.T) {
+		r := chaostest.Run(t, results, runArgs(addrs, "on")...)
+		if r.Code != 0 {
+			t.Fatalf("fenced run exit %d, want 0 (valid)\n%s", r.Code, chaostest.Tail(r.Stderr, 30))
+		}
+		tf := chaostest.ReadTest(t, r.Dir)
+		assertOnlyTestsLeft(t, conn, tf.RunID)
+		chaostest.AssertNothingLeft(t, r.Dir)
+	})
+	t.Run("unfenced caught", func(t *testing.T) {
+		r := chaostest.Run(t, results, runArgs(addrs, "off")...)
+		if r.Code != 1 {
+			t.Fatalf("unfenced run exit %d, want 1 (invalid)\n%s", r.Code, chaostest.Tail(r.Stderr, 30))
+		}
+		tf := chaostest.ReadTest(t, r.Dir)
+		assertOnlyTestsLeft(t, conn, tf.RunID)
+		chaostest.AssertNothingLeft(t, r.Dir)
+	})
+	t.Run("server fault refused", func(t *testing.T) {
+		refused(t, "pause-zk: the external backend cannot pause a server", "--cluster", "external", "--zk", addrs, "--nemesis", "pause-zk")
+	})
+	t.Run("unreachable refused", func(t *testing.T) {
+		refused(t, "ZooKeeper at 127.0.0.1:1:", "--cluster", "external", "--zk", addrs+",127.0.0.1:1")
+	})
+}
+
+// refused runs chaos run with args and checks it exits 255 with want on
+// its first line of stderr, having made nothing.
+func refused(t *testing.T, want string, args ...string) {
+	t.Helper()
+	results := t.TempDir()
+	cmd, _, stderr := chaostest.Start(t, append([]string{"run", "--results", results}, args...)...)
+	err := cmd.Wait()
+	if code := chaostest.ExitOf(err); code != 255 {
+		t.Fatalf("exit %d, want 255\n%s", code, stderr)
+	}
+	first, _, _ := strings.Cut(stderr.String(), "\n")
+	if !strings.Contains(first, want) {
+		t.Errorf("first line %q lacks %q", first, want)
+	}
+	if ents, _ := os.ReadDir(results); len(ents) > 0 {
+		t.Errorf("a refused run made %d entries in its results folder", len(ents))
+	}
+	chaostest.AssertNothingStarted(t, cmd.Process.Pid)
+}
