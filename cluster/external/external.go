@@ -61,7 +61,7 @@ func ParseAddrs(s string) ([]string, error) {
 		out = append(out, a)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no address: give the ensemble's client addresses, host:port,...")
+		return nil, errors.New("no address: give the ensemble's client addresses as host:port, comma-separated")
 	}
 	return out, nil
 }

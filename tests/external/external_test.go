@@ -12,8 +12,10 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkchaos/zkchaos/cluster/local"
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/chaostest"
 	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/store"
 )
 
 // sentinel is a znode of the test's own, beside the runs' subtrees: no
@@ -97,18 +99,14 @@ func TestExternal(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("fenced run exit %d, want 0 (valid)\n%s", r.Code, chaostest.Tail(r.Stderr, 30))
 		}
-		tf := chaostest.ReadTest(t, r.Dir)
-		assertOnlyTestsLeft(t, conn, tf.RunID)
-		chaostest.AssertNothingLeft(t, r.Dir)
+		assertRun(t, r.Dir, conn)
 	})
 	t.Run("unfenced caught", func(t *testing.T) {
 		r := chaostest.Run(t, results, runArgs(addrs, "off")...)
 		if r.Code != 1 {
 			t.Fatalf("unfenced run exit %d, want 1 (invalid)\n%s", r.Code, chaostest.Tail(r.Stderr, 30))
 		}
-		tf := chaostest.ReadTest(t, r.Dir)
-		assertOnlyTestsLeft(t, conn, tf.RunID)
-		chaostest.AssertNothingLeft(t, r.Dir)
+		assertRun(t, r.Dir, conn)
 	})
 	t.Run("server fault refused", func(t *testing.T) {
 		refused(t, "pause-zk: the external backend cannot pause a server", "--cluster", "external", "--zk", addrs, "--nemesis", "pause-zk")
@@ -116,6 +114,40 @@ func TestExternal(t *testing.T) {
 	t.Run("unreachable refused", func(t *testing.T) {
 		refused(t, "ZooKeeper at 127.0.0.1:1:", "--cluster", "external", "--zk", addrs+",127.0.0.1:1")
 	})
+}
+
+// assertRun checks what a finished run against the ensemble did: its
+// pause-holder took effect, its workers went through the relays when it
+// had namespaces, its subtree was made and removed, and nothing of it is
+// left on the machine.
+func assertRun(t *testing.T, dir string, conn *zk.Conn) {
+	t.Helper()
+	tf := chaostest.ReadTest(t, dir)
+	log, err := os.ReadFile(filepath.Join(dir, store.LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"lock_root=/zkchaos/" + tf.RunID + "/locks/inventory", "run's znodes removed root=/zkchaos/" + tf.RunID}
+	if tf.NetMode == "netns" {
+		want = append(want, "relay for the workers")
+	}
+	for _, w := range want {
+		if !strings.Contains(string(log), w) {
+			t.Errorf("controller log lacks %q", w)
+		}
+	}
+	paused := 0
+	for _, op := range chaostest.FaultOps(t, dir) {
+		if op.F == history.FPause && op.Type == history.OK && op.Verified {
+			paused++
+		}
+	}
+	if paused == 0 {
+		t.Errorf("no verified pause of a holder in the history")
+	}
+	t.Logf("run %s (%s): %d holders paused", tf.RunID, tf.NetMode, paused)
+	assertOnlyTestsLeft(t, conn, tf.RunID)
+	chaostest.AssertNothingLeft(t, dir)
 }
 
 // refused runs chaos run with args and checks it exits 255 with want on
