@@ -527,6 +527,9 @@ func (c *controller) startServices(ctx context.Context) error {
 			return err
 		}
 		c.log.Info("run's own subtree on the external ensemble", "root", c.cfg.RunRoot, "lock_root", c.cfg.lockRoot())
+		if err := c.tellJanitorRunRoot(sec.zk); err != nil {
+			return err
+		}
 	}
 	if err := prepareNodes(ctx, zk.ConnectString(), nodes, sec.zk, c.log); err != nil {
 		return err

@@ -2,15 +2,11 @@ package runner
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"path"
 	"strings"
-	"time"
 
-	"github.com/go-zookeeper/zk"
-
+	"github.com/zkchaos/zkchaos/cluster/backend"
+	"github.com/zkchaos/zkchaos/janitor"
 	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/workloads"
 )
@@ -40,65 +36,30 @@ func splitRunRoot(nodes []workloads.Node, runRoot string) (open, rest []workload
 	return open, rest
 }
 
-// removeTimeout bounds the removal of a run's subtree.
-const removeTimeout = 20 * time.Second
-
-// removeRunRoot deletes the run's subtree, children first, on the
-// ensemble at connect, as the run's identity (auth) so the protected
-// nodes can go too. Ephemeral nodes of sessions not yet expired are
-// deleted like the others; a node added meanwhile makes a pass fail
-// "not empty" and the next one start over (three passes). RootBase
-// itself stays: another run may be about to add its subtree to it.
+// removeRunRoot deletes the run's subtree (Config.RunRoot), as the run's
+// identity, through the ensemble's addresses as the controller reaches
+// them.
 func removeRunRoot(ctx context.Context, connect, root string, auth recipes.Auth, log *slog.Logger) error {
 	if root == "" {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, removeTimeout)
-	defer cancel()
-	conn, _, err := zk.Connect(strings.Split(connect, ","), 10*time.Second, zk.WithLogger(zkQuiet{}))
+	n, err := backend.RemoveRunRoot(ctx, connect, root, auth)
 	if err != nil {
-		return fmt.Errorf("remove %s: connect: %w", root, err)
+		return err
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, conn.Close)
-	defer stop()
-	if auth.Enabled() {
-		if err := auth.Authenticate(ctx, conn); err != nil {
-			return fmt.Errorf("remove %s: %w", root, err)
-		}
-	}
-	for pass := 1; ; pass++ {
-		n, err := deleteTree(conn, root)
-		if err == nil {
-			log.Info("run's znodes removed", "root", root, "znodes", n)
-			return nil
-		}
-		if !errors.Is(err, zk.ErrNotEmpty) || pass == 3 || ctx.Err() != nil {
-			return fmt.Errorf("remove %s (left on the ensemble; remove it with zkCli.sh deleteall %s): %w", root, root, err)
-		}
-	}
+	log.Info("run's znodes removed", "root", root, "znodes", n)
+	return nil
 }
 
-// deleteTree deletes p and everything beneath it, children first, and
-// returns how many znodes it deleted; a node already gone is fine.
-func deleteTree(conn *zk.Conn, p string) (int, error) {
-	children, _, err := conn.Children(p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return 0, nil
+// tellJanitorRunRoot hands the janitor what it needs to remove the run's
+// subtree should the controller die: the user's own addresses (the
+// relays die with the controller), the root, and the run's identity,
+// which goes through the janitor's stdin pipe only (never a flag, a file
+// or a log line), as it goes to the workers through their environment.
+func (c *controller) tellJanitorRunRoot(auth recipes.Auth) error {
+	cred := ""
+	if auth.Enabled() {
+		cred = strings.TrimPrefix(auth.Env(), recipes.AuthEnv+"=")
 	}
-	if err != nil {
-		return 0, fmt.Errorf("list %s: %w", p, err)
-	}
-	n := 0
-	for _, c := range children {
-		k, err := deleteTree(conn, path.Join(p, c))
-		n += k
-		if err != nil {
-			return n, err
-		}
-	}
-	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return n, fmt.Errorf("delete %s: %w", p, err)
-	}
-	return n + 1, nil
+	return c.jan.Tell(janitor.Message{ZNodes: &janitor.ZNodes{ZK: c.cfg.ZK, Root: c.cfg.RunRoot, Auth: cred}})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/external"
 	"github.com/zkchaos/zkchaos/cluster/local"
 	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/recipes"
 )
 
 // The backends.
@@ -69,6 +70,12 @@ func RunRoot(name, runID string) string {
 		return external.RunRoot(runID)
 	}
 	return ""
+}
+
+// RemoveRunRoot removes a run's subtree (RunRoot) from the ensemble at
+// connect as auth, and says how many znodes went.
+func RemoveRunRoot(ctx context.Context, connect, root string, auth recipes.Auth) (int, error) {
+	return external.RemoveTree(ctx, connect, root, auth)
 }
 
 // Reach checks, before anything of a run is made, that an external

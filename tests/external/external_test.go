@@ -108,6 +108,9 @@ func TestExternal(t *testing.T) {
 		}
 		assertRun(t, r.Dir, conn)
 	})
+	t.Run("controller killed", func(t *testing.T) {
+		killed(t, conn, addrs)
+	})
 	t.Run("server fault refused", func(t *testing.T) {
 		refused(t, "pause-zk: the external backend cannot pause a server", "--cluster", "external", "--zk", addrs, "--nemesis", "pause-zk")
 	})
@@ -127,7 +130,7 @@ func assertRun(t *testing.T, dir string, conn *zk.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"lock_root=/zkchaos/" + tf.RunID + "/locks/inventory", "run's znodes removed root=/zkchaos/" + tf.RunID}
+	want := []string{"lock_root=/zkchaos/" + tf.RunID + "/locks/inventory", "root=/zkchaos/" + tf.RunID + " znodes="}
 	if tf.NetMode == "netns" {
 		want = append(want, "relay for the workers")
 	}
@@ -168,4 +171,44 @@ func refused(t *testing.T, want string, args ...string) {
 		t.Errorf("a refused run made %d entries in its results folder", len(ents))
 	}
 	chaostest.AssertNothingStarted(t, cmd.Process.Pid)
+}
+
+// killed SIGKILLs a controller while a holder is paused: its janitor,
+// told the run's subtree and identity, removes the subtree (protected
+// by the run's digest ACL) once it has swept the run's processes.
+func killed(t *testing.T, conn *zk.Conn, addrs string) {
+	results := t.TempDir()
+	cmd, _, se := chaostest.Start(t, append([]string{"run", "--results", results},
+		runArgs(addrs, "on", "--time-limit", "60s", "--name", "external-killed")...)...)
+	dir := chaostest.WaitForRun(t, results, se, "a paused holder", chaostest.PausedNow)
+	runID := chaostest.ReadTest(t, dir).RunID
+	root := "/zkchaos/" + runID
+	if ok, _, err := conn.Exists(root + "/locks/inventory/SKU-1"); err != nil || !ok {
+		t.Fatalf("%s/locks/inventory/SKU-1 missing mid-run (err %v)", root, err)
+	}
+	jan := chaostest.JanitorPID(runID)
+	if jan == 0 {
+		t.Fatal("janitor of the run not found")
+	}
+	start := time.Now()
+	chaostest.Crash(t, cmd)
+	for proc.Alive(jan) && time.Since(start) < 60*time.Second {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if proc.Alive(jan) {
+		t.Fatalf("janitor %d still running 60 s after the controller died", jan)
+	}
+	jlog, _ := os.ReadFile(filepath.Join(dir, store.JanitorLog))
+	removed := ""
+	for _, l := range strings.Split(string(jlog), "\n") {
+		if strings.Contains(l, "the run's znodes removed") {
+			removed = l
+		}
+	}
+	if removed == "" {
+		t.Errorf("janitor log says no removal of the run's znodes:\n%s", jlog)
+	}
+	t.Logf("janitor done %s after the controller's death: %s", time.Since(start).Round(time.Millisecond), removed)
+	assertOnlyTestsLeft(t, conn, runID)
+	chaostest.AssertNothingLeft(t, dir)
 }
