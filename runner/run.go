@@ -523,10 +523,12 @@ func (c *controller) startServices(ctx context.Context) error {
 		"took", c.ensembleReady.Round(time.Millisecond).String())
 	open, nodes := splitRunRoot(c.wl.Nodes(), c.cfg.RunRoot)
 	if len(open) > 0 {
-		if err := prepareNodes(ctx, zk.ConnectString(), open, recipes.Auth{}, c.log); err != nil {
+		// World-open whatever --acl says (runroot.go), so not logged as
+		// "--acl off" by prepareNodes.
+		if err := prepareNodes(ctx, zk.ConnectString(), open, recipes.Auth{}, slog.New(slog.DiscardHandler)); err != nil {
 			return err
 		}
-		c.log.Info("run's own subtree on the external ensemble", "root", c.cfg.RunRoot, "lock_root", c.cfg.lockRoot())
+		c.log.Info("run's own subtree on the external ensemble", "root", c.cfg.RunRoot, "acl", "world:anyone:cdrwa", "lock_root", c.cfg.lockRoot())
 		if err := c.tellJanitorRunRoot(sec.zk); err != nil {
 			return err
 		}
