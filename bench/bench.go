@@ -87,6 +87,9 @@ func (c Config) Validate() error {
 	if err := backend.Validate(c.Cluster, c.netMode()); err != nil {
 		return fmt.Errorf("--cluster: %w", err)
 	}
+	if c.Cluster == backend.External {
+		return fmt.Errorf("--cluster %s: chaos bench measures an ensemble of its own: local or docker", c.Cluster)
+	}
 	for _, s := range c.Subjects {
 		if err := subjects.Validate(s); err != nil {
 			return fmt.Errorf("--subjects: %w", err)

@@ -26,8 +26,10 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster/docker"
+	"github.com/zkchaos/zkchaos/cluster/external"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/recipes"
 )
 
 // Message is one line the controller writes to the janitor.
@@ -37,6 +39,20 @@ type Message struct {
 	// Done says the controller tore down by itself; the janitor sweeps once
 	// more (idempotent) and exits.
 	Done bool `json:"done,omitempty"`
+	// ZNodes is the run's own subtree on an ensemble it does not own
+	// (--cluster external): removed by the janitor if the controller dies
+	// without saying done.
+	ZNodes *ZNodes `json:"znodes,omitempty"`
+}
+
+// ZNodes is what removing a run's subtree takes.
+type ZNodes struct {
+	// ZK is the ensemble's addresses as the user gave them.
+	ZK   string `json:"zk"`
+	Root string `json:"root"`
+	// Auth is the run's identity (recipes.AuthEnv's value form), "" with
+	// --acl off. It travels on the janitor's stdin only.
+	Auth string `json:"auth,omitempty"`
 }
 
 // sweepTimeout bounds the janitor's final sweep.
@@ -46,12 +62,14 @@ const sweepTimeout = 2 * time.Minute
 // when the sweep is done.
 func Serve(ctx context.Context, run string, in io.Reader, log *slog.Logger) error {
 	var slots []int
+	var zn *ZNodes
 	sc := bufio.NewScanner(in)
 	done := false
 	for sc.Scan() {
 		var m Message
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			log.Warn("janitor: bad message", "line", sc.Text(), "err", err)
+			// Not the line: it may hold the run's identity.
+			log.Warn("janitor: bad message", "bytes", len(sc.Bytes()), "err", err)
 			continue
 		}
 		if m.Slot != nil {
@@ -61,6 +79,10 @@ func Serve(ctx context.Context, run string, in io.Reader, log *slog.Logger) erro
 		if m.Done {
 			done = true
 		}
+		if m.ZNodes != nil {
+			zn = m.ZNodes
+			log.Info("janitor: watching the run's znodes", "root", zn.Root, "zk", zn.ZK)
+		}
 	}
 	if !done {
 		log.Warn("janitor: controller gone without saying done; sweeping the run", "run", run)
@@ -69,7 +91,29 @@ func Serve(ctx context.Context, run string, in io.Reader, log *slog.Logger) erro
 	// janitor forever; what it could not sweep is chaos cleanup's.
 	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
-	return Sweep(ctx, run, slots, log)
+	err := Sweep(ctx, run, slots, log)
+	if !done && zn != nil {
+		// After the sweep: the workers are gone and add nothing more.
+		err = errors.Join(err, removeZNodes(ctx, zn, log))
+	}
+	return err
+}
+
+// removeZNodes removes the run's subtree from the user's ensemble, which
+// only the janitor can still do once the controller is dead (chaos
+// cleanup knows neither the address nor the run's identity).
+func removeZNodes(ctx context.Context, zn *ZNodes, log *slog.Logger) error {
+	auth, err := recipes.ParseAuth(zn.Auth)
+	if err != nil {
+		return fmt.Errorf("janitor: the run's znodes: %w", err)
+	}
+	n, err := external.RemoveTree(ctx, zn.ZK, zn.Root, auth)
+	if err != nil {
+		log.Error("janitor: the run's znodes", "root", zn.Root, "err", err)
+		return fmt.Errorf("janitor: %w", err)
+	}
+	log.Info("janitor: the run's znodes removed", "root", zn.Root, "znodes", n)
+	return nil
 }
 
 // Sweep resumes and kills every process of the run, removes its Docker

@@ -172,4 +172,4 @@ func (zkQuiet) Printf(string, ...any) {}
 
 // LockRoot is the persistent parent of the run's locks, for the
 // rogue-client fault (nemesis.LockTree).
-func (f *fleet) LockRoot() string { return f.cfg.LockRoot }
+func (f *fleet) LockRoot() string { return f.cfg.lockRoot() }

@@ -147,7 +147,7 @@ func (f *fleet) Holders() []nemesis.Holder {
 // spawn starts a worker process for a logical process id.
 func (f *fleet) spawn(ctx context.Context, process int) (*live, error) {
 	prog, args, err := subjects.Command(f.exe, f.cfg.Recipe, subjects.Flags{Workload: f.cfg.workerWorkload(), Service: f.cfg.serviceFlag(), ZK: f.zk, Register: f.reg, Postgres: f.pg,
-		Process: process, SessionTimeout: f.cfg.SessionTimeout, Token: f.cfg.Token, Root: f.cfg.LockRoot})
+		Process: process, SessionTimeout: f.cfg.SessionTimeout, Token: f.cfg.Token, Root: f.cfg.lockRoot()})
 	if err != nil {
 		return nil, err
 	}

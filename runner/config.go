@@ -77,6 +77,13 @@ type Config struct {
 	// missing default image (an error instead). Images are never pulled.
 	Image   string `json:"image,omitempty"`
 	NoBuild bool   `json:"no_build,omitempty"`
+	// ZK is the external backend's ensemble: its client addresses,
+	// host:port,... (--zk; only with --cluster external).
+	ZK string `json:"zk,omitempty"`
+	// RunRoot is the run's own subtree on an external ensemble
+	// (/zkchaos/<run id>, set when the run starts): the lock root goes
+	// beneath it and the run removes it at its end. "" otherwise.
+	RunRoot string `json:"run_root,omitempty"`
 	// Net is auto (namespaces when root), netns or loopback.
 	Net  string   `json:"net"`
 	Gate []string `json:"gate"`
@@ -224,8 +231,12 @@ func (c Config) workerWorkload() string {
 // NewWorkload builds the run's workload from its settings.
 func (c Config) NewWorkload() (workloads.Workload, error) {
 	return workloads.New(c.Workload, workloads.Settings{Workers: c.Workers, Keys: c.Keys, Hold: c.Hold, Think: c.Think,
-		AcquireTimeout: c.AcquireTimeout, LockRoot: c.LockRoot, SessionTimeout: c.SessionTimeout, Admins: c.Admins, Tasks: c.Tasks})
+		AcquireTimeout: c.AcquireTimeout, LockRoot: c.lockRoot(), SessionTimeout: c.SessionTimeout, Admins: c.Admins, Tasks: c.Tasks})
 }
+
+// lockRoot is where the run's locks live: --lock-root, beneath the run's
+// own subtree on an external ensemble.
+func (c Config) lockRoot() string { return c.RunRoot + c.LockRoot }
 
 // Caps is what the run will be able to do, by its backend and network
 // mode, for validating its faults before anything starts.
@@ -344,6 +355,12 @@ func (c Config) Validate() error {
 	clusterErr := backend.Validate(c.Cluster, c.NetMode())
 	if netOK && clusterErr != nil {
 		errs = append(errs, fmt.Errorf("--cluster: %w", clusterErr))
+	}
+	if err := backend.CheckZK(c.Cluster, c.ZK); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Cluster == backend.External && c.Workload != workloads.LockName {
+		bad("--workload %s: not with --cluster external: its znodes are at fixed paths outside the run's own subtree (%s), on an ensemble that is not the harness's to write at will; the lock workload's root goes under that subtree", c.Workload, backend.RunRoot(backend.External, "<run id>"))
 	}
 	if c.Image != "" && c.Cluster != backend.Docker {
 		bad("--image %s: only with --cluster docker", c.Image)

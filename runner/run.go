@@ -28,6 +28,7 @@ import (
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/proc"
 	"github.com/zkchaos/zkchaos/progress"
+	"github.com/zkchaos/zkchaos/recipes"
 	"github.com/zkchaos/zkchaos/resources"
 	"github.com/zkchaos/zkchaos/store"
 	"github.com/zkchaos/zkchaos/subjects"
@@ -137,6 +138,10 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	if err := backend.Preflight(hard, cfg.Cluster, cfg.service(), cfg.Image, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return nil, NotStarted{err}
 	}
+	// An ensemble the user runs must answer before anything is made.
+	if err := backend.Reach(hard, cfg.Cluster, cfg.ZK); err != nil {
+		return nil, NotStarted{err}
+	}
 	// The subject next (Curator's worker is compiled, kazoo's interpreter
 	// checked, on first use): one that cannot start is refused before
 	// anything of the run is made.
@@ -145,6 +150,13 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	}
 	t0 := time.Now()
 	runID := uuid.NewString()[:8]
+	// On an ensemble the run does not own, its znodes go under a subtree
+	// of its own (removed in teardown).
+	if cfg.RunRoot = backend.RunRoot(cfg.Cluster, runID); cfg.RunRoot != "" {
+		if wl, err = cfg.NewWorkload(); err != nil {
+			return nil, err
+		}
+	}
 	origin, logFlags, segment := t0, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0
 	var run *store.Run
 	if rs == nil {
@@ -267,8 +279,11 @@ type controller struct {
 	// res is the run's fenced resource (--resource); reg is it when it
 	// is the register (the election's task table and the lost-reply
 	// fault are the register's alone), else nil.
-	res           fencedResource
-	reg           *registerProc
+	res fencedResource
+	reg *registerProc
+	// zkAuth is the run's ZooKeeper identity (zero with --acl off), kept
+	// to remove the run's own subtree (Config.RunRoot) in teardown.
+	zkAuth        recipes.Auth
 	fleet         *fleet
 	ensembleReady time.Duration
 	// mon is the runbook monitor while the workload and the final phase
@@ -423,11 +438,15 @@ func (c *controller) setupNetwork(ctx context.Context) (string, error) {
 	ens, err := backend.Open(ctx, c.cfg.Cluster, backend.Options{
 		Service: c.cfg.service(), Nodes: c.cfg.Nodes, Dir: c.run.Path(store.ZKDir), TickTime: c.cfg.TickTime,
 		MaxSessionTimeout: 2 * c.cfg.SessionTimeout, NetMode: mode, RunID: c.runID,
-		ControllerPID: os.Getpid(), Image: c.cfg.Image, Env: c.env, Logger: c.log,
+		ControllerPID: os.Getpid(), Image: c.cfg.Image, Env: c.env, ZK: c.cfg.ZK, Logger: c.log,
 	})
 	c.ens, c.net, c.zk = ens, ens.Net, ens.Cluster
 	if err != nil {
 		return mode, err
+	}
+	if c.cfg.ZK != "" {
+		// The user's ensemble has as many servers as addresses given.
+		c.cfg.Nodes = len(c.zk.Nodes())
 	}
 	if c.net != nil {
 		if err := c.jan.Tell(janitor.Message{Slot: &c.net.Slot}); err != nil {
@@ -486,6 +505,7 @@ func (c *controller) startServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.zkAuth = sec.zk
 	if err := c.startResource(ctx, pl, sec); err != nil {
 		return err
 	}
@@ -504,7 +524,19 @@ func (c *controller) startServices(ctx context.Context) error {
 	c.log.Info("ensemble ready", "service", c.cfg.service(), "backend", c.cfg.Cluster, "nodes", c.cfg.Nodes, "connect", zk.ConnectString(),
 		"took", c.ensembleReady.Round(time.Millisecond).String())
 	if c.cfg.zooKeeper() {
-		if err := prepareNodes(ctx, zk.ConnectString(), c.wl.Nodes(), sec.zk, c.log); err != nil {
+		open, nodes := splitRunRoot(c.wl.Nodes(), c.cfg.RunRoot)
+		if len(open) > 0 {
+			// World-open whatever --acl says (runroot.go), so not logged as
+			// "--acl off" by prepareNodes.
+			if err := prepareNodes(ctx, zk.ConnectString(), open, recipes.Auth{}, slog.New(slog.DiscardHandler)); err != nil {
+				return err
+			}
+			c.log.Info("run's own subtree on the external ensemble", "root", c.cfg.RunRoot, "acl", "world:anyone:cdrwa", "lock_root", c.cfg.lockRoot())
+			if err := c.tellJanitorRunRoot(sec.zk); err != nil {
+				return err
+			}
+		}
+		if err := prepareNodes(ctx, zk.ConnectString(), nodes, sec.zk, c.log); err != nil {
 			return err
 		}
 	}
@@ -688,6 +720,11 @@ func (c *controller) teardown() {
 				errs = append(errs, err)
 			}
 			c.log.Info("fenced resource stopped", "resource", c.cfg.Resource, "took", time.Since(t).Round(time.Millisecond).String())
+		}
+		if c.zk != nil && c.cfg.RunRoot != "" {
+			if err := removeRunRoot(ctx, c.zk.ConnectString(), c.cfg.RunRoot, c.zkAuth, c.log); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if c.ens != nil {
 			if err := c.ens.Close(ctx); err != nil {

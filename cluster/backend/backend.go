@@ -1,5 +1,5 @@
 // Package backend chooses the ensemble's backend for a run by name
-// (--cluster local|docker): what it can do, checked before anything
+// (--cluster local|docker|external): what it can do, checked before anything
 // starts; what it needs on this machine; and the ensemble it makes, with
 // the network the run's own processes (workers, the register) join. It is
 // the one place that knows every backend, so runner/ and nemesis/ know
@@ -20,8 +20,10 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/docker"
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
 	"github.com/zkchaos/zkchaos/cluster/docker/image"
+	"github.com/zkchaos/zkchaos/cluster/external"
 	"github.com/zkchaos/zkchaos/cluster/local"
 	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/recipes"
 )
 
 // The backends.
@@ -32,10 +34,66 @@ const (
 	// Docker runs each server in a container of the image `chaos image
 	// build` makes, on a Docker network of the run.
 	Docker = "docker"
+	// External is an ensemble the user already runs (--zk), reached as a
+	// client only: no server fault, the run's znodes under a subtree of
+	// its own.
+	External = external.Name
 )
 
 // Names lists the --cluster values.
-func Names() []string { return []string{Local, Docker} }
+func Names() []string { return []string{Local, Docker, External} }
+
+// CheckZK checks --zk against the backend: required with external (and
+// every address host:port), refused with the others, which make their
+// own ensemble.
+func CheckZK(name, zk string) error {
+	if name != External {
+		if strings.TrimSpace(zk) != "" {
+			return fmt.Errorf("--zk %s: only with --cluster external (the %s backend makes its own ensemble)", zk, name)
+		}
+		return nil
+	}
+	if strings.TrimSpace(zk) == "" {
+		return errors.New("--cluster external needs --zk host:port,... (the client addresses of the ensemble to test)")
+	}
+	if _, err := external.ParseAddrs(zk); err != nil {
+		return fmt.Errorf("--zk: %w", err)
+	}
+	return nil
+}
+
+// RunRoot is the subtree a run with the named backend keeps its znodes
+// under: its own on an external ensemble, shared with nobody; "" for the
+// backends whose ensemble is the run's alone.
+func RunRoot(name, runID string) string {
+	if name == External {
+		return external.RunRoot(runID)
+	}
+	return ""
+}
+
+// RemoveRunRoot removes a run's subtree (RunRoot) from the ensemble at
+// connect as auth, and says how many znodes went.
+func RemoveRunRoot(ctx context.Context, connect, root string, auth recipes.Auth) (int, error) {
+	return external.RemoveTree(ctx, connect, root, auth)
+}
+
+// Reach checks, before anything of a run is made, that an external
+// ensemble answers at every address of zk (a no-op for the backends that
+// make their own).
+func Reach(ctx context.Context, name, zk string) error {
+	if name != External {
+		return nil
+	}
+	addrs, err := external.ParseAddrs(zk)
+	if err != nil {
+		return fmt.Errorf("--zk: %w", err)
+	}
+	if err := external.Probe(ctx, addrs); err != nil {
+		return fmt.Errorf("--cluster external: unreachable: %w", err)
+	}
+	return nil
+}
 
 // The lock services (--service): the ZooKeeper ensemble, and the other
 // services a run may test locks on instead (issue 13).
@@ -88,8 +146,11 @@ func Validate(name, netMode string) error {
 // with (netns true) or without network namespaces, known before anything
 // is made so a fault it lacks is refused at validation.
 func Capabilities(name string, netns bool) cluster.Capabilities {
-	if name == Docker {
+	switch name {
+	case Docker:
 		return docker.Capabilities()
+	case External:
+		return external.Capabilities()
 	}
 	return local.Capabilities(netns)
 }
@@ -163,7 +224,9 @@ type Options struct {
 	// Image is the docker backend's image ("" = this machine's default).
 	Image string
 	// Env tags the local JVMs with the run (proc.Env).
-	Env    []string
+	Env []string
+	// ZK is the external backend's --zk.
+	ZK     string
 	Logger *slog.Logger
 }
 
@@ -217,6 +280,8 @@ func Open(ctx context.Context, name string, o Options) (*Ensemble, error) {
 		return e, openLocal(ctx, e, o)
 	case Docker:
 		return e, openDocker(ctx, e, o)
+	case External:
+		return e, openExternal(ctx, e, o)
 	}
 	return e, fmt.Errorf("unknown backend %q", name)
 }
@@ -256,5 +321,30 @@ func openDocker(ctx context.Context, e *Ensemble, o Options) error {
 		return fmt.Errorf("attach run network to docker network %s: %w", nw.Name, err)
 	}
 	e.Net = n
+	return nil
+}
+
+// openExternal claims a netns slot (netns mode) for the run's own
+// processes and puts a relay per server on its gateway (see
+// cluster/external/relay.go); in loopback mode the processes dial the
+// user's addresses themselves.
+func openExternal(ctx context.Context, e *Ensemble, o Options) error {
+	addrs, err := external.ParseAddrs(o.ZK)
+	if err != nil {
+		return fmt.Errorf("--zk: %w", err)
+	}
+	relay := ""
+	if o.NetMode == "netns" {
+		n, err := netns.Create(ctx, o.RunID, o.ControllerPID, o.Logger)
+		if err != nil {
+			return fmt.Errorf("create run network: %w", err)
+		}
+		e.Net, relay = n, n.Gateway
+	}
+	c, err := external.New(external.Config{Addrs: addrs, RelayHost: relay, Logger: o.Logger})
+	if err != nil {
+		return fmt.Errorf("prepare ensemble: %w", err)
+	}
+	e.Cluster = c
 	return nil
 }
