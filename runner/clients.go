@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -58,6 +59,11 @@ type fleet struct {
 	// target reported when the target exits (SessionState).
 	exited  []exitedStates
 	spawned int
+
+	// firstTries counts the slots that have not yet tried to start their
+	// first worker; tried is closed when none is left (waitFirstTries).
+	firstTries atomic.Int32
+	tried      chan struct{}
 }
 
 // maxExited bounds fleet.exited: a fault verifies its target within
@@ -111,7 +117,12 @@ type slot struct {
 }
 
 func newFleet(cfg Config, exe string, env []string, zk, reg string, pl placement, run *store.Run, hist history.Recorder, log *slog.Logger, hardCtx context.Context, fail func(error)) *fleet {
-	f := &fleet{cfg: cfg, exe: exe, env: env, zk: zk, reg: reg, pl: pl, run: run, hist: hist, log: log, hardCtx: hardCtx, fail: fail}
+	f := &fleet{cfg: cfg, exe: exe, env: env, zk: zk, reg: reg, pl: pl, run: run, hist: hist, log: log, hardCtx: hardCtx, fail: fail,
+		tried: make(chan struct{})}
+	f.firstTries.Store(int32(cfg.Workers))
+	if cfg.Workers <= 0 {
+		close(f.tried)
+	}
 	for i := 0; i < cfg.Workers; i++ {
 		f.slots = append(f.slots, &slot{f: f, index: i, process: i})
 	}
@@ -320,9 +331,14 @@ func valueOf(m worker.Message) *history.Value {
 
 // loop is one logical client: critical sections until gen ends.
 func (s *slot) loop(gen context.Context, wl workloads.Workload, r *rand.Rand) {
+	first := true
 	for gen.Err() == nil {
 		if s.cur == nil {
 			l, err := s.f.spawn(s.f.hardCtx, s.process)
+			if first {
+				first = false
+				s.f.firstTried()
+			}
 			if err != nil {
 				s.f.log.Warn("cannot start worker; retrying", "process", s.process, "err", err)
 				ctxsleep.Sleep(gen, time.Second)
@@ -333,6 +349,26 @@ func (s *slot) loop(gen context.Context, wl workloads.Workload, r *rand.Rand) {
 			s.mu.Unlock()
 		}
 		wl.Step(gen, s, r)
+	}
+}
+
+// firstTried counts a slot's first attempt to start a worker, whatever
+// its outcome.
+func (f *fleet) firstTried() {
+	if f.firstTries.Add(-1) == 0 {
+		close(f.tried)
+	}
+}
+
+// waitFirstTries returns once every slot has tried to start its first
+// worker, or ctx ends. The nemesis waits for it: a fault injected while
+// the workers are still connecting (a paused majority takes every new
+// session with it) leaves a run with no client, which proves nothing; a
+// slot whose first start failed does not hold it up.
+func (f *fleet) waitFirstTries(ctx context.Context) {
+	select {
+	case <-f.tried:
+	case <-ctx.Done():
 	}
 }
 

@@ -416,3 +416,24 @@ func TestUnwritableFolderFails(t *testing.T) {
 		t.Fatalf("failures with a worker log on /dev/full: %v", fails)
 	}
 }
+
+// TestWaitFirstTries: the nemesis' wait returns once every slot has tried
+// its first start (a failed try counts), or when its context ends.
+func TestWaitFirstTries(t *testing.T) {
+	tf := newTestFleet(t, fakeworker.Script{}, history.NewMemory(), func(c *Config) { c.Workers = 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	tf.firstTried()
+	tf.waitFirstTries(ctx)
+	if ctx.Err() == nil {
+		t.Fatal("returned after one of two slots tried")
+	}
+	tf.firstTried()
+	done := make(chan struct{})
+	go func() { tf.waitFirstTries(context.Background()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting after both slots tried")
+	}
+}

@@ -626,6 +626,9 @@ func (c *controller) workload(ctx context.Context) {
 	go func() {
 		defer close(nemDone)
 		if nem != nil {
+			waited := time.Now()
+			c.fleet.waitFirstTries(gen)
+			c.log.Info("nemesis: the workers have started; the first fault's clock starts", "waited", time.Since(waited).Round(time.Millisecond).String())
 			if err := nem.Run(gen); err != nil {
 				c.log.Error("nemesis", "err", err)
 			}
