@@ -42,6 +42,12 @@ func Resources(v lockview.View, samples []resources.Sample, kind ResourceKind) (
 
 func resourcesFrame(v lockview.View, samples []resources.Sample, kind ResourceKind) (*frame, error) {
 	title, yLabel, series := resourceFigure(samples, kind)
+	// The clock runs to the last sample when the history stops before it
+	// (a soak killed while its workers were still starting left samples
+	// and hardly any history): every sample taken is shown.
+	for _, s := range samples {
+		v.End = max(v.End, s.TimeNS)
+	}
 	fr := timeFigure(v, title, yLabel, false)
 	fr.p.Y.Min = 0
 	var kept []resources.Sample

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/chaostest"
 	"github.com/zkchaos/zkchaos/store"
 )
@@ -67,6 +68,23 @@ type sample struct {
 		Znodes    *int64 `json:"znode_count"`
 		DataBytes int64  `json:"data_bytes"`
 	} `json:"servers"`
+}
+
+// firstClientOp is the run-clock time of the first operation a worker
+// invoked: from then on a worker is alive.
+func firstClientOp(t *testing.T, dir string) int64 {
+	t.Helper()
+	h, err := history.ReadFile(filepath.Join(dir, store.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range h.Events {
+		if e.Process >= 0 && e.Type == history.Invoke {
+			return e.Time
+		}
+	}
+	t.Fatal("no client operation in the history")
+	return 0
 }
 
 func readSamples(t *testing.T, dir string) []sample {
@@ -133,6 +151,7 @@ func TestSoakServesSamplesAndReports(t *testing.T) {
 	}
 	dir := chaostest.LatestRun(results)
 	samples := readSamples(t, dir)
+	firstOp := firstClientOp(t, dir)
 	if len(samples) < 15 {
 		t.Errorf("%d resource samples in a 20 s workload at 1 s, want at least 15", len(samples))
 	}
@@ -150,8 +169,9 @@ func TestSoakServesSamplesAndReports(t *testing.T) {
 				t.Errorf("sample %d: %s RSS %d bytes, %d open files: implausible", i, p.Role, p.RSS, p.OpenFiles)
 			}
 		}
-		// The first sample may come before the first worker has started.
-		if roles["controller"] != 1 || roles["zookeeper"] != 3 || (i > 1 && roles["worker"] < 1) {
+		// A sample before the first client operation may come before
+		// any worker has started (a worker takes 0.2-1 s to start).
+		if roles["controller"] != 1 || roles["zookeeper"] != 3 || (s.TimeNS > firstOp && roles["worker"] < 1) {
 			t.Errorf("sample %d: processes by role %v; want 1 controller, 3 zookeeper, workers", i, roles)
 		}
 		for _, sv := range s.Servers {
