@@ -39,7 +39,7 @@ func TestBadInputStartsNothing(t *testing.T) {
 		{"time limit not a duration", []string{"--time-limit", "abc"}, `invalid value "abc" for flag -time-limit`},
 		{"unknown flag", []string{"--no-such-flag", "--nemesis", "none", "--time-limit", "2s"}, "flag provided but not defined: -no-such-flag"},
 		{"extra argument", []string{"extra", "--nemesis", "none", "--time-limit", "2s"}, "unexpected arguments: extra"},
-		{"unknown backend", []string{"--cluster", "vm", "--nemesis", "none", "--time-limit", "2s"}, `--cluster: unknown backend "vm" (known: local, docker)`},
+		{"unknown backend", []string{"--cluster", "vm", "--nemesis", "none", "--time-limit", "2s"}, `--cluster: unknown backend "vm" (known: local, docker, external)`},
 		{"image without docker", []string{"--image", "x:y", "--nemesis", "none", "--time-limit", "2s"}, "--image x:y: only with --cluster docker"},
 		{"results folder that cannot be created", []string{"--results", "/proc/forbidden", "--nemesis", "none", "--time-limit", "2s"},
 			"--results /proc/forbidden: cannot create a folder in /proc"},
