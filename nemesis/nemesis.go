@@ -292,10 +292,19 @@ func (s *Scheduler) Faults() []string { return slices.Clone(s.names) }
 // Run injects faults until ctx ends, then undoes what is still in effect.
 // The choice among several faults comes from the run's seeded source, so
 // a seed repeats its schedule as far as timing allows.
+//
+// A fault after the first is not started when ctx's deadline (the
+// workload's end) comes before its hold would end: it would be cut short
+// and recorded unverified, though nothing failed but the clock. The first
+// always starts, so a run with faults has one.
 func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.finish(ctx)
-	for quiet := s.cfg.Schedule.First; ; quiet = s.cfg.Schedule.Quiet {
+	for quiet, first := s.cfg.Schedule.First, true; ; quiet, first = s.cfg.Schedule.Quiet, false {
 		if !ctxsleep.Sleep(ctx, quiet) {
+			return nil
+		}
+		if d, ok := ctx.Deadline(); ok && !first && time.Until(d) < s.cfg.Schedule.Hold {
+			<-ctx.Done()
 			return nil
 		}
 		i := s.cfg.Env.Rand.IntN(len(s.faults))
