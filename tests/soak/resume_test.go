@@ -44,11 +44,7 @@ func TestResumedSoak(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(d, store.HistoryFile))
 		return err == nil && strings.Count(string(b), "\n") >= 200
 	})
-	chaostest.Crash(t, cmd)
-	time.Sleep(2 * time.Second) // the janitor's sweep
-	if out, err := exec.Command(chaostest.Binary(t), "cleanup").CombinedOutput(); err != nil {
-		t.Fatalf("chaos cleanup: %v\n%s", err, out)
-	}
+	crashAndCleanUp(t, cmd)
 	first, err := history.ReadFile(filepath.Join(dir, store.HistoryFile))
 	if err != nil {
 		t.Fatal(err)

@@ -291,11 +291,7 @@ func TestKilledSoakIsChecked(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(d, store.ResourcesFile))
 		return err == nil && strings.Count(string(b), "\n") >= 3
 	})
-	chaostest.Crash(t, cmd)
-	time.Sleep(2 * time.Second) // the janitor's sweep
-	if out, err := exec.Command(chaostest.Binary(t), "cleanup").CombinedOutput(); err != nil {
-		t.Fatalf("chaos cleanup: %v\n%s", err, out)
-	}
+	crashAndCleanUp(t, cmd)
 	chaostest.AssertNothingLeft(t, dir)
 	code, out := chaostest.Check(t, dir)
 	t.Logf("chaos check of the killed soak: exit %d\n%s", code, chaostest.Tail(out, 1500))
@@ -308,5 +304,16 @@ func TestKilledSoakIsChecked(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join(dir, store.ReportFile))
 	if err != nil || !strings.Contains(string(page), "Controller RSS at each of") {
 		t.Errorf("report.html of the killed soak has no resource figure (%v)", err)
+	}
+}
+
+// crashAndCleanUp SIGKILLs a soak's controller, gives its janitor time to
+// sweep, and runs chaos cleanup, as a user would after a crash.
+func crashAndCleanUp(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	chaostest.Crash(t, cmd)
+	time.Sleep(2 * time.Second) // the janitor's sweep
+	if out, err := exec.Command(chaostest.Binary(t), "cleanup").CombinedOutput(); err != nil {
+		t.Fatalf("chaos cleanup: %v\n%s", err, out)
 	}
 }
