@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -145,15 +146,22 @@ func (s *Sweeper) RemoveContainers(ctx context.Context, runID string) ([]string,
 	if err != nil {
 		return nil, fmt.Errorf("docker cleanup of run %s: list containers: %w", runID, err)
 	}
+	// All at once: each removal waits on the engine (stop, log copy,
+	// delete), and the janitor's sweep after a controller's death is only
+	// as fast as the slowest container, not the sum of them.
+	lines := make([]string, len(cs.Items))
+	errs := make([]error, len(cs.Items))
+	var wg sync.WaitGroup
+	for i, c := range cs.Items {
+		wg.Go(func() {
+			lines[i], errs[i] = s.removeContainer(ctx, c.ID, containerName(c.Names, c.ID), c.State == "running", c.Labels[LabelLog])
+		})
+	}
+	wg.Wait()
 	var did []string
-	var errs []error
-	for _, c := range cs.Items {
-		line, err := s.removeContainer(ctx, c.ID, containerName(c.Names, c.ID), c.State == "running", c.Labels[LabelLog])
-		if line != "" {
-			did = append(did, line)
-		}
-		if err != nil {
-			errs = append(errs, err)
+	for _, l := range lines {
+		if l != "" {
+			did = append(did, l)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -62,3 +62,39 @@ func AssertNoDockerLeft(t *testing.T, runID string) {
 		}
 	}
 }
+
+// WaitNoneLeft waits until nothing of the run in dir is left, neither
+// on this machine (AssertNothingLeft's view) nor on the Docker engine,
+// or until bound has passed, and returns how long it waited. It judges
+// nothing: the asserts after it do, and say what is left.
+func WaitNoneLeft(t *testing.T, dir string, bound time.Duration) time.Duration {
+	t.Helper()
+	runID, slot := ReadTest(t, dir).RunID, RunSlot(dir)
+	start := time.Now()
+	for time.Since(start) < bound {
+		left, err := leftovers(runID, slot)
+		if err == nil && len(left) == 0 && !dockerHas(runID) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// dockerHas is whether the engine (if one answers) has anything
+// labelled with run runID; an engine that does not answer the listing
+// counts as having it, so a wait does not end on an error.
+func dockerHas(runID string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	runs, err := docker.Runs(ctx)
+	if err != nil {
+		return true
+	}
+	for _, r := range runs {
+		if r.ID == runID {
+			return true
+		}
+	}
+	return false
+}
