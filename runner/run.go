@@ -139,7 +139,7 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 		return nil, NotStarted{err}
 	}
 	// An ensemble the user runs must answer before anything is made.
-	if err := backend.Reach(hard, cfg.Cluster, cfg.ZK); err != nil {
+	if err := backend.Reach(hard, cfg.Cluster, cfg.ZK, cfg.SessionTimeout); err != nil {
 		return nil, NotStarted{err}
 	}
 	// The subject next (Curator's worker is compiled, kazoo's interpreter

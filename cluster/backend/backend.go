@@ -79,9 +79,10 @@ func RemoveRunRoot(ctx context.Context, connect, root string, auth recipes.Auth)
 }
 
 // Reach checks, before anything of a run is made, that an external
-// ensemble answers at every address of zk (a no-op for the backends that
-// make their own).
-func Reach(ctx context.Context, name, zk string) error {
+// ensemble answers at every address of zk and grants sessions of the
+// timeout the run asks for (a no-op for the backends that make their
+// own, whose servers the run configures for it).
+func Reach(ctx context.Context, name, zk string, session time.Duration) error {
 	if name != External {
 		return nil
 	}
@@ -91,6 +92,15 @@ func Reach(ctx context.Context, name, zk string) error {
 	}
 	if err := external.Probe(ctx, addrs); err != nil {
 		return fmt.Errorf("--cluster external: unreachable: %w", err)
+	}
+	granted, err := external.GrantedTimeout(ctx, addrs, session)
+	if err != nil {
+		return fmt.Errorf("--cluster external: %w", err)
+	}
+	if granted.Milliseconds() != session.Milliseconds() {
+		return fmt.Errorf("--session-timeout %s: the ensemble at %s grants %s instead (its minSessionTimeout..maxSessionTimeout): "+
+			"pauses and expiries would be timed against a session it does not give; use --session-timeout %s",
+			session, zk, granted, granted)
 	}
 	return nil
 }

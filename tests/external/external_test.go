@@ -114,6 +114,11 @@ func TestExternal(t *testing.T) {
 	t.Run("server fault refused", func(t *testing.T) {
 		refused(t, "pause-zk: the external backend cannot pause a server", "--cluster", "external", "--zk", addrs, "--nemesis", "pause-zk")
 	})
+	t.Run("session timeout the ensemble does not grant refused", func(t *testing.T) {
+		// The test's servers grant at most 10 s (MaxSessionTimeout above).
+		refused(t, "--session-timeout 15s: the ensemble at "+addrs+" grants 10s instead", "--cluster", "external", "--zk", addrs,
+			"--session-timeout", "15s", "--time-limit", "2m")
+	})
 	t.Run("unreachable refused", func(t *testing.T) {
 		refused(t, "ZooKeeper at 127.0.0.1:1:", "--cluster", "external", "--zk", addrs+",127.0.0.1:1")
 	})

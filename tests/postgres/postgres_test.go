@@ -30,7 +30,11 @@ func TestFencedValidUnfencedCaught(t *testing.T) {
 		code    int
 		dw      any
 		extra   []string
-	}{{"on", 0, true, nil}, {"off", 1, false, []string{"--stop-at-first"}}} {
+		// minEntries: the fenced run writes for its whole time limit;
+		// the unfenced one stops at its first double write, as early as
+		// a loaded machine lets it come (40 entries in one CI run).
+		minEntries int
+	}{{"on", 0, true, nil, 50}, {"off", 1, false, []string{"--stop-at-first"}, 10}} {
 		t.Run("fencing-"+c.fencing, func(t *testing.T) {
 			t.Parallel()
 			args := append(append([]string{"--fencing", c.fencing, "--seed", "13"}, short...), c.extra...)
@@ -49,7 +53,7 @@ func TestFencedValidUnfencedCaught(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(entries) < 50 {
+			if len(entries) < c.minEntries {
 				t.Fatalf("only %d apply-log entries", len(entries))
 			}
 			if _, err := register.ReplayAll(entries); err != nil {

@@ -163,23 +163,26 @@ func TestZKFaults(t *testing.T) {
 		nemesis string
 		netns   bool
 		wantF   string
-		// detail must appear in at least one verified start.
-		detail string
+		// detail: one of these must appear in at least one verified
+		// fault.
+		detail []string
 		seed   string
 	}{
-		// The first leader of a fresh ensemble is n3 (highest id, equal
-		// zxids); seed 2's first halves put n3 alone in the minority, so
-		// the ensemble must elect a new leader.
-		{"pause-zk-leader", false, history.FPause, "new leader", "1"},
-		{"partition-zk-halves", true, history.FPartition, "new leader", "2"},
-		{"pause-zk", false, history.FPause, "", "3"},
-		{"kill-zk", false, history.FKill, "restarted", "4"},
-		{"partition-zk-leader", true, history.FPartition, "new leader", "5"},
-		{"partition-zk-ring", true, history.FPartition, "", "6"},
-		{"partition-zk-bridge", true, history.FPartition, "", "7"},
+		{"pause-zk-leader", false, history.FPause, []string{"new leader"}, "1"},
+		// Halves ignore who leads: a leader in the minority is replaced,
+		// one in the majority keeps it and the minority stops serving.
+		// Which happens depends on which server won the first election
+		// (usually n3, but a server slow to start under load leaves it
+		// to the other two), so either, verified, will do.
+		{"partition-zk-halves", true, history.FPartition, []string{"new leader", "stopped serving (cut from leader"}, "2"},
+		{"pause-zk", false, history.FPause, nil, "3"},
+		{"kill-zk", false, history.FKill, []string{"restarted"}, "4"},
+		{"partition-zk-leader", true, history.FPartition, []string{"new leader"}, "5"},
+		{"partition-zk-ring", true, history.FPartition, nil, "6"},
+		{"partition-zk-bridge", true, history.FPartition, nil, "7"},
 		// Both followers stopped: the running leader loses its quorum.
-		{"pause-zk-majority", false, history.FPause, "no server serves", "9"},
-		{"all", true, "", "", "8"},
+		{"pause-zk-majority", false, history.FPause, []string{"no server serves"}, "9"},
+		{"all", true, "", nil, "8"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.nemesis, func(t *testing.T) {
@@ -193,15 +196,17 @@ func TestZKFaults(t *testing.T) {
 				"--pause", "3s", "--time-limit", "12s", "--recovery", "1s", "--seed", tc.seed, "--name", tc.nemesis)
 			t.Logf("run took %s", time.Since(start).Round(time.Millisecond))
 			good := checkZKFaultRun(t, tc.nemesis, r, tc.wantF)
-			if tc.detail == "" || len(good) == 0 {
+			if len(tc.detail) == 0 || len(good) == 0 {
 				return
 			}
 			for _, op := range good {
-				if strings.Contains(op.startEnd.Value.Detail, tc.detail) || strings.Contains(op.stopEnd.Value.Detail, tc.detail) {
-					return
+				for _, d := range tc.detail {
+					if strings.Contains(op.startEnd.Value.Detail, d) || strings.Contains(op.stopEnd.Value.Detail, d) {
+						return
+					}
 				}
 			}
-			t.Errorf("%s: no verified fault shows %q", tc.nemesis, tc.detail)
+			t.Errorf("%s: no verified fault shows any of %q", tc.nemesis, tc.detail)
 		})
 	}
 }
