@@ -326,7 +326,7 @@ func openDocker(ctx context.Context, e *Ensemble, o Options) error {
 
 // openExternal claims a netns slot (netns mode) for the run's own
 // processes and puts a relay per server on its gateway (see
-// cluster/external/relay.go); in loopback mode the processes dial the
+// cluster/relay); in loopback mode the processes dial the
 // user's addresses themselves.
 func openExternal(ctx context.Context, e *Ensemble, o Options) error {
 	addrs, err := external.ParseAddrs(o.ZK)
