@@ -1,0 +1,167 @@
+package ssh
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/chaostest"
+)
+
+func TestMain(m *testing.M) { chaostest.Main(m) }
+
+// short are the settings of a short run: CI time matters.
+func short(name string, extra ...string) []string {
+	return append([]string{"--time-limit", "20s", "--nemesis-interval", "2s", "--seed", "7", "--name", name}, extra...)
+}
+
+// assertClean checks that run dir left nothing on the hosts nor on this
+// machine.
+func (r *rig) assertClean(t *testing.T, dir string) {
+	t.Helper()
+	for _, l := range r.leftOnHosts(t, chaostest.ReadTest(t, dir).RunID) {
+		t.Error(l)
+	}
+	chaostest.AssertNothingLeft(t, dir)
+}
+
+func TestSSH(t *testing.T) {
+	r := newRig(t)
+	results := t.TempDir()
+
+	t.Run("fenced all valid", func(t *testing.T) {
+		start := time.Now()
+		res := chaostest.Run(t, results, append(r.args(), short("ssh-all", "--nemesis", "all", "--fencing", "on")...)...)
+		t.Logf("fenced --nemesis all: exit %d in %s", res.Code, time.Since(start).Round(time.Second))
+		if res.Code != 0 {
+			t.Fatalf("exit %d, want 0 (valid)\n%s", res.Code, chaostest.Tail(res.Stderr, 3000))
+		}
+		verified := map[string]int{}
+		for _, op := range chaostest.FaultOps(t, res.Dir) {
+			if op.Type == history.OK && op.Verified {
+				verified[op.F]++
+			}
+		}
+		t.Logf("verified faults: %v", verified)
+		if len(verified) == 0 {
+			t.Error("no verified fault in the history")
+		}
+		for i := 1; i <= 3; i++ {
+			b, err := os.ReadFile(fmt.Sprintf("%s/zk/n%d/zk.log", res.Dir, i))
+			if err != nil || !strings.Contains(string(b), "QuorumPeer") {
+				t.Errorf("server log n%d not fetched into the run folder (%d bytes, %v)", i, len(b), err)
+			}
+		}
+		r.assertClean(t, res.Dir)
+	})
+	t.Run("unfenced pause-holder caught", func(t *testing.T) {
+		res := chaostest.Run(t, results, append(r.args(), short("ssh-unfenced", "--nemesis", "pause-holder", "--fencing", "off")...)...)
+		if res.Code != 1 {
+			t.Fatalf("exit %d, want 1 (invalid)\n%s", res.Code, chaostest.Tail(res.Stderr, 3000))
+		}
+		rs := chaostest.ReadResults(t, res.Dir)
+		if dw, ok := rs.Checkers["double-writer"]; !ok || dw.Valid != false {
+			t.Errorf("double-writer %+v, want false", dw)
+		}
+		r.assertClean(t, res.Dir)
+	})
+	t.Run("controller killed mid-partition", func(t *testing.T) {
+		cmd, _, stderr := chaostest.Start(t, append(append([]string{"run", "--results", results}, r.args()...),
+			short("ssh-killed", "--nemesis", "partition-zk-halves", "--pause", "60s", "--time-limit", "90s")...)...)
+		dir := chaostest.WaitForRun(t, results, stderr, "verified partition", func(dir string) bool {
+			e := chaostest.LastNemesis(dir)
+			return e != nil && e.F == history.FPartition && e.Type == history.OK && chaostest.Verified(e)
+		})
+		runID := chaostest.ReadTest(t, dir).RunID
+		if left := r.leftOnHosts(t, runID); len(left) == 0 {
+			t.Fatal("a verified partition, but no rule, JVM or directory of the run on any host")
+		}
+		chaostest.Crash(t, cmd)
+		killed := time.Now()
+		var left []string
+		for deadline := killed.Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if left = r.leftOnHosts(t, runID); len(left) == 0 {
+				break
+			}
+		}
+		if len(left) > 0 {
+			t.Fatalf("20s after the controller's SIGKILL, on the hosts:\n%s", strings.Join(left, "\n"))
+		}
+		t.Logf("hosts healed %s after the controller's SIGKILL (lease 5s)", time.Since(killed).Round(100*time.Millisecond))
+		waitJanitor(t, dir)
+	})
+}
+
+// waitJanitor waits until the killed run's janitor has removed what the
+// run left on this machine, then checks it.
+func waitJanitor(t *testing.T, dir string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if chaostest.JanitorPID(chaostest.ReadTest(t, dir).RunID) == 0 {
+			break
+		}
+	}
+	chaostest.AssertNothingLeft(t, dir)
+}
+
+// TestSSHErrors: each host problem refuses the run before anything is
+// made, exit 255, the first line of stderr naming the host and what is
+// wrong; nothing is left on the hosts that were fine.
+func TestSSHErrors(t *testing.T) {
+	r := newRig(t)
+	good := r.hostList()
+	base := func(hosts, key, known string, extra ...string) []string {
+		return append([]string{"--cluster", "ssh", "--hosts", hosts, "--ssh-user", r.user, "--ssh-key", key, "--ssh-known-hosts", known,
+			"--time-limit", "5s"}, extra...)
+	}
+	empty := t.TempDir() + "/known_hosts"
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h1 := r.hosts[0].IP
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"unreachable", base(good+","+r.dead.IP, r.key, r.knownHosts), []string{"host " + r.dead.IP + ":", "unreachable"}},
+		{"wrong key", base(good, r.wrongKey, r.knownHosts), []string{"host " + h1 + ":", "key refused"}},
+		{"unknown host key", base(good, r.key, empty), []string{"host " + h1 + ":", "host key not in " + empty}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { r.refused(t, c.args, c.want) })
+	}
+	t.Run("no sudo", func(t *testing.T) {
+		user := addUser(t, "zkcnosudo")
+		args := base(good, r.key, r.knownHosts)
+		args[5] = user
+		r.refused(t, args, []string{"host " + h1 + ":", "user " + user + " may not run iptables as root without a password"})
+	})
+}
+
+// refused runs chaos run with args and checks that it was refused as
+// want says, leaving nothing anywhere.
+func (r *rig) refused(t *testing.T, args, want []string) {
+	t.Helper()
+	start := time.Now()
+	res := chaostest.Run(t, t.TempDir(), args...)
+	first, _, _ := strings.Cut(strings.TrimSpace(res.Stderr), "\n")
+	t.Logf("exit %d in %s: %s", res.Code, time.Since(start).Round(time.Millisecond), first)
+	if res.Code != 255 {
+		t.Errorf("exit %d, want 255\n%s", res.Code, chaostest.Tail(res.Stderr, 2000))
+	}
+	for _, w := range want {
+		if !strings.Contains(first, w) {
+			t.Errorf("first stderr line lacks %q: %s", w, first)
+		}
+	}
+	if res.Dir != "" {
+		t.Errorf("a run folder was made: %s", res.Dir)
+	}
+	for _, l := range r.leftOnHosts(t, "") {
+		t.Error(l)
+	}
+}
