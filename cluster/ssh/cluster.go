@@ -75,6 +75,7 @@ check() {
   [ -f /usr/share/java/slf4j-simple.jar ] || need /usr/share/java/slf4j-simple.jar libslf4j-java
   command -v iptables >/dev/null || need iptables iptables
   command -v setsid >/dev/null || need setsid util-linux
+  command -v pgrep >/dev/null || need pgrep procps
 }
 check
 `

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -199,7 +200,7 @@ func (h *Host) Close() error { return h.client.Close() }
 // root (the preamble), and everything else (the server's files, its JVM,
 // the signals to it, the watchdog) is the user's own.
 func (h *Host) Run(ctx context.Context, script string, stdin []byte) (string, error) {
-	out, err := h.run(ctx, "sh -c "+Quote(h.preamble()+script), stdin)
+	out, err := h.runAs(ctx, "sh -c "+Quote(h.preamble()+script), short(script), stdin)
 	if err != nil {
 		return out, &HostError{h.Name, err}
 	}
@@ -216,12 +217,19 @@ func (h *Host) preamble() string {
 }
 
 func (h *Host) run(ctx context.Context, cmd string, stdin []byte) (string, error) {
+	return h.runAs(ctx, cmd, short(cmd), stdin)
+}
+
+// runAs runs cmd; its errors call it label.
+func (h *Host) runAs(ctx context.Context, cmd, label string, stdin []byte) (string, error) {
 	s, err := h.client.NewSession()
 	if err != nil {
 		return "", fmt.Errorf("new ssh session: %w", err)
 	}
 	defer s.Close()
-	var out bytes.Buffer
+	// One writer for both streams, which the session copies from two
+	// goroutines.
+	var out syncBuffer
 	s.Stdout, s.Stderr = &out, &out
 	if stdin != nil {
 		s.Stdin = bytes.NewReader(stdin)
@@ -230,10 +238,10 @@ func (h *Host) run(ctx context.Context, cmd string, stdin []byte) (string, error
 	defer stop()
 	err = s.Run(cmd)
 	if ctx.Err() != nil {
-		return out.String(), fmt.Errorf("%s: %w", short(cmd), ctx.Err())
+		return out.String(), fmt.Errorf("%s: %w", label, ctx.Err())
 	}
 	if err != nil {
-		return out.String(), fmt.Errorf("%s: %w: %s", short(cmd), err, strings.TrimSpace(out.String()))
+		return out.String(), fmt.Errorf("%s: %w: %s", label, err, strings.TrimSpace(out.String()))
 	}
 	return out.String(), nil
 }
@@ -282,4 +290,22 @@ func (h *Host) Feed(ctx context.Context, script string, period time.Duration) er
 		case <-t.C:
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -74,14 +74,23 @@ func (n *Node) run(ctx context.Context, script string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
-// procScript prints "<pid> <state>" of the server's JVM, or nothing when
-// it does not run (no pid file, a PID that is not this server's, or a
-// zombie).
-const procScript = `pid=$(cat $D/pid 2>/dev/null) || exit 0
-tr '\0' ' ' </proc/$pid/cmdline 2>/dev/null | grep -q -- "$D/zoo.cfg" || exit 0
-st=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1)
-[ -n "$st" ] && [ "$st" != Z ] && echo "$pid $st"
-true`
+// jvmFunc defines jvm, which prints "<pid> <state>" of the server's JVM
+// and fails when it does not run (a zombie does not). The JVM is found by
+// its command line, which names the server's zoo.cfg, unique per run and
+// node: no pid file to go stale or to be read half-written. No script
+// may hold that path literally, or it would find itself: they all say
+// "$D/zoo.cfg".
+const jvmFunc = `jvm() {
+  for p in $(pgrep -f -- "$D/zoo.cfg"); do
+    s=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f1)
+    [ -n "$s" ] && [ "$s" != Z ] && { echo "$p $s"; return 0; }
+  done
+  return 1
+}
+`
+
+// procScript prints the JVM's "<pid> <state>", or nothing.
+const procScript = jvmFunc + "jvm; true"
 
 // Process is the JVM as the host's /proc shows it.
 func (n *Node) Process(ctx context.Context) (cluster.Process, error) {
@@ -118,18 +127,25 @@ func (n *Node) Start(ctx context.Context) (string, error) {
 	} else if pid != 0 {
 		return "", fmt.Errorf("start %s: already running as pid %d", n.name(), pid)
 	}
-	java := "exec java"
-	for _, a := range zkjvm.Args(n.c.classPath, n.dir+"/zoo.cfg") {
+	java := "java"
+	for _, a := range zkjvm.Args(n.c.classPath, "@cfg@") {
+		if a == "@cfg@" {
+			java += ` "$D/zoo.cfg"`
+			continue
+		}
 		java += " " + Quote(a)
 	}
-	script := fmt.Sprintf(`cd $D && rm -f pid
+	script := jvmFunc + fmt.Sprintf(`cd $D
 echo "=== zkchaos: starting node %d at $(date -Is) ===" >>zk.log
-setsid nohup sh -c %s >>zk.log 2>&1 </dev/null &
-for i in $(seq 50); do [ -s pid ] && cat pid && exit 0; sleep 0.1; done
-echo "no pid file after 5s" >&2; exit 1`, n.id, Quote("echo $$ >pid; "+java))
+setsid nohup %s >>zk.log 2>&1 </dev/null &
+for i in $(seq 50); do j=$(jvm) && echo ${j%% *} && exit 0; sleep 0.1; done
+echo "no JVM 5s after starting it (zk.log: $(tail -n 3 zk.log))" >&2; exit 1`, n.id, java)
 	out, err := n.run(ctx, script)
 	if err != nil {
 		return "", fmt.Errorf("start %s: %w", n.name(), err)
+	}
+	if _, err := strconv.Atoi(out); err != nil {
+		return "", fmt.Errorf("start %s: not a pid: %q", n.name(), out)
 	}
 	n.c.log.Info("zk node started", "node", n.id, "host", n.host.Name, "pid", out, "addr", n.Target())
 	return fmt.Sprintf("running on host %s as pid %s", n.host.Name, out), nil

@@ -30,16 +30,13 @@ const (
 
 // healScript undoes everything of the server whose directory is dir and
 // whose chain is chain: the same steps for the watchdog and for Close.
-// It only kills a PID whose command line names dir's zoo.cfg, so a
-// recycled PID is never hit.
+// It kills only processes whose command line names dir's zoo.cfg: this
+// run's server, never a recycled PID.
 func healScript(dir, chain string) string {
 	return fmt.Sprintf(`D=%[1]s; C=%[2]s
 for h in INPUT OUTPUT; do while iptables -w -D $h -j $C 2>/dev/null; do :; done; done
 iptables -w -F $C 2>/dev/null; iptables -w -X $C 2>/dev/null
-pid=$(cat $D/pid 2>/dev/null)
-if [ -n "$pid" ] && tr '\0' ' ' </proc/$pid/cmdline 2>/dev/null | grep -q -- "$D/zoo.cfg"; then
-  kill -CONT $pid; kill -KILL $pid
-fi
+for pid in $(pgrep -f -- "$D/zoo.cfg"); do kill -CONT $pid; kill -KILL $pid; done
 rm -rf $D; rmdir $(dirname $D) 2>/dev/null
 true
 `, Quote(dir), chain)

@@ -186,7 +186,7 @@ LogLevel ERROR
 func addUser(t *testing.T, prefix string) string {
 	t.Helper()
 	user := fmt.Sprintf("%s%d", prefix, os.Getpid()%100000)
-	sh(t, "useradd", "-M", "-d", "/nonexistent", "-s", "/bin/sh", "-p", "*", user)
+	sh(t, "useradd", "-M", "-d", "/tmp", "-s", "/bin/sh", "-p", "*", user)
 	t.Cleanup(func() {
 		if out, err := exec.Command("userdel", user).CombinedOutput(); err != nil {
 			t.Errorf("userdel %s: %v\n%s", user, err, out)

@@ -3,12 +3,14 @@ package ssh
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/store"
 )
 
 func TestMain(m *testing.M) { chaostest.Main(m) }
@@ -22,10 +24,15 @@ func short(name string, extra ...string) []string {
 // machine.
 func (r *rig) assertClean(t *testing.T, dir string) {
 	t.Helper()
-	for _, l := range r.leftOnHosts(t, chaostest.ReadTest(t, dir).RunID) {
+	left := r.leftOnHosts(t, chaostest.ReadTest(t, dir).RunID)
+	for _, l := range left {
 		t.Error(l)
 	}
 	chaostest.AssertNothingLeft(t, dir)
+	if t.Failed() {
+		b, _ := os.ReadFile(filepath.Join(dir, store.LogFile))
+		t.Logf("controller log:\n%s", chaostest.Tail(string(b), 6000))
+	}
 }
 
 func TestSSH(t *testing.T) {
