@@ -42,21 +42,22 @@ true
 `, Quote(dir), chain)
 }
 
-// watchdogScript is the loop (run with sh on the host, as root): it
-// records its PID, and heals once the lease is older than period, or
-// exits when the directory is gone (the run ended normally).
+// watchdogScript is the loop (run with sh on the host as the login user):
+// it records its PID, and heals once the lease is older than period (in
+// milliseconds, by GNU stat and date), or exits when the directory is
+// gone (the run ended normally).
 func watchdogScript(dir, chain string, period time.Duration) string {
 	return fmt.Sprintf(`D=%[1]s; P=%[2]d
 echo $$ >$D/watchdog.pid
 while :; do
   sleep 1
   [ -d $D ] || exit 0
-  m=$(stat -c %%Y $D/lease 2>/dev/null || echo 0)
-  [ $(( $(date +%%s) - m )) -lt $P ] && continue
+  m=$(stat -c %%.3Y $D/lease 2>/dev/null | tr -d .)
+  [ -n "$m" ] && [ $(( $(date +%%s%%3N) - m )) -lt $P ] && continue
   %[3]s
   exit 0
 done
-`, Quote(dir), int(period.Seconds()), healScript(dir, chain))
+`, Quote(dir), period.Milliseconds(), healScript(dir, chain))
 }
 
 // startWatchdog writes the loop into the server's directory and starts
