@@ -113,6 +113,13 @@ func newRig(t *testing.T) *rig {
 			t.Errorf("remove rig network: %v", err)
 		}
 	})
+	// Removing the rig kills what runs in its namespaces, the runs'
+	// watchdogs too: a test that failed with a run's servers up (and the
+	// run's controller killed by chaostest.Start's cleanup) first gives
+	// the watchdogs their lease to heal, and what is still left then is
+	// removed here and reported.
+	before, _ := os.ReadDir(baseDir)
+	t.Cleanup(func() { r.sweep(t, before) })
 	r.key, r.wrongKey = filepath.Join(r.dir, "id"), filepath.Join(r.dir, "wrong")
 	for _, k := range []string{r.key, r.wrongKey} {
 		sh(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "zkchaos-rig", "-f", k)
@@ -210,6 +217,34 @@ func waitListen(ctx context.Context, addr string) error {
 	}
 }
 
+// baseDir is where runs keep their servers' directories on the hosts
+// (cluster/ssh.BaseDir), on this machine's file system here.
+const baseDir = "/var/tmp/zkchaos"
+
+// sweep waits for the hosts to be clean of runs made since before, then
+// removes and reports whatever is left.
+func (r *rig) sweep(t *testing.T, before []os.DirEntry) {
+	had := map[string]bool{}
+	for _, e := range before {
+		had[e.Name()] = true
+	}
+	var left []string
+	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if left = r.leftOnHosts(t, ""); len(left) == 0 {
+			return
+		}
+	}
+	for _, l := range left {
+		t.Errorf("left on the rig at its end (removed now): %s", l)
+	}
+	ents, _ := os.ReadDir(baseDir)
+	for _, e := range ents {
+		if !had[e.Name()] {
+			os.RemoveAll(filepath.Join(baseDir, e.Name()))
+		}
+	}
+}
+
 // leftOnHosts lists what run runID (every run when "") left on the rig's
 // hosts: rules of a zkchaos chain in a host's iptables, a process whose
 // command line names the run's directory (a JVM, a watchdog; paused
@@ -217,7 +252,7 @@ func waitListen(ctx context.Context, addr string) error {
 func (r *rig) leftOnHosts(t *testing.T, runID string) []string {
 	t.Helper()
 	var left []string
-	chain, dir := "ZKCHAOS-"+runID, "/var/tmp/zkchaos/"+runID
+	chain, dir := "ZKCHAOS-"+runID, baseDir+"/"+runID
 	for _, h := range r.hosts {
 		out, err := h.Command(context.Background(), "iptables", "-w", "-S").CombinedOutput()
 		if err != nil {
