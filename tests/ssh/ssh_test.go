@@ -1,13 +1,16 @@
 package ssh
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	zkssh "github.com/zkchaos/zkchaos/cluster/ssh"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/chaostest"
 	"github.com/zkchaos/zkchaos/store"
@@ -191,5 +194,58 @@ func (r *rig) refused(t *testing.T, args, want []string) {
 	}
 	for _, l := range r.leftOnHosts(t, "") {
 		t.Error(l)
+	}
+}
+
+// TestSSHAgent: without --ssh-key the key comes from the agent at
+// SSH_AUTH_SOCK (a real ssh-agent the test starts): the rig's key loaded,
+// every host is reached and passes the checks; an agent without it is
+// refused, naming the host.
+func TestSSHAgent(t *testing.T) {
+	r := newRig(t)
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	agent := exec.Command("ssh-agent", "-D", "-a", sock)
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = agent.Process.Kill()
+		_ = agent.Wait()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := waitFile(ctx, sock); err != nil {
+		t.Fatalf("ssh-agent socket: %v", err)
+	}
+	t.Setenv("SSH_AUTH_SOCK", sock)
+	hosts := strings.Split(r.hostList(), ",")
+	auth := zkssh.Auth{User: r.user, KnownHosts: r.knownHosts}
+	err := zkssh.Reach(ctx, hosts, auth, false)
+	if err == nil || !strings.Contains(err.Error(), "key refused") {
+		t.Errorf("an agent without the key: %v, want every host refusing it", err)
+	}
+	if out, err := exec.Command("ssh-add", "-q", r.key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v\n%s", err, out)
+	}
+	start := time.Now()
+	if err := zkssh.Reach(ctx, hosts, auth, false); err != nil {
+		t.Fatalf("the agent holds the key: %v", err)
+	}
+	t.Logf("three hosts reached and checked through the agent's key in %s", time.Since(start).Round(time.Millisecond))
+	for _, l := range r.leftOnHosts(t, "") {
+		t.Error(l)
+	}
+}
+
+func waitFile(ctx context.Context, path string) error {
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
