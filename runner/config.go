@@ -66,7 +66,8 @@ type Config struct {
 	// MonitorInterval is the runbook monitor's fixed sampling interval
 	// (it also samples at every nemesis step); 0 runs no monitor.
 	MonitorInterval time.Duration `json:"monitor_interval"`
-	// Cluster is the ensemble's backend: local or docker (cluster/backend).
+	// Cluster is the ensemble's backend: local, docker, external or ssh
+	// (cluster/backend).
 	Cluster string `json:"cluster"`
 	// Service is the lock service the servers run: zookeeper (the
 	// default; "" in a run recorded before --service), redis or etcd
