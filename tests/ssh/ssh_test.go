@@ -107,9 +107,17 @@ func TestSSH(t *testing.T) {
 			return e != nil && e.F == history.FPartition && e.Type == history.OK && chaostest.Verified(e)
 		})
 		runID := chaostest.ReadTest(t, dir).RunID
-		if left := r.leftOnHosts(t, runID); len(left) == 0 {
-			t.Fatal("a verified partition, but no rule, JVM or directory of the run on any host")
+		before := r.leftOnHosts(t, runID)
+		rules := 0
+		for _, l := range before {
+			if strings.Contains(l, ": iptables -A ZKCHAOS-") {
+				rules++
+			}
 		}
+		if rules == 0 {
+			t.Fatalf("a verified partition, but no DROP rule of the run on any host:\n%s", strings.Join(before, "\n"))
+		}
+		t.Logf("before the SIGKILL: %d rules and %d other things of the run on the hosts", rules, len(before)-rules)
 		chaostest.Crash(t, cmd)
 		killed := time.Now()
 		var left []string
