@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/zkchaos/zkchaos/cluster"
 	iptchain "github.com/zkchaos/zkchaos/cluster/chain"
@@ -151,24 +154,36 @@ echo "no JVM 5s after starting it (zk.log: $(tail -n 3 zk.log))" >&2; exit 1`, n
 	return fmt.Sprintf("running on host %s as pid %s", n.host.Name, out), nil
 }
 
-// waitGone is a script fragment: wait up to $1 tenths of a second for
+// findPid sets $pid to the server's JVM, or ends the script with exit
+// status notRunning: each verb finds and acts in one session (a session
+// costs a login shell on the host).
+const findPid = jvmFunc + `j=$(jvm) || { echo "not running"; exit 3; }
+pid=${j%% *}
+`
+
+// notRunning is findPid's exit status when there is no JVM.
+const notRunning = 3
+
+// isNotRunning says err is findPid's.
+func isNotRunning(err error) bool {
+	var ee *ssh.ExitError
+	return errors.As(err, &ee) && ee.ExitStatus() == notRunning
+}
+
+// waitGone is a script fragment: wait up to %d tenths of a second for
 // $pid to be gone (or a zombie), then fail.
 const waitGone = `gone() { st=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1); [ -z "$st" ] || [ "$st" = Z ]; }
 for i in $(seq %d); do gone && exit 0; sleep 0.1; done
 echo "pid $pid still there" >&2; exit 1`
 
 // Stop ends the JVM gracefully: SIGCONT (a stopped JVM cannot act on
-// SIGTERM), SIGTERM, and SIGKILL after 10 s.
+// SIGTERM), SIGTERM, and SIGKILL after 10 s. No JVM is nothing to do.
 func (n *Node) Stop(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	pid, _, err := n.proc(ctx)
-	if err != nil || pid == 0 {
-		return err
-	}
-	script := fmt.Sprintf("pid=%d\nkill -CONT $pid; kill -TERM $pid\n", pid) +
+	script := findPid + "kill -CONT $pid; kill -TERM $pid\n" +
 		fmt.Sprintf(strings.Replace(waitGone, "exit 1", "kill -KILL $pid; sleep 0.5; gone || exit 1", 1), 100)
-	if _, err := n.run(ctx, script); err != nil {
+	if _, err := n.run(ctx, script); err != nil && !isNotRunning(err) {
 		return fmt.Errorf("stop %s: %w", n.name(), err)
 	}
 	return nil
@@ -179,20 +194,17 @@ func (n *Node) Stop(ctx context.Context) error {
 func (n *Node) Kill(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	pid, _, err := n.proc(ctx)
+	out, err := n.run(ctx, findPid+"echo $pid\nkill -KILL $pid\n"+fmt.Sprintf(waitGone, 100))
 	if err != nil {
-		return "", fmt.Errorf("kill %s: %w", n.name(), err)
-	}
-	if pid == 0 {
-		return "", fmt.Errorf("kill %s: not running", n.name())
-	}
-	if _, err := n.run(ctx, fmt.Sprintf("pid=%d\nkill -KILL $pid\n", pid)+fmt.Sprintf(waitGone, 100)); err != nil {
+		if isNotRunning(err) {
+			return "", fmt.Errorf("kill %s: not running", n.name())
+		}
 		return "", fmt.Errorf("kill %s: %w", n.name(), err)
 	}
 	if err := cluster.Refuses(ctx, n); err != nil {
-		return "", fmt.Errorf("kill %s: pid %d gone but %w", n.name(), pid, err)
+		return "", fmt.Errorf("kill %s: pid %s gone but %w", n.name(), out, err)
 	}
-	return fmt.Sprintf("pid %d gone from /proc on host %s; srvr refused", pid, n.host.Name), nil
+	return fmt.Sprintf("pid %s gone from /proc on host %s; srvr refused", out, n.host.Name), nil
 }
 
 // Pause stops the JVM with SIGSTOP and returns once the host's /proc
@@ -214,29 +226,27 @@ func (n *Node) Resume(ctx context.Context) (string, error) {
 	return v, nil
 }
 
+// signal sends sig to the JVM and waits until /proc shows it stopped (or
+// not), all in one session, and says what it saw.
 func (n *Node) signal(ctx context.Context, sig string, stopped bool) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	pid, _, err := n.proc(ctx)
-	if err != nil {
-		return "", err
-	}
-	if pid == 0 {
-		return "", fmt.Errorf("not running")
-	}
 	test := `[ "$st" = T ]`
 	if !stopped {
 		test = `[ "$st" != T ]`
 	}
-	script := fmt.Sprintf(`pid=%d
-kill -%s $pid || exit 1
-for i in $(seq %d); do st=$(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f1); %s && echo $st && exit 0; sleep 0.05; done
-echo "pid $pid state $st after SIG%s" >&2; exit 1`, pid, sig, int(signalWait/(50*time.Millisecond)), test, sig)
-	st, err := n.run(ctx, script)
+	script := findPid + fmt.Sprintf(`kill -%s $pid || exit 1
+for i in $(seq %d); do st=$(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f1); %s && echo "$pid $st" && exit 0; sleep 0.05; done
+echo "pid $pid state $st after SIG%s" >&2; exit 1`, sig, int(signalWait/(50*time.Millisecond)), test, sig)
+	out, err := n.run(ctx, script)
 	if err != nil {
+		if isNotRunning(err) {
+			return "", errors.New("not running")
+		}
 		return "", err
 	}
-	return fmt.Sprintf("SIG%s to pid %d on host %s; /proc there shows state %s", sig, pid, n.host.Name, st), nil
+	pid, st, _ := strings.Cut(out, " ")
+	return fmt.Sprintf("SIG%s to pid %s on host %s; /proc there shows state %s", sig, pid, n.host.Name, st), nil
 }
 
 // Status asks the server itself (srvr), at its host's client address.

@@ -30,6 +30,7 @@ func TestScriptsParse(t *testing.T) {
 		"heal":     healScript("/var/tmp/zkchaos/r/n1", "ZKCHAOS-r"),
 		"watchdog": watchdogScript("/var/tmp/zkchaos/r/n1", "ZKCHAOS-r", LeasePeriod),
 		"proc":     procScript,
+		"find":     findPid + "echo $pid",
 		"lease":    leaseLoop,
 	}
 	for name, s := range scripts {
