@@ -11,11 +11,14 @@ package ssh
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,7 +141,9 @@ func dial(ctx context.Context, name string, a Auth, cfg *ssh.ClientConfig) (*Hos
 		return nil, &HostError{name, fmt.Errorf("unreachable: %w", err)}
 	}
 	_ = conn.SetDeadline(time.Now().Add(dialTimeout))
-	sc, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
+	hc := *cfg
+	hc.HostKeyAlgorithms = hostKeyAlgorithms(cfg.HostKeyCallback, addr)
+	sc, chans, reqs, err := ssh.NewClientConn(conn, addr, &hc)
 	if err != nil {
 		conn.Close()
 		return nil, &HostError{name, handshakeError(err, a)}
@@ -166,6 +171,40 @@ func dial(ctx context.Context, name string, a Auth, cfg *ssh.ClientConfig) (*Hos
 		}
 	}
 	return h, nil
+}
+
+// hostKeyAlgorithms lists the algorithms of the keys known_hosts holds
+// for addr (nil when it holds none), so the handshake asks the host for a
+// key known_hosts can check: otherwise a host with several keys may offer
+// one known_hosts does not list (its ecdsa key when known_hosts has its
+// ed25519 one), and be refused as a changed host. The keys are found by
+// asking the callback about a key no host has: its KeyError lists the
+// keys it wanted.
+func hostKeyAlgorithms(cb ssh.HostKeyCallback, addr string) []string {
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil
+	}
+	probe, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return nil
+	}
+	var ke *knownhosts.KeyError
+	if !errors.As(cb(addr, &net.TCPAddr{IP: net.IPv4zero}, probe), &ke) {
+		return nil
+	}
+	var algos []string
+	for _, k := range ke.Want {
+		t := k.Key.Type()
+		if t == ssh.KeyAlgoRSA {
+			// An RSA key is signed with SHA-2 by current servers.
+			algos = append(algos, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256)
+		}
+		if !slices.Contains(algos, t) {
+			algos = append(algos, t)
+		}
+	}
+	return algos
 }
 
 // handshakeError says in words which of the usual causes failed.

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 func TestParseHosts(t *testing.T) {
@@ -113,5 +115,42 @@ func TestWatchdogHeals(t *testing.T) {
 		if !strings.Contains(string(calls), want) {
 			t.Errorf("iptables not called with %q; calls:\n%s", want, calls)
 		}
+	}
+}
+
+// TestHostKeyAlgorithms: the handshake asks for the kinds of key
+// known_hosts holds for the host (RSA as its SHA-2 signatures first),
+// nothing for a host it does not list.
+func TestHostKeyAlgorithms(t *testing.T) {
+	dir := t.TempDir()
+	known := filepath.Join(dir, "known_hosts")
+	var lines []string
+	for _, k := range []struct{ typ, host string }{{"ed25519", "zk1"}, {"rsa", "zk1"}, {"ecdsa", "zk2"}} {
+		f := filepath.Join(dir, k.typ+k.host)
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", k.typ, "-N", "", "-f", f).CombinedOutput(); err != nil {
+			t.Skipf("ssh-keygen: %v %s", err, out)
+		}
+		pub, err := os.ReadFile(f + ".pub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := strings.Fields(string(pub))
+		lines = append(lines, k.host+" "+fs[0]+" "+fs[1])
+	}
+	if err := os.WriteFile(known, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cb, err := knownhosts.New(known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(hostKeyAlgorithms(cb, "zk1:22"), ","); got != "ssh-ed25519,rsa-sha2-512,rsa-sha2-256,ssh-rsa" {
+		t.Errorf("zk1: %s", got)
+	}
+	if got := strings.Join(hostKeyAlgorithms(cb, "zk2:22"), ","); got != "ecdsa-sha2-nistp256" {
+		t.Errorf("zk2: %s", got)
+	}
+	if got := hostKeyAlgorithms(cb, "zk3:22"); got != nil {
+		t.Errorf("zk3 (unknown): %q", got)
 	}
 }

@@ -139,9 +139,13 @@ func newRig(t *testing.T) *rig {
 			t.Fatalf("rig host: %v", err)
 		}
 		r.hosts = append(r.hosts, h)
+		// Two host keys, known_hosts listing only the ECDSA one: the
+		// handshake must ask for the kind of key known_hosts holds
+		// (the client would prefer ed25519).
 		hostKey := filepath.Join(r.dir, fmt.Sprintf("host%d", i))
 		sh(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
-		hpub, err := os.ReadFile(hostKey + ".pub")
+		sh(t, "ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", hostKey+"-ecdsa")
+		hpub, err := os.ReadFile(hostKey + "-ecdsa.pub")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,6 +155,7 @@ func newRig(t *testing.T) *rig {
 		conf := fmt.Sprintf(`ListenAddress %s
 Port 22
 HostKey %s
+HostKey %s-ecdsa
 PidFile none
 AuthorizedKeysFile %s
 StrictModes no
@@ -160,7 +165,7 @@ KbdInteractiveAuthentication no
 UsePAM no
 UseDNS no
 LogLevel ERROR
-`, h.IP, hostKey, authorized)
+`, h.IP, hostKey, hostKey, authorized)
 		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
