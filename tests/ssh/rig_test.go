@@ -139,13 +139,13 @@ func newRig(t *testing.T) *rig {
 			t.Fatalf("rig host: %v", err)
 		}
 		r.hosts = append(r.hosts, h)
-		// Two host keys, known_hosts listing only the ECDSA one: the
+		// Two host keys, known_hosts listing only the ed25519 one: the
 		// handshake must ask for the kind of key known_hosts holds
-		// (the client would prefer ed25519).
+		// (golang.org/x/crypto/ssh prefers ECDSA).
 		hostKey := filepath.Join(r.dir, fmt.Sprintf("host%d", i))
 		sh(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
 		sh(t, "ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", hostKey+"-ecdsa")
-		hpub, err := os.ReadFile(hostKey + "-ecdsa.pub")
+		hpub, err := os.ReadFile(hostKey + ".pub")
 		if err != nil {
 			t.Fatal(err)
 		}
