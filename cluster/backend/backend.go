@@ -91,12 +91,12 @@ func CheckHosts(name string, f SSHFlags) error {
 	if f.Auth.Port < 0 || f.Auth.Port > 65535 {
 		return fmt.Errorf("--ssh-port %d: not 1..65535", f.Auth.Port)
 	}
-	for flag, file := range map[string]string{"ssh-key": f.Auth.KeyFile, "ssh-known-hosts": f.Auth.KnownHosts} {
-		if file == "" {
+	for _, ff := range []struct{ flag, file string }{{"ssh-key", f.Auth.KeyFile}, {"ssh-known-hosts", f.Auth.KnownHosts}} {
+		if ff.file == "" {
 			continue
 		}
-		if _, err := os.Stat(file); err != nil {
-			return fmt.Errorf("--%s: %w", flag, err)
+		if _, err := os.Stat(ff.file); err != nil {
+			return fmt.Errorf("--%s: %w", ff.flag, err)
 		}
 	}
 	return nil
@@ -139,7 +139,7 @@ func RemoveRunRoot(ctx context.Context, connect, root string, auth recipes.Auth)
 
 // Reach checks, before anything of a run is made, that an external
 // ensemble answers at every address of zk, or that every ssh host takes
-// the connection, lets the user act as root and has what a server needs
+// the connection, lets the user run iptables as root and has what a server needs
 // (installing it with --install); a no-op for the backends that make
 // their own on this machine.
 func Reach(ctx context.Context, name, zk string, sf SSHFlags) error {
