@@ -121,15 +121,11 @@ func (n *Node) proc(ctx context.Context) (pid int, state string, err error) {
 }
 
 // Start launches the JVM detached from the SSH session (setsid, nohup),
-// appending to its log, and returns its PID once the pid file has it.
+// appending to its log, and returns its PID once the host's /proc shows
+// it; a JVM already running is an error.
 func (n *Node) Start(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if pid, _, err := n.proc(ctx); err != nil {
-		return "", fmt.Errorf("start %s: %w", n.name(), err)
-	} else if pid != 0 {
-		return "", fmt.Errorf("start %s: already running as pid %d", n.name(), pid)
-	}
 	java := "java"
 	for _, a := range zkjvm.Args(n.c.classPath, "@cfg@") {
 		if a == "@cfg@" {
@@ -139,6 +135,7 @@ func (n *Node) Start(ctx context.Context) (string, error) {
 		java += " " + Quote(a)
 	}
 	script := jvmFunc + fmt.Sprintf(`cd $D
+if j=$(jvm); then echo "already running as pid ${j%%%% *}" >&2; exit 1; fi
 echo "=== zkchaos: starting node %d at $(date -Is) ===" >>zk.log
 setsid nohup %s >>zk.log 2>&1 </dev/null &
 for i in $(seq 50); do j=$(jvm) && echo ${j%% *} && exit 0; sleep 0.1; done
