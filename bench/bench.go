@@ -87,8 +87,8 @@ func (c Config) Validate() error {
 	if err := backend.Validate(c.Cluster, c.netMode()); err != nil {
 		return fmt.Errorf("--cluster: %w", err)
 	}
-	if c.Cluster == backend.External {
-		return fmt.Errorf("--cluster %s: chaos bench measures an ensemble of its own: local or docker", c.Cluster)
+	if c.Cluster == backend.External || c.Cluster == backend.SSH {
+		return fmt.Errorf("--cluster %s: chaos bench measures an ensemble of its own on this machine: local or docker", c.Cluster)
 	}
 	for _, s := range c.Subjects {
 		if err := subjects.Validate(s); err != nil {

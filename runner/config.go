@@ -66,7 +66,8 @@ type Config struct {
 	// MonitorInterval is the runbook monitor's fixed sampling interval
 	// (it also samples at every nemesis step); 0 runs no monitor.
 	MonitorInterval time.Duration `json:"monitor_interval"`
-	// Cluster is the ensemble's backend: local or docker (cluster/backend).
+	// Cluster is the ensemble's backend: local, docker, external or ssh
+	// (cluster/backend).
 	Cluster string `json:"cluster"`
 	// Service is the lock service the servers run: zookeeper (the
 	// default; "" in a run recorded before --service), redis or etcd
@@ -80,6 +81,16 @@ type Config struct {
 	// ZK is the external backend's ensemble: its client addresses,
 	// host:port,... (--zk; only with --cluster external).
 	ZK string `json:"zk,omitempty"`
+	// Hosts are the ssh backend's hosts (--hosts), one server each;
+	// SSHUser, SSHPort, SSHKey and SSHKnownHosts its login (a key file or
+	// the agent, never a password), Install apt-get installs what a host
+	// lacks. Only with --cluster ssh.
+	Hosts         string `json:"hosts,omitempty"`
+	SSHUser       string `json:"ssh_user,omitempty"`
+	SSHPort       int    `json:"ssh_port,omitempty"`
+	SSHKey        string `json:"ssh_key,omitempty"`
+	SSHKnownHosts string `json:"ssh_known_hosts,omitempty"`
+	Install       bool   `json:"install,omitempty"`
 	// RunRoot is the run's own subtree on an external ensemble
 	// (/zkchaos/<run id>, set when the run starts): the lock root goes
 	// beneath it and the run removes it at its end. "" otherwise.
@@ -228,6 +239,22 @@ func (c Config) workerWorkload() string {
 	return c.Workload
 }
 
+// SSHFlags are the ssh backend's settings, with the flags given named.
+func (c Config) SSHFlags() backend.SSHFlags {
+	f := backend.SSHFlags{Hosts: c.Hosts, Install: c.Install}
+	f.Auth.User, f.Auth.Port, f.Auth.KeyFile, f.Auth.KnownHosts = c.SSHUser, c.SSHPort, c.SSHKey, c.SSHKnownHosts
+	for _, g := range []struct {
+		name string
+		set  bool
+	}{{"hosts", c.Hosts != ""}, {"ssh-user", c.SSHUser != ""}, {"ssh-port", c.SSHPort != 0}, {"ssh-key", c.SSHKey != ""},
+		{"ssh-known-hosts", c.SSHKnownHosts != ""}, {"install", c.Install}} {
+		if g.set {
+			f.Given = append(f.Given, g.name)
+		}
+	}
+	return f
+}
+
 // NewWorkload builds the run's workload from its settings.
 func (c Config) NewWorkload() (workloads.Workload, error) {
 	return workloads.New(c.Workload, workloads.Settings{Workers: c.Workers, Keys: c.Keys, Hold: c.Hold, Think: c.Think,
@@ -357,6 +384,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--cluster: %w", clusterErr))
 	}
 	if err := backend.CheckZK(c.Cluster, c.ZK); err != nil {
+		errs = append(errs, err)
+	}
+	if err := backend.CheckHosts(c.Cluster, c.SSHFlags()); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Cluster == backend.External && c.Workload != workloads.LockName {

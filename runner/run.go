@@ -139,7 +139,7 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 		return nil, NotStarted{err}
 	}
 	// An ensemble the user runs must answer before anything is made.
-	if err := backend.Reach(hard, cfg.Cluster, cfg.ZK, cfg.SessionTimeout); err != nil {
+	if err := backend.Reach(hard, cfg.Cluster, cfg.ZK, cfg.SessionTimeout, cfg.SSHFlags()); err != nil {
 		return nil, NotStarted{err}
 	}
 	// The subject next (Curator's worker is compiled, kazoo's interpreter
@@ -438,14 +438,15 @@ func (c *controller) setupNetwork(ctx context.Context) (string, error) {
 	ens, err := backend.Open(ctx, c.cfg.Cluster, backend.Options{
 		Service: c.cfg.service(), Nodes: c.cfg.Nodes, Dir: c.run.Path(store.ZKDir), TickTime: c.cfg.TickTime,
 		MaxSessionTimeout: 2 * c.cfg.SessionTimeout, NetMode: mode, RunID: c.runID,
-		ControllerPID: os.Getpid(), Image: c.cfg.Image, Env: c.env, ZK: c.cfg.ZK, Logger: c.log,
+		ControllerPID: os.Getpid(), Image: c.cfg.Image, Env: c.env, ZK: c.cfg.ZK, SSH: c.cfg.SSHFlags(), Logger: c.log,
 	})
 	c.ens, c.net, c.zk = ens, ens.Net, ens.Cluster
 	if err != nil {
 		return mode, err
 	}
-	if c.cfg.ZK != "" {
-		// The user's ensemble has as many servers as addresses given.
+	if c.cfg.ZK != "" || c.cfg.Hosts != "" {
+		// The user's ensemble has as many servers as addresses given,
+		// an ssh ensemble one per host.
 		c.cfg.Nodes = len(c.zk.Nodes())
 	}
 	if c.net != nil {

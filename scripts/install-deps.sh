@@ -7,8 +7,9 @@
 # python3-kazoo for the kazoo subject (--recipe kazoo) and the conformance
 # tests' Python election worker, redis-server and etcd-server for the
 # other lock services (--service redis|etcd), Debian's chromium
-# (headless) with a font for the browser tests, and postgresql-15 for
-# --resource postgres (pgfence, tests/postgres).
+# (headless) with a font for the browser tests, postgresql-15 for
+# --resource postgres (pgfence, tests/postgres), and openssh-server and
+# sudo for the ssh backend's test rig (tests/ssh: sshd in namespaces).
 # Go modules are fetched by `go mod download`. Safe to run again: it does
 # nothing when everything is there.
 set -euo pipefail
@@ -32,6 +33,11 @@ command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
+# The ssh backend's test rig (tests/ssh): Debian's sshd, run by the test in
+# namespaces with its own config (the package's own service is not used),
+# and sudo for the rig's user, allowed iptables only.
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+[ -x /usr/bin/sudo ] || need+=(sudo)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2

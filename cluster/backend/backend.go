@@ -1,5 +1,5 @@
 // Package backend chooses the ensemble's backend for a run by name
-// (--cluster local|docker|external): what it can do, checked before anything
+// (--cluster local|docker|external|ssh): what it can do, checked before anything
 // starts; what it needs on this machine; and the ensemble it makes, with
 // the network the run's own processes (workers, the register) join. It is
 // the one place that knows every backend, so runner/ and nemesis/ know
@@ -22,6 +22,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/docker/image"
 	"github.com/zkchaos/zkchaos/cluster/external"
 	"github.com/zkchaos/zkchaos/cluster/local"
+	zkssh "github.com/zkchaos/zkchaos/cluster/ssh"
 	"github.com/zkchaos/zkchaos/netns"
 	"github.com/zkchaos/zkchaos/recipes"
 )
@@ -38,10 +39,68 @@ const (
 	// client only: no server fault, the run's znodes under a subtree of
 	// its own.
 	External = external.Name
+	// SSH runs each server on a remote host of --hosts, driven over SSH;
+	// every fault is healed by its host when the controller's lease
+	// runs out.
+	SSH = zkssh.Name
 )
 
 // Names lists the --cluster values.
-func Names() []string { return []string{Local, Docker, External} }
+func Names() []string { return []string{Local, Docker, External, SSH} }
+
+// SSHFlags are the ssh backend's settings (--hosts, --ssh-user,
+// --ssh-port, --ssh-key, --ssh-known-hosts, --install).
+type SSHFlags struct {
+	Hosts   string
+	Auth    zkssh.Auth
+	Install bool
+	// Given names the ssh flags the user gave, for refusing them with
+	// another backend.
+	Given []string
+}
+
+// HostCount is how many servers an ssh ensemble of hosts has (one per
+// host), 0 for the other backends or hosts that do not parse.
+func HostCount(name, hosts string) int {
+	if name != SSH {
+		return 0
+	}
+	hs, err := zkssh.ParseHosts(hosts)
+	if err != nil {
+		return 0
+	}
+	return len(hs)
+}
+
+// CheckHosts checks the ssh flags against the backend: --hosts required
+// with ssh (and each a host name or address, none twice), every ssh flag
+// refused with the others.
+func CheckHosts(name string, f SSHFlags) error {
+	if name != SSH {
+		if len(f.Given) > 0 {
+			return fmt.Errorf("--%s: only with --cluster ssh", strings.Join(f.Given, ", --"))
+		}
+		return nil
+	}
+	if strings.TrimSpace(f.Hosts) == "" {
+		return errors.New("--cluster ssh needs --hosts host1,host2,... (one ZooKeeper server per host)")
+	}
+	if _, err := zkssh.ParseHosts(f.Hosts); err != nil {
+		return fmt.Errorf("--hosts: %w", err)
+	}
+	if f.Auth.Port < 0 || f.Auth.Port > 65535 {
+		return fmt.Errorf("--ssh-port %d: not 1..65535", f.Auth.Port)
+	}
+	for _, ff := range []struct{ flag, file string }{{"ssh-key", f.Auth.KeyFile}, {"ssh-known-hosts", f.Auth.KnownHosts}} {
+		if ff.file == "" {
+			continue
+		}
+		if _, err := os.Stat(ff.file); err != nil {
+			return fmt.Errorf("--%s: %w", ff.flag, err)
+		}
+	}
+	return nil
+}
 
 // CheckZK checks --zk against the backend: required with external (and
 // every address host:port), refused with the others, which make their
@@ -80,12 +139,28 @@ func RemoveRunRoot(ctx context.Context, connect, root string, auth recipes.Auth)
 
 // Reach checks, before anything of a run is made, that an external
 // ensemble answers at every address of zk and grants sessions of the
-// timeout the run asks for (a no-op for the backends that make their
-// own, whose servers the run configures for it).
-func Reach(ctx context.Context, name, zk string, session time.Duration) error {
-	if name != External {
-		return nil
+// timeout the run asks for, or that every ssh host takes the connection,
+// lets the user run iptables as root and has what a server needs
+// (installing it with --install); a no-op for the backends that make
+// their own on this machine.
+func Reach(ctx context.Context, name, zk string, session time.Duration, sf SSHFlags) error {
+	switch name {
+	case External:
+		return reachExternal(ctx, zk, session)
+	case SSH:
+		hosts, err := zkssh.ParseHosts(sf.Hosts)
+		if err != nil {
+			return fmt.Errorf("--hosts: %w", err)
+		}
+		return zkssh.Reach(ctx, hosts, sf.Auth, sf.Install)
 	}
+	return nil
+}
+
+// reachExternal probes the user's ensemble and refuses a session timeout
+// it would not grant as asked: pauses are timed against the session,
+// and one the servers lengthened would expire nobody.
+func reachExternal(ctx context.Context, zk string, session time.Duration) error {
 	addrs, err := external.ParseAddrs(zk)
 	if err != nil {
 		return fmt.Errorf("--zk: %w", err)
@@ -161,6 +236,8 @@ func Capabilities(name string, netns bool) cluster.Capabilities {
 		return docker.Capabilities()
 	case External:
 		return external.Capabilities()
+	case SSH:
+		return zkssh.Capabilities()
 	}
 	return local.Capabilities(netns)
 }
@@ -236,7 +313,9 @@ type Options struct {
 	// Env tags the local JVMs with the run (proc.Env).
 	Env []string
 	// ZK is the external backend's --zk.
-	ZK     string
+	ZK string
+	// SSH is the ssh backend's hosts and login.
+	SSH    SSHFlags
 	Logger *slog.Logger
 }
 
@@ -292,6 +371,8 @@ func Open(ctx context.Context, name string, o Options) (*Ensemble, error) {
 		return e, openDocker(ctx, e, o)
 	case External:
 		return e, openExternal(ctx, e, o)
+	case SSH:
+		return e, openSSH(ctx, e, o)
 	}
 	return e, fmt.Errorf("unknown backend %q", name)
 }
@@ -336,7 +417,7 @@ func openDocker(ctx context.Context, e *Ensemble, o Options) error {
 
 // openExternal claims a netns slot (netns mode) for the run's own
 // processes and puts a relay per server on its gateway (see
-// cluster/external/relay.go); in loopback mode the processes dial the
+// cluster/relay); in loopback mode the processes dial the
 // user's addresses themselves.
 func openExternal(ctx context.Context, e *Ensemble, o Options) error {
 	addrs, err := external.ParseAddrs(o.ZK)
@@ -352,6 +433,31 @@ func openExternal(ctx context.Context, e *Ensemble, o Options) error {
 		e.Net, relay = n, n.Gateway
 	}
 	c, err := external.New(external.Config{Addrs: addrs, RelayHost: relay, Logger: o.Logger})
+	if err != nil {
+		return fmt.Errorf("prepare ensemble: %w", err)
+	}
+	e.Cluster = c
+	return nil
+}
+
+// openSSH claims a netns slot (netns mode) for the run's own processes,
+// then prepares a server on every host (cluster/ssh), with a relay per
+// server on the slot's gateway as for an external ensemble.
+func openSSH(ctx context.Context, e *Ensemble, o Options) error {
+	hosts, err := zkssh.ParseHosts(o.SSH.Hosts)
+	if err != nil {
+		return fmt.Errorf("--hosts: %w", err)
+	}
+	relay := ""
+	if o.NetMode == "netns" {
+		n, err := netns.Create(ctx, o.RunID, o.ControllerPID, o.Logger)
+		if err != nil {
+			return fmt.Errorf("create run network: %w", err)
+		}
+		e.Net, relay = n, n.Gateway
+	}
+	c, err := zkssh.New(ctx, zkssh.Config{Hosts: hosts, Auth: o.SSH.Auth, RunID: o.RunID, Dir: o.Dir,
+		TickTime: o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout, RelayHost: relay, Logger: o.Logger})
 	if err != nil {
 		return fmt.Errorf("prepare ensemble: %w", err)
 	}

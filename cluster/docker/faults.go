@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	iptchain "github.com/zkchaos/zkchaos/cluster/chain"
 )
 
 // chain is the container's partition chain; INPUT and OUTPUT jump to it,
@@ -107,24 +107,15 @@ func (n *Node) sendAndWait(ctx context.Context, sig string, stopped bool) (strin
 // checks that iptables lists them. The rules live as long as the
 // container's network namespace: a restart (Kill, Start) begins with none.
 func (n *Node) Isolate(ctx context.Context, peers []cluster.Node) (string, error) {
-	var script strings.Builder
-	// Create the chain and the jumps once; -C tells whether a jump exists.
-	fmt.Fprintf(&script, "iptables -w -S | grep -qx -- '-N %[1]s' || iptables -w -N %[1]s\n", chain)
-	for _, hook := range []string{"INPUT", "OUTPUT"} {
-		fmt.Fprintf(&script, "iptables -w -C %[1]s -j %[2]s 2>/dev/null || iptables -w -I %[1]s -j %[2]s\n", hook, chain)
-	}
-	var want []string
+	ips := make([]string, 0, len(peers))
 	for _, p := range peers {
-		ip := cluster.Host(p)
-		if _, err := netip.ParseAddr(ip); err != nil {
-			return "", fmt.Errorf("isolate zk node %d: peer %s is not an IP address", n.id, ip)
-		}
-		for _, dir := range []string{"-s", "-d"} {
-			fmt.Fprintf(&script, "iptables -w -A %s %s %s -j DROP\n", chain, dir, ip)
-			want = append(want, fmt.Sprintf("-A %s %s %s/32 -j DROP", chain, dir, ip))
-		}
+		ips = append(ips, cluster.Host(p))
 	}
-	if _, err := n.exec(ctx, "sh", "-ec", script.String()); err != nil {
+	script, want, err := iptchain.Isolate(chain, ips)
+	if err != nil {
+		return "", fmt.Errorf("isolate zk node %d: %w", n.id, err)
+	}
+	if _, err := n.exec(ctx, "sh", "-ec", script); err != nil {
 		return "", fmt.Errorf("isolate zk node %d: %w", n.id, err)
 	}
 	rules, err := n.Rules(ctx)
@@ -150,8 +141,7 @@ func (n *Node) Heal(ctx context.Context) (string, error) {
 	if !st.Running {
 		return fmt.Sprintf("container %s not running: its rules went with its network namespace", n.name()), nil
 	}
-	flush := fmt.Sprintf("if iptables -w -S | grep -qx -- '-N %[1]s'; then iptables -w -F %[1]s; fi", chain)
-	if _, err := n.exec(ctx, "sh", "-ec", flush); err != nil {
+	if _, err := n.exec(ctx, "sh", "-ec", iptchain.Flush(chain)); err != nil {
 		return "", fmt.Errorf("heal zk node %d: %w", n.id, err)
 	}
 	rules, err := n.Rules(ctx)
@@ -179,11 +169,5 @@ func (n *Node) Rules(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rules of zk node %d: %w", n.id, err)
 	}
-	var rules []string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "-A "+chain+" ") {
-			rules = append(rules, l)
-		}
-	}
-	return rules, nil
+	return iptchain.Rules(out, chain), nil
 }

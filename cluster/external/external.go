@@ -4,7 +4,7 @@
 // signals or partitions them, so every server verb is unsupported and only
 // client-side faults can run against it. Workers in network namespaces
 // reach the servers through relays the controller runs on the run's
-// bridge (relay.go), each dialling exactly one address the user named.
+// bridge (cluster/relay), each dialling exactly one address the user named.
 package external
 
 import (
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/cluster/relay"
 )
 
 // Name is the backend's --cluster value.
@@ -141,7 +142,7 @@ type Config struct {
 // Cluster is the user's ensemble. It implements cluster.Cluster.
 type Cluster struct {
 	nodes  []*Node
-	relays []*relay
+	relays []*relay.Relay
 	mu     sync.Mutex
 	closed bool
 }
@@ -159,7 +160,7 @@ func New(cfg Config) (*Cluster, error) {
 	for i, a := range cfg.Addrs {
 		n := &Node{id: i + 1, target: a, addr: a}
 		if cfg.RelayHost != "" {
-			r, err := startRelay(cfg.RelayHost, a, log)
+			r, err := relay.Start(cfg.RelayHost, a, log)
 			if err != nil {
 				c.closeRelays()
 				return nil, fmt.Errorf("external ensemble: relay to %s: %w", a, err)

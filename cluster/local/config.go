@@ -135,25 +135,14 @@ func DefaultClassPath() (string, error) {
 	return zkjvm.DebianClassPath, nil
 }
 
-// zooCfg is the server's configuration. Ports are those of the node; in
-// netns mode every server has its own IP and the default ports.
+// zooCfg is the server's configuration (zkjvm.ZooCfg). Ports are those
+// of the node; in netns mode every server has its own IP and the default
+// ports.
 func zooCfg(c *Config, dataDir string, self *Node, all []*Node) string {
-	tick := c.TickTime.Milliseconds()
-	minSess, maxSess := zkjvm.SessionTimeouts(c.TickTime, c.MaxSessionTimeout)
-	forceSync := "no"
-	if c.ForceSync {
-		forceSync = "yes"
+	servers := make([]zkjvm.Server, len(all))
+	for i, n := range all {
+		servers[i] = zkjvm.Server{ID: n.id, IP: n.ip, Quorum: n.ports[1], Election: n.ports[2]}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=10\nsyncLimit=5\n", tick)
-	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", minSess.Milliseconds(), maxSess.Milliseconds())
-	fmt.Fprintf(&b, "dataDir=%s\n", dataDir)
-	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", self.ports[0], self.ip)
-	fmt.Fprintf(&b, "4lw.commands.whitelist=%s\nadmin.enableServer=false\n", strings.Join(c.FourLetterWords, ","))
-	fmt.Fprintf(&b, "forceSync=%s\n", forceSync)
-	fmt.Fprintf(&b, "autopurge.snapRetainCount=%d\nautopurge.purgeInterval=%d\n", zkjvm.PurgeSnapRetainCount, zkjvm.PurgeIntervalHours)
-	for _, n := range all {
-		fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", n.id, n.ip, n.ports[1], n.ports[2])
-	}
-	return b.String()
+	return zkjvm.ZooCfg(zkjvm.Settings{TickTime: c.TickTime, MaxSessionTimeout: c.MaxSessionTimeout, ForceSync: c.ForceSync,
+		DataDir: dataDir, ClientPort: self.ports[0], ClientAddr: self.ip, FourLetterWords: c.FourLetterWords, Servers: servers})
 }

@@ -5,7 +5,11 @@
 // whichever backend runs it.
 package zkjvm
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // DebianClassPath works because zookeeper.jar's manifest Class-Path names
 // its dependencies; slf4j-simple gives the server a logger (without a
@@ -53,4 +57,49 @@ const (
 // raised to maxSession when a workload asks for longer sessions.
 func SessionTimeouts(tick, maxSession time.Duration) (lo, hi time.Duration) {
 	return 2 * tick, max(20*tick, maxSession)
+}
+
+// Server is one member of the ensemble as zoo.cfg names it.
+type Server struct {
+	ID int
+	// IP is where the other servers reach it.
+	IP string
+	// Quorum and Election are its peer ports (2888 and 3888 by default).
+	Quorum, Election int
+}
+
+// Settings are what a server's zoo.cfg says, whichever backend writes it
+// (cluster/local on this machine, cluster/ssh on a remote host).
+type Settings struct {
+	TickTime, MaxSessionTimeout time.Duration
+	ForceSync                   bool
+	DataDir                     string
+	// ClientPort and ClientAddr are where the server takes clients.
+	ClientPort int
+	ClientAddr string
+	// FourLetterWords are the only words it answers
+	// (4lw.commands.whitelist).
+	FourLetterWords []string
+	Servers         []Server
+}
+
+// ZooCfg is the server's configuration.
+func ZooCfg(s Settings) string {
+	minSess, maxSess := SessionTimeouts(s.TickTime, s.MaxSessionTimeout)
+	forceSync := "no"
+	if s.ForceSync {
+		forceSync = "yes"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "tickTime=%d\ninitLimit=10\nsyncLimit=5\n", s.TickTime.Milliseconds())
+	fmt.Fprintf(&b, "minSessionTimeout=%d\nmaxSessionTimeout=%d\n", minSess.Milliseconds(), maxSess.Milliseconds())
+	fmt.Fprintf(&b, "dataDir=%s\n", s.DataDir)
+	fmt.Fprintf(&b, "clientPort=%d\nclientPortAddress=%s\n", s.ClientPort, s.ClientAddr)
+	fmt.Fprintf(&b, "4lw.commands.whitelist=%s\nadmin.enableServer=false\n", strings.Join(s.FourLetterWords, ","))
+	fmt.Fprintf(&b, "forceSync=%s\n", forceSync)
+	fmt.Fprintf(&b, "autopurge.snapRetainCount=%d\nautopurge.purgeInterval=%d\n", PurgeSnapRetainCount, PurgeIntervalHours)
+	for _, n := range s.Servers {
+		fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", n.ID, n.IP, n.Quorum, n.Election)
+	}
+	return b.String()
 }

@@ -82,9 +82,15 @@ func (p runParser) parse(args []string, stderr io.Writer) (runner.Config, progre
 	fs.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "quiet time after healing, before teardown")
 	fs.DurationVar(&cfg.MonitorInterval, "monitor-interval", cfg.MonitorInterval, "how often the runbook monitor samples the lock directories and the servers' mntr and cons, besides every nemesis step (0: no monitor)")
 	fs.StringVar(&cfg.Net, "net", cfg.Net, "auto (namespaces when root), netns or loopback")
-	fs.StringVar(&cfg.Cluster, "cluster", cfg.Cluster, "where the ensemble runs: local (JVMs on this machine), docker (containers; needs --net netns) or external (an ensemble you run, given by --zk: client faults only)")
+	fs.StringVar(&cfg.Cluster, "cluster", cfg.Cluster, "where the ensemble runs: local (JVMs on this machine), docker (containers; needs --net netns) external (an ensemble you run, given by --zk: client faults only) or ssh (one server per host of --hosts, driven over SSH; docs/ssh.md)")
 	fs.StringVar(&cfg.Service, "service", cfg.Service, "the lock service the servers run: "+strings.Join(backend.Services(), ", ")+" (redis and etcd: --cluster local and --workload lock only, from Debian's redis-server and etcd-server; default --recipe redis-lock or etcd-mutex)")
 	fs.StringVar(&cfg.ZK, "zk", "", "with --cluster external: the ensemble's client addresses, host:port,... (never started, stopped or faulted; the run's znodes go under /zkchaos/<run id> and are removed at its end)")
+	fs.StringVar(&cfg.Hosts, "hosts", "", "with --cluster ssh: the servers' hosts, host1,host2,... (one ZooKeeper server each; --nodes follows)")
+	fs.StringVar(&cfg.SSHUser, "ssh-user", "", "with --cluster ssh: the login on every host (default $USER; root, or a user with the sudo rights of docs/ssh.md)")
+	fs.IntVar(&cfg.SSHPort, "ssh-port", 0, "with --cluster ssh: sshd's port on every host (default 22)")
+	fs.StringVar(&cfg.SSHKey, "ssh-key", "", "with --cluster ssh: private key file without a passphrase (default: the agent at SSH_AUTH_SOCK)")
+	fs.StringVar(&cfg.SSHKnownHosts, "ssh-known-hosts", "", "with --cluster ssh: known_hosts file that must list every host's key (default ~/.ssh/known_hosts)")
+	fs.BoolVar(&cfg.Install, "install", false, "with --cluster ssh: apt-get install the Debian packages a host lacks (Java, ZooKeeper's jars, iptables)")
 	fs.StringVar(&cfg.Image, "image", "", "with --cluster docker: the server image (default: the tag chaos image build makes here; never pulled)")
 	fs.BoolVar(&cfg.NoBuild, "no-build", false, "with --cluster docker: fail instead of building a missing ZooKeeper image")
 	fs.StringVar(&cfg.Workload, "workload", cfg.Workload, "what the clients do: "+strings.Join(workloads.Names(), ", "))
@@ -113,6 +119,10 @@ func (p runParser) parse(args []string, stderr io.Writer) (runner.Config, progre
 	}
 	if !flagSet(fs, "recipe") {
 		cfg.Recipe = runner.DefaultRecipe(cfg.Service, cfg.Recipe)
+	}
+	if n := backend.HostCount(cfg.Cluster, cfg.Hosts); n > 0 {
+		// One server per host, whatever --nodes says.
+		cfg.Nodes = n
 	}
 	cfg.Nemesis = splitList(*nem)
 	if wl, err := cfg.NewWorkload(); err == nil {

@@ -1,4 +1,8 @@
-package external
+// Package relay forwards TCP connections made on one address to another,
+// inside the controller: how workers in the run's namespaces reach
+// servers outside the run's bridge (an external ensemble, or servers on
+// remote hosts) without any change to the host's firewall or routes.
+package relay
 
 import (
 	"errors"
@@ -26,8 +30,8 @@ import (
 // dialTimeout bounds the relay's connection to the server.
 const dialTimeout = 5 * time.Second
 
-// relay forwards every connection made to its listener to target.
-type relay struct {
+// Relay forwards every connection made to its listener to target.
+type Relay struct {
 	ln     net.Listener
 	target string
 	log    *slog.Logger
@@ -38,22 +42,23 @@ type relay struct {
 	wg     sync.WaitGroup
 }
 
-// startRelay listens on host at a port the kernel picks.
-func startRelay(host, target string, log *slog.Logger) (*relay, error) {
+// Start listens on host at a port the kernel picks and forwards each
+// connection to target.
+func Start(host, target string, log *slog.Logger) (*Relay, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, err
 	}
-	r := &relay{ln: ln, target: target, log: log, conns: map[net.Conn]struct{}{}}
+	r := &Relay{ln: ln, target: target, log: log, conns: map[net.Conn]struct{}{}}
 	r.wg.Add(1)
 	go r.serve()
 	return r, nil
 }
 
 // Addr is where the relay listens.
-func (r *relay) Addr() string { return r.ln.Addr().String() }
+func (r *Relay) Addr() string { return r.ln.Addr().String() }
 
-func (r *relay) serve() {
+func (r *Relay) serve() {
 	defer r.wg.Done()
 	for {
 		c, err := r.ln.Accept()
@@ -73,7 +78,7 @@ func (r *relay) serve() {
 }
 
 // track records c so Close can end it; false once closed.
-func (r *relay) track(c net.Conn) bool {
+func (r *Relay) track(c net.Conn) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -83,7 +88,7 @@ func (r *relay) track(c net.Conn) bool {
 	return true
 }
 
-func (r *relay) untrack(cs ...net.Conn) {
+func (r *Relay) untrack(cs ...net.Conn) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range cs {
@@ -95,7 +100,7 @@ func (r *relay) untrack(cs ...net.Conn) {
 // pipe dials the server and copies both ways; each direction's end is
 // passed on as a half-close (a four-letter word's answer ends with the
 // server closing), and the pair is closed when both directions are done.
-func (r *relay) pipe(down net.Conn) {
+func (r *Relay) pipe(down net.Conn) {
 	up, err := net.DialTimeout("tcp", r.target, dialTimeout)
 	if err != nil {
 		r.log.Warn("relay: dial server", "server", r.target, "err", err)
@@ -129,7 +134,7 @@ func copyHalf(dst, src net.Conn) {
 }
 
 // Close stops accepting, ends every connection and waits for the copies.
-func (r *relay) Close() {
+func (r *Relay) Close() {
 	r.mu.Lock()
 	r.closed = true
 	_ = r.ln.Close()

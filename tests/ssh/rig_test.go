@@ -1,0 +1,297 @@
+package ssh
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/netns"
+)
+
+// rig is three "hosts", each a network namespace on a slot of its own
+// running Debian's sshd with its own config and host key, plus one
+// namespace with no sshd (an unreachable host). The hosts share this
+// machine's file system and PID space, as the ssh backend allows.
+type rig struct {
+	net   *netns.Network
+	hosts []*netns.Host
+	// dead is a host in the rig's subnet where nothing listens.
+	dead *netns.Host
+	// key is the private key sshd accepts; wrongKey one it does not.
+	key, wrongKey string
+	// knownHosts lists the three hosts' keys.
+	knownHosts string
+	// user is the rig's login: not root, with /bin/sh as its shell and
+	// exactly the sudo right docs/ssh.md asks for (iptables).
+	user string
+	dir  string
+}
+
+// hostList is the hosts' addresses for --hosts.
+func (r *rig) hostList() string {
+	ips := make([]string, len(r.hosts))
+	for i, h := range r.hosts {
+		ips[i] = h.IP
+	}
+	return strings.Join(ips, ",")
+}
+
+// args are the ssh flags of a run against the rig as root.
+func (r *rig) args() []string {
+	return []string{"--cluster", "ssh", "--hosts", r.hostList(), "--ssh-user", r.user, "--ssh-key", r.key, "--ssh-known-hosts", r.knownHosts}
+}
+
+func needRig(t *testing.T) {
+	t.Helper()
+	chaostest.NeedRoot(t)
+	chaostest.NeedNetns(t)
+	for _, p := range []string{"/usr/sbin/sshd", "/usr/bin/ssh-keygen", "/usr/bin/sudo", "/usr/sbin/useradd", "/usr/sbin/visudo"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("needs %s (openssh-server, sudo: scripts/install-deps.sh)", p)
+		}
+	}
+}
+
+func sh(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// newRig starts the rig; everything of it goes when the test ends.
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	needRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Not t.TempDir(): its parent is private, and sshd reads
+	// authorized_keys as the user who logs in (the no-sudo user too).
+	dir, err := os.MkdirTemp("", "zkchaos-sshrig-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{dir: dir, user: addUser(t, "zkcrig")}
+	sudoers := fmt.Sprintf("/etc/sudoers.d/zkchaos-rig-%d", os.Getpid())
+	rule := fmt.Sprintf("%s ALL=(root) NOPASSWD: /usr/sbin/iptables\n", r.user)
+	if err := os.WriteFile(sudoers, []byte(rule), 0o440); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(sudoers) })
+	sh(t, "visudo", "-c", "-q", "-f", sudoers)
+	// sshd's privilege separation directory, made as its package would.
+	if _, err := os.Stat("/run/sshd"); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove("/run/sshd") })
+	}
+	n, err := netns.Create(ctx, fmt.Sprintf("sshrig-%d", os.Getpid()), os.Getpid(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("rig network: %v", err)
+	}
+	r.net = n
+	t.Cleanup(func() {
+		if err := n.Close(context.Background()); err != nil {
+			t.Errorf("remove rig network: %v", err)
+		}
+	})
+	// Removing the rig kills what runs in its namespaces, the runs'
+	// watchdogs too: a test that failed with a run's servers up (and the
+	// run's controller killed by chaostest.Start's cleanup) first gives
+	// the watchdogs their lease to heal, and what is still left then is
+	// removed here and reported.
+	before, _ := os.ReadDir(baseDir)
+	t.Cleanup(func() { r.sweep(t, before) })
+	r.key, r.wrongKey = filepath.Join(r.dir, "id"), filepath.Join(r.dir, "wrong")
+	for _, k := range []string{r.key, r.wrongKey} {
+		sh(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "zkchaos-rig", "-f", k)
+	}
+	authorized := filepath.Join(r.dir, "authorized_keys")
+	pub, err := os.ReadFile(r.key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(authorized, pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var known bytes.Buffer
+	for i := 1; i <= 3; i++ {
+		h, err := n.AddHost(ctx, fmt.Sprintf("h%d", i))
+		if err != nil {
+			t.Fatalf("rig host: %v", err)
+		}
+		r.hosts = append(r.hosts, h)
+		// Two host keys, known_hosts listing only the ed25519 one: the
+		// handshake must ask for the kind of key known_hosts holds
+		// (golang.org/x/crypto/ssh prefers ECDSA).
+		hostKey := filepath.Join(r.dir, fmt.Sprintf("host%d", i))
+		sh(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
+		sh(t, "ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", hostKey+"-ecdsa")
+		hpub, err := os.ReadFile(hostKey + ".pub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(hpub))
+		fmt.Fprintf(&known, "%s %s %s\n", h.IP, f[0], f[1])
+		cfg := filepath.Join(r.dir, fmt.Sprintf("sshd%d.conf", i))
+		conf := fmt.Sprintf(`ListenAddress %s
+Port 22
+HostKey %s
+HostKey %s-ecdsa
+PidFile none
+AuthorizedKeysFile %s
+StrictModes no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+UseDNS no
+LogLevel ERROR
+`, h.IP, hostKey, hostKey, authorized)
+		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := h.Command(context.Background(), "/usr/sbin/sshd", "-D", "-e", "-f", cfg)
+		var se bytes.Buffer
+		cmd.Stderr = &se
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		if err := waitListen(ctx, net.JoinHostPort(h.IP, "22")); err != nil {
+			t.Fatalf("sshd on %s: %v\n%s", h.IP, err, se.String())
+		}
+	}
+	r.knownHosts = filepath.Join(r.dir, "known_hosts")
+	if err := os.WriteFile(r.knownHosts, known.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r.dead, err = n.AddHost(ctx, "dead"); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// addUser adds a user named prefix<pid> with no password (it logs in by
+// key only) and /bin/sh as its shell, removed when the test ends.
+func addUser(t *testing.T, prefix string) string {
+	t.Helper()
+	user := fmt.Sprintf("%s%d", prefix, os.Getpid()%100000)
+	sh(t, "useradd", "-M", "-d", "/tmp", "-s", "/bin/sh", "-p", "*", user)
+	t.Cleanup(func() {
+		if out, err := exec.Command("userdel", user).CombinedOutput(); err != nil {
+			t.Errorf("userdel %s: %v\n%s", user, err, out)
+		}
+	})
+	return user
+}
+
+func waitListen(ctx context.Context, addr string) error {
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// baseDir is where runs keep their servers' directories on the hosts
+// (cluster/ssh.BaseDir), on this machine's file system here.
+const baseDir = "/var/tmp/zkchaos"
+
+// sweep waits for the hosts to be clean of runs made since before, then
+// removes and reports whatever is left.
+func (r *rig) sweep(t *testing.T, before []os.DirEntry) {
+	had := map[string]bool{}
+	for _, e := range before {
+		had[e.Name()] = true
+	}
+	var left []string
+	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if left = r.leftOnHosts(t, ""); len(left) == 0 {
+			return
+		}
+	}
+	for _, l := range left {
+		t.Errorf("left on the rig at its end (removed now): %s", l)
+	}
+	ents, _ := os.ReadDir(baseDir)
+	for _, e := range ents {
+		if !had[e.Name()] {
+			os.RemoveAll(filepath.Join(baseDir, e.Name()))
+		}
+	}
+}
+
+// leftOnHosts lists what run runID (every run when "") left on the rig's
+// hosts: rules of a zkchaos chain in a host's iptables, a process whose
+// command line names the run's directory (a JVM, a watchdog; paused
+// ones said so), the run's directory.
+func (r *rig) leftOnHosts(t *testing.T, runID string) []string {
+	t.Helper()
+	var left []string
+	chain, dir := "ZKCHAOS-"+runID, baseDir+"/"+runID
+	for _, h := range r.hosts {
+		out, err := h.Command(context.Background(), "iptables", "-w", "-S").CombinedOutput()
+		if err != nil {
+			t.Fatalf("iptables in %s: %v\n%s", h.NS, err, out)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, chain) {
+				left = append(left, fmt.Sprintf("host %s: iptables %s", h.IP, l))
+			}
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte(dir)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		st, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
+		state := ""
+		if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) {
+			state = string(st[i+2])
+		}
+		if state == "Z" {
+			continue
+		}
+		left = append(left, fmt.Sprintf("process %d (state %s): %s", pid, state, strings.ReplaceAll(string(b), "\x00", " ")))
+	}
+	if runID != "" {
+		if _, err := os.Stat(dir); err == nil {
+			left = append(left, "directory "+dir)
+		}
+	} else if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		left = append(left, fmt.Sprintf("directory %s holds %d entries", dir, len(ents)))
+	}
+	return left
+}
