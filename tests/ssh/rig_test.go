@@ -139,20 +139,29 @@ func newRig(t *testing.T) *rig {
 			t.Fatalf("rig host: %v", err)
 		}
 		r.hosts = append(r.hosts, h)
-		// Two host keys, known_hosts listing only the ed25519 one: the
-		// handshake must ask for the kind of key known_hosts holds
-		// (golang.org/x/crypto/ssh prefers ECDSA).
-		hostKey := filepath.Join(r.dir, fmt.Sprintf("host%d", i))
-		sh(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey)
-		sh(t, "ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", hostKey+"-ecdsa")
-		hpub, err := os.ReadFile(hostKey + ".pub")
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := strings.Fields(string(hpub))
-		fmt.Fprintf(&known, "%s %s %s\n", h.IP, f[0], f[1])
-		cfg := filepath.Join(r.dir, fmt.Sprintf("sshd%d.conf", i))
-		conf := fmt.Sprintf(`ListenAddress %s
+		hostKey, pub := r.hostKeys(t, fmt.Sprintf("host%d", i))
+		fmt.Fprintf(&known, "%s %s\n", h.IP, pub)
+		r.startSSHD(ctx, t, h, fmt.Sprintf("sshd%d", i), hostKey, "")
+	}
+	r.knownHosts = filepath.Join(r.dir, "known_hosts")
+	if err := os.WriteFile(r.knownHosts, known.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r.dead, err = n.AddHost(ctx, "dead"); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// startSSHD runs Debian's sshd in host h's namespace with its own
+// config (named name in the rig's folder) and host keys hostKey (ed25519)
+// and hostKey-ecdsa, until the test ends. before, when set, is shell run
+// first in the same mount namespace (ip netns exec gives each command
+// one of its own), so what it mounts is what the host's sessions see.
+func (r *rig) startSSHD(ctx context.Context, t *testing.T, h *netns.Host, name, hostKey, before string) {
+	t.Helper()
+	cfg := filepath.Join(r.dir, name+".conf")
+	conf := fmt.Sprintf(`ListenAddress %s
 Port 22
 HostKey %s
 HostKey %s-ecdsa
@@ -165,32 +174,69 @@ KbdInteractiveAuthentication no
 UsePAM no
 UseDNS no
 LogLevel ERROR
-`, h.IP, hostKey, hostKey, authorized)
-		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := h.Command(context.Background(), "/usr/sbin/sshd", "-D", "-e", "-f", cfg)
-		var se bytes.Buffer
-		cmd.Stderr = &se
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-		if err := waitListen(ctx, net.JoinHostPort(h.IP, "22")); err != nil {
-			t.Fatalf("sshd on %s: %v\n%s", h.IP, err, se.String())
-		}
-	}
-	r.knownHosts = filepath.Join(r.dir, "known_hosts")
-	if err := os.WriteFile(r.knownHosts, known.Bytes(), 0o644); err != nil {
+`, h.IP, hostKey, hostKey, filepath.Join(r.dir, "authorized_keys"))
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r.dead, err = n.AddHost(ctx, "dead"); err != nil {
+	cmd := h.Command(context.Background(), "/usr/sbin/sshd", "-D", "-e", "-f", cfg)
+	if before != "" {
+		cmd = h.Command(context.Background(), "/bin/sh", "-c", before+"\nexec /usr/sbin/sshd -D -e -f "+cfg)
+	}
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return r
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	if err := waitListen(ctx, net.JoinHostPort(h.IP, "22")); err != nil {
+		t.Fatalf("sshd on %s: %v\n%s", h.IP, err, se.String())
+	}
+}
+
+// hostKeys makes a host's two keys, name (ed25519) and name-ecdsa, in
+// the rig's folder, and returns the first's path and its known_hosts
+// fields ("type key"). known_hosts lists only the ed25519 one: the
+// handshake must ask for the kind of key known_hosts holds
+// (golang.org/x/crypto/ssh prefers ECDSA).
+func (r *rig) hostKeys(t *testing.T, name string) (path, pub string) {
+	t.Helper()
+	path = filepath.Join(r.dir, name)
+	sh(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path)
+	sh(t, "ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", path+"-ecdsa")
+	b, err := os.ReadFile(path + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	return path, f[0] + " " + f[1]
+}
+
+// addBareHost starts a fourth host whose sessions see an empty
+// /usr/share/java (a tmpfs mounted in its sshd's own mount namespace): a
+// host without the ZooKeeper jars, as a fresh machine is. known_hosts
+// lists it too; TestSSH's runs never use it.
+func (r *rig) addBareHost(t *testing.T) *netns.Host {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := r.net.AddHost(ctx, "bare")
+	if err != nil {
+		t.Fatalf("rig host: %v", err)
+	}
+	hostKey, pub := r.hostKeys(t, "hostbare")
+	r.startSSHD(ctx, t, h, "sshdbare", hostKey, "mount --make-rprivate / && mount -t tmpfs -o size=1m zkchaos-bare /usr/share/java || exit 1")
+	kh, err := os.OpenFile(r.knownHosts, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kh.Close()
+	if _, err := fmt.Fprintf(kh, "%s %s\n", h.IP, pub); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // addUser adds a user named prefix<pid> with no password (it logs in by

@@ -181,6 +181,17 @@ func TestSSHErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { r.refused(t, c.args, c.want) })
 	}
+	// A host without the ZooKeeper jars: refused naming what it lacks;
+	// with --install the backend tries apt-get through sudo -n, which
+	// the rig's user may not (its one right is iptables), and says so.
+	bare := r.addBareHost(t).IP
+	lacking := base(good+","+bare, r.key, r.knownHosts)
+	t.Run("missing package", func(t *testing.T) {
+		r.refused(t, lacking, []string{"host " + bare + ":", "missing: /usr/share/java/zookeeper.jar", "--install installs them"})
+	})
+	t.Run("install without the apt-get right", func(t *testing.T) {
+		r.refused(t, append(lacking, "--install"), []string{"host " + bare + ":", "apt-get install libzookeeper-java", "failed"})
+	})
 	t.Run("no sudo", func(t *testing.T) {
 		user := addUser(t, "zkcnosudo")
 		args := base(good, r.key, r.knownHosts)
