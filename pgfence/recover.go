@@ -51,7 +51,11 @@ func Reexport(ctx context.Context, dir, applyLog string, env []string) (int64, e
 			return 0, fmt.Errorf("postgres re-export: %w", err)
 		}
 	}
-	s, err := spawn(ServerConfig{Dir: dir, Env: env}, nil, uid, gid,
+	cfg, err := ServerConfig{Dir: dir, Env: env}.absolute()
+	if err != nil {
+		return 0, err
+	}
+	s, err := spawn(cfg, nil, uid, gid,
 		"-c", "listen_addresses=", "-c", "unix_socket_directories="+sock, "-c", "hba_file="+hba)
 	if err != nil {
 		return 0, err

@@ -103,12 +103,28 @@ const LogFile = "postgres.log"
 // DataDir is the data directory in ServerConfig.Dir.
 func (c ServerConfig) DataDir() string { return filepath.Join(c.Dir, "data") }
 
+// absolute is cfg with Dir made absolute: initdb and the server run in
+// "/" (asUser), so a relative run folder (`--results results`) would name
+// files they cannot find.
+func (c ServerConfig) absolute() (ServerConfig, error) {
+	d, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return c, fmt.Errorf("postgres folder %s: %w", c.Dir, err)
+	}
+	c.Dir = d
+	return c, nil
+}
+
 // Start runs initdb, starts the server in cfg.Host's namespace, waits
 // until it answers, and creates the schema. On error nothing it started
 // is left running.
 func Start(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Host == nil {
 		return nil, errors.New("postgres: needs the run's network namespaces (--net netns)")
+	}
+	cfg, err := cfg.absolute()
+	if err != nil {
+		return nil, err
 	}
 	u, err := user.Lookup(SystemUser)
 	if err != nil {

@@ -58,8 +58,18 @@ func startShared() {
 	if err == nil {
 		var h *netns.Host
 		if h, err = n.AddHost(ctx, "pg"); err == nil {
-			s, err = Start(ctx, ServerConfig{Dir: filepath.Join(dir, "pg"), Host: h, Env: proc.Env(shared.run, os.Getpid()),
+			// A relative folder, as `chaos run --results results` gives
+			// (from the folder's parent: a path up to / would still
+			// resolve from initdb's "/"). No test of this package runs in
+			// parallel, so the working directory may move for the start.
+			var back func()
+			if back, err = chdir(dir); err != nil {
+				shared.err = err
+				return
+			}
+			s, err = Start(ctx, ServerConfig{Dir: "pg", Host: h, Env: proc.Env(shared.run, os.Getpid()),
 				Password: "secret-" + shared.run, Mode: register.ModeOn})
+			back()
 		}
 	}
 	shared.s, shared.err = s, err
@@ -68,6 +78,18 @@ func startShared() {
 		_ = n.Close(context.Background())
 		os.RemoveAll(dir)
 	}
+}
+
+// chdir moves the working directory to dir; back moves it back.
+func chdir(dir string) (back func(), err error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chdir(dir); err != nil {
+		return nil, err
+	}
+	return func() { _ = os.Chdir(wd) }, nil
 }
 
 // testServer is the shared server with empty tables and the fencing mode.
