@@ -424,13 +424,9 @@ func openExternal(ctx context.Context, e *Ensemble, o Options) error {
 	if err != nil {
 		return fmt.Errorf("--zk: %w", err)
 	}
-	relay := ""
-	if o.NetMode == "netns" {
-		n, err := netns.Create(ctx, o.RunID, o.ControllerPID, o.Logger)
-		if err != nil {
-			return fmt.Errorf("create run network: %w", err)
-		}
-		e.Net, relay = n, n.Gateway
+	relay, err := relayNet(ctx, e, o)
+	if err != nil {
+		return err
 	}
 	c, err := external.New(external.Config{Addrs: addrs, RelayHost: relay, Logger: o.Logger})
 	if err != nil {
@@ -438,6 +434,22 @@ func openExternal(ctx context.Context, e *Ensemble, o Options) error {
 	}
 	e.Cluster = c
 	return nil
+}
+
+// relayNet claims a netns slot for the run's own processes in netns
+// mode and returns its gateway, where the relays to servers the run does
+// not start on this machine listen ("" in loopback mode: the processes
+// dial the servers themselves).
+func relayNet(ctx context.Context, e *Ensemble, o Options) (string, error) {
+	if o.NetMode != "netns" {
+		return "", nil
+	}
+	n, err := netns.Create(ctx, o.RunID, o.ControllerPID, o.Logger)
+	if err != nil {
+		return "", fmt.Errorf("create run network: %w", err)
+	}
+	e.Net = n
+	return n.Gateway, nil
 }
 
 // openSSH claims a netns slot (netns mode) for the run's own processes,
@@ -448,13 +460,9 @@ func openSSH(ctx context.Context, e *Ensemble, o Options) error {
 	if err != nil {
 		return fmt.Errorf("--hosts: %w", err)
 	}
-	relay := ""
-	if o.NetMode == "netns" {
-		n, err := netns.Create(ctx, o.RunID, o.ControllerPID, o.Logger)
-		if err != nil {
-			return fmt.Errorf("create run network: %w", err)
-		}
-		e.Net, relay = n, n.Gateway
+	relay, err := relayNet(ctx, e, o)
+	if err != nil {
+		return err
 	}
 	c, err := zkssh.New(ctx, zkssh.Config{Hosts: hosts, Auth: o.SSH.Auth, RunID: o.RunID, Dir: o.Dir,
 		TickTime: o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout, RelayHost: relay, Logger: o.Logger})

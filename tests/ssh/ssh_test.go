@@ -23,6 +23,20 @@ func short(name string, extra ...string) []string {
 	return append([]string{"--time-limit", "20s", "--nemesis-interval", "2s", "--seed", "7", "--name", name}, extra...)
 }
 
+// verifiedFaults counts the run's verified fault events by f, and logs
+// every fault event.
+func verifiedFaults(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	verified := map[string]int{}
+	for _, op := range chaostest.FaultOps(t, dir) {
+		if op.Type == history.OK && op.Verified {
+			verified[op.F]++
+		}
+		t.Logf("%s %s verified=%v took %s: %v %s", op.F, op.Type, op.Verified, op.Took.Round(time.Millisecond), op.Value.Detail, op.Err)
+	}
+	return verified
+}
+
 // assertClean checks that run dir left nothing on the hosts nor on this
 // machine.
 func (r *rig) assertClean(t *testing.T, dir string) {
@@ -49,12 +63,7 @@ func TestSSH(t *testing.T) {
 		if res.Code != 0 {
 			t.Fatalf("exit %d, want 0 (valid)\n%s", res.Code, chaostest.Tail(res.Stderr, 3000))
 		}
-		verified := map[string]int{}
-		for _, op := range chaostest.FaultOps(t, res.Dir) {
-			if op.Type == history.OK && op.Verified {
-				verified[op.F]++
-			}
-		}
+		verified := verifiedFaults(t, res.Dir)
 		t.Logf("verified faults: %v", verified)
 		if len(verified) == 0 {
 			t.Error("no verified fault in the history")
@@ -81,13 +90,7 @@ func TestSSH(t *testing.T) {
 			if res.Code != 0 {
 				t.Fatalf("exit %d, want 0 (valid)\n%s", res.Code, chaostest.Tail(res.Stderr, 3000))
 			}
-			verified := map[string]int{}
-			for _, op := range chaostest.FaultOps(t, res.Dir) {
-				if op.Type == history.OK && op.Verified {
-					verified[op.F]++
-				}
-				t.Logf("%s %s verified=%v took %s: %v %s", op.F, op.Type, op.Verified, op.Took.Round(time.Millisecond), op.Value.Detail, op.Err)
-			}
+			verified := verifiedFaults(t, res.Dir)
 			for _, f := range []string{sf.start, sf.stop} {
 				if verified[f] == 0 {
 					t.Errorf("no verified %s on the hosts (verified: %v)", f, verified)
