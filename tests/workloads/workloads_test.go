@@ -126,10 +126,10 @@ func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
 // while the application leader is paused past its session; unfenced, the
 // paused leader's write of its old term is accepted after a newer term's
 // and stale-term names it. Whether one pause makes a stale write land is
-// a race in the paused worker (its expiry notice against its write, on
-// resume; 1 run in about 10 of 20 s with two pauses saw none), so the
-// unfenced run lasts the matrix cell's 30 s with pauses every second
-// gap: four or more pauses.
+// a race in the paused worker (on resume, its expiry notice against its
+// write; one fresh CI run of 20 s with two verified pauses saw none), so
+// the unfenced run lasts the matrix cell's 30 s with 1 s between faults:
+// three pauses or more.
 func TestElectionFencing(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
