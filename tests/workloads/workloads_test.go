@@ -127,7 +127,7 @@ func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
 // paused leader's write of its old term is accepted after a newer term's
 // and stale-term names it. Whether one pause makes a stale write land is
 // a race in the paused worker (on resume, its expiry notice against its
-// write; one fresh CI run of 20 s with two verified pauses saw none), so
+// write; one fresh CI run of 20 s, its pauses verified, saw none), so
 // the unfenced run lasts the matrix cell's 30 s with 1 s between faults:
 // three pauses or more.
 func TestElectionFencing(t *testing.T) {
