@@ -96,6 +96,39 @@ var ErrNotServing = errors.New("not serving (no quorum)")
 // quorum, which is not an answer to the word asked.
 func IsNotServing(out string) bool { return strings.HasPrefix(out, notServing) }
 
+// ErrNotAllowed is a server's refusal of a four-letter word it was not
+// configured to answer (4lw.commands.whitelist).
+var ErrNotAllowed = errors.New("four-letter word not allowed by the server (4lw.commands.whitelist)")
+
+// NotAllowed says out is a server's refusal of a four-letter word
+// ("srvr is not executed because it is not in the whitelist.").
+func NotAllowed(out string) bool { return strings.Contains(out, "not in the whitelist") }
+
+// Srvr asks addr for srvr and tells its answers apart: the status when
+// the server serves, ErrNotAllowed when it refuses the word, ErrNotServing
+// when it is up without a quorum, the connection's error when it does not
+// answer, and an error quoting anything else. It is for backends whose
+// servers are not the harness's own process to look at (an external
+// ensemble, remote hosts), where that answer is all there is.
+func Srvr(ctx context.Context, addr string) (Status, error) {
+	out, err := FourLetter(ctx, addr, "srvr")
+	switch {
+	case err != nil && out == "":
+		return Status{}, err
+	case NotAllowed(out):
+		return Status{}, ErrNotAllowed
+	case IsNotServing(out):
+		return Status{}, ErrNotServing
+	case err != nil:
+		return Status{}, err
+	}
+	st := ParseSrvr(out)
+	if !st.Serving {
+		return st, fmt.Errorf("not a srvr answer: %q", FirstLine(out))
+	}
+	return st, nil
+}
+
 // ParseCons reads a cons answer, one connection per line
 // (" /198.18.0.9:37864[1](queued=0,...,sid=0x1000007164c0002,...)"), and
 // returns the session ids listed, sorted and without repeats. Connections

@@ -89,43 +89,13 @@ func Probe(ctx context.Context, addrs []string) error {
 	var errs []error
 	for _, a := range addrs {
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		_, err := status(pctx, a)
+		_, err := cluster.Srvr(pctx, a)
 		cancel()
-		if err != nil && !errors.Is(err, ErrNotAllowed) {
+		if err != nil && !errors.Is(err, cluster.ErrNotAllowed) {
 			errs = append(errs, fmt.Errorf("ZooKeeper at %s: %w", a, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// ErrNotAllowed is a server's refusal of a four-letter word it was not
-// configured to answer (4lw.commands.whitelist).
-var ErrNotAllowed = errors.New("four-letter word not allowed by the server (4lw.commands.whitelist)")
-
-// NotAllowed says out is a server's refusal of a four-letter word
-// ("srvr is not executed because it is not in the whitelist.").
-func NotAllowed(out string) bool { return strings.Contains(out, "not in the whitelist") }
-
-// status asks addr for srvr: the status when it serves, ErrNotAllowed
-// when it refuses the word, cluster.ErrNotServing when it is up without a
-// quorum, the connection's error when it does not answer.
-func status(ctx context.Context, addr string) (cluster.Status, error) {
-	out, err := cluster.FourLetter(ctx, addr, "srvr")
-	switch {
-	case err != nil && out == "":
-		return cluster.Status{}, err
-	case NotAllowed(out):
-		return cluster.Status{}, ErrNotAllowed
-	case cluster.IsNotServing(out):
-		return cluster.Status{}, cluster.ErrNotServing
-	case err != nil:
-		return cluster.Status{}, err
-	}
-	st := cluster.ParseSrvr(out)
-	if !st.Serving {
-		return st, fmt.Errorf("not a srvr answer: %q", cluster.FirstLine(out))
-	}
-	return st, nil
 }
 
 // Config describes the external ensemble of a run.
@@ -202,9 +172,9 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		var waiting []string
 		for _, n := range c.nodes {
 			sctx, cancel := context.WithTimeout(ctx, time.Second)
-			_, err := status(sctx, n.addr)
+			_, err := cluster.Srvr(sctx, n.addr)
 			cancel()
-			if err != nil && !errors.Is(err, ErrNotAllowed) {
+			if err != nil && !errors.Is(err, cluster.ErrNotAllowed) {
 				waiting = append(waiting, fmt.Sprintf("%s: %v", n.target, err))
 			}
 		}
@@ -268,8 +238,8 @@ func (n *Node) Process(context.Context) (cluster.Process, error) {
 }
 
 // Status asks the server (srvr); a server that does not allow srvr gives
-// ErrNotAllowed.
-func (n *Node) Status(ctx context.Context) (cluster.Status, error) { return status(ctx, n.addr) }
+// cluster.ErrNotAllowed.
+func (n *Node) Status(ctx context.Context) (cluster.Status, error) { return cluster.Srvr(ctx, n.addr) }
 
 // Rules: the harness makes none on these servers.
 func (n *Node) Rules(context.Context) ([]string, error) { return nil, nil }

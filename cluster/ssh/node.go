@@ -248,18 +248,9 @@ echo "pid $pid state $st after SIG%s" >&2; exit 1`, sig, int(signalWait/(50*time
 
 // Status asks the server itself (srvr), at its host's client address.
 func (n *Node) Status(ctx context.Context) (cluster.Status, error) {
-	out, err := cluster.FourLetter(ctx, n.Target(), "srvr")
-	switch {
-	case err != nil && out == "":
+	st, err := cluster.Srvr(ctx, n.Target())
+	if err != nil {
 		return cluster.Status{}, fmt.Errorf("status of %s: %w", n.name(), err)
-	case cluster.IsNotServing(out):
-		return cluster.Status{}, fmt.Errorf("status of %s: %w", n.name(), cluster.ErrNotServing)
-	case err != nil:
-		return cluster.Status{}, fmt.Errorf("status of %s: %w", n.name(), err)
-	}
-	st := cluster.ParseSrvr(out)
-	if !st.Serving {
-		return cluster.Status{}, fmt.Errorf("status of %s: not a srvr answer: %q", n.name(), cluster.FirstLine(out))
 	}
 	return st, nil
 }
