@@ -39,6 +39,15 @@ func Flush(chain string) string {
 	return fmt.Sprintf("if iptables -w -S | grep -qx -- '-N %[1]s'; then iptables -w -F %[1]s; fi", chain)
 }
 
+// Remove is a script that unhooks, empties and deletes chain, and
+// succeeds when it does not exist: what a host that outlives the run
+// must be left without (a container's go with its network namespace).
+func Remove(chain string) string {
+	return fmt.Sprintf(`for h in INPUT OUTPUT; do while iptables -w -D $h -j %[1]s 2>/dev/null; do :; done; done
+iptables -w -F %[1]s 2>/dev/null; iptables -w -X %[1]s 2>/dev/null
+`, chain)
+}
+
 // Rules picks chain's rules out of iptables -S. The whole table is
 // listed because iptables-nft answers -S of a missing chain with a
 // misleading error.

@@ -70,10 +70,9 @@ func (n *Node) LogPath() string { return n.logPath }
 
 func (n *Node) name() string { return fmt.Sprintf("zk node %d (host %s)", n.id, n.host.Name) }
 
-// run runs script on the node's host with D set to its directory and C
-// to its chain.
+// run runs script on the node's host with D set to its directory.
 func (n *Node) run(ctx context.Context, script string) (string, error) {
-	out, err := n.host.Run(ctx, fmt.Sprintf("D=%s; C=%s\n%s", Quote(n.dir), n.chain, script), nil)
+	out, err := n.host.Run(ctx, fmt.Sprintf("D=%s\n%s", Quote(n.dir), script), nil)
 	return strings.TrimSpace(out), err
 }
 

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	iptchain "github.com/zkchaos/zkchaos/cluster/chain"
 )
 
 // Why a watchdog on every host. The controller's janitor heals what is on
@@ -33,13 +35,11 @@ const (
 // It kills only processes whose command line names dir's zoo.cfg: this
 // run's server, never a recycled PID.
 func healScript(dir, chain string) string {
-	return fmt.Sprintf(`D=%[1]s; C=%[2]s
-for h in INPUT OUTPUT; do while iptables -w -D $h -j $C 2>/dev/null; do :; done; done
-iptables -w -F $C 2>/dev/null; iptables -w -X $C 2>/dev/null
-for pid in $(pgrep -f -- "$D/zoo.cfg"); do kill -CONT $pid; kill -KILL $pid; done
+	return fmt.Sprintf(`D=%[1]s
+%[2]sfor pid in $(pgrep -f -- "$D/zoo.cfg"); do kill -CONT $pid; kill -KILL $pid; done
 rm -rf $D; rmdir $(dirname $D) 2>/dev/null
 true
-`, Quote(dir), chain)
+`, Quote(dir), iptchain.Remove(chain))
 }
 
 // watchdogScript is the loop (run with sh on the host as the login user):
