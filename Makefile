@@ -47,13 +47,13 @@ lint: fmt-check
 #     synthetic 1-hour run: whole, segmented, streamed) and
 #     BenchmarkLinearStreamHeld (what a stream keeps over 15 min, 1 h,
 #     2 h); checker/suite BenchmarkCheckers (10k, 100k, 1M
-#     events), BenchmarkCheckers100k (internal/synth), BenchmarkLockCheckers
+#     events), BenchmarkCheckers100k (internal/testkit/synth), BenchmarkLockCheckers
 #     (each lock-level checker and lockview.Of at 100k and 1M events, 1 and
 #     8 keys) and BenchmarkSuiteHour (the suite on a synthetic 1-hour run)
 #   BENCH_THRICE (3x):  story BenchmarkTell; report BenchmarkReadHistory100k,
 #     BenchmarkReport100k, BenchmarkReportOverRead100k (the report's
-#     bound, docs/architecture.md "Figures at scale"); internal/pageload
-#     BenchmarkPageLoad100k (Chromium through internal/browser: skipped only
+#     bound, docs/architecture.md "Figures at scale"); internal/testkit/pageload
+#     BenchmarkPageLoad100k (Chromium through internal/testkit/browser: skipped only
 #     where scripts/install-deps.sh could not install it)
 # A package with a benchmark in none of the lists stops `make bench`, so
 # a new benchmark is not silently left out.
@@ -61,9 +61,9 @@ lint: fmt-check
 # create+delete pairs against seed, zk-lock and Curator on a real 3-node
 # ensemble, and the harness's overhead, with the targets met or not
 # (about a minute; figures of a machine shared with other runs are low).
-BENCH_DEFAULT := ./register/
+BENCH_DEFAULT := ./resource/register/
 BENCH_ONCE := ./checker/fence/ ./checker/linear/ ./checker/suite/
-BENCH_THRICE := ./story/ ./report/ ./internal/pageload/
+BENCH_THRICE := ./report/story/ ./report/ ./internal/testkit/pageload/
 bench: deps
 	@missing=$$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | \
 	  while read -r d; do case " $(BENCH_DEFAULT) $(BENCH_ONCE) $(BENCH_THRICE) " in *" $$d/ "*) ;; *) echo "$$d/";; esac; done); \

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
 )
 
 func TestCompletionOf(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
 )
 
 // Result is one checker's answer. In JSON, Details' fields sit beside

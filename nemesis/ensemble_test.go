@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster/local"
-	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/host/proc"
 )
 
 // realEnsemble starts a real local ensemble of n servers for a test that

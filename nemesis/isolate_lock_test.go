@@ -15,8 +15,8 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/netns"
-	"github.com/zkchaos/zkchaos/workerproc"
+	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/host/workerproc"
 )
 
 // TestIsolateHealBoundedByXtablesLock: a heal of isolate-holder whose
@@ -107,7 +107,7 @@ func TestIsolateHealBoundedByXtablesLock(t *testing.T) {
 	}
 	t.Logf("heal returned after %s: %s", took.Round(time.Millisecond), last.Error)
 
-	// What the final restore does (runner/final.go) once the lock is free:
+	// What the final restore does (run/runner/final.go) once the lock is free:
 	// list the host's rules, flush them, and find none left.
 	release()
 	rules, err := host.Rules(ctx)

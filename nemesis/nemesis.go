@@ -316,7 +316,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 // finish marks the scheduler stopped and undoes what is left; an
 // injection abandoned earlier that returns after this is left to the
-// final restore (runner/final.go), which sweeps every fault of the run.
+// final restore (run/runner/final.go), which sweeps every fault of the run.
 func (s *Scheduler) finish(ctx context.Context) {
 	s.mu.Lock()
 	s.stopped = true

@@ -13,9 +13,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/cluster/local"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/recipes"
 )
 
 // rogueTargets is the controller's view for the test: the holders it is

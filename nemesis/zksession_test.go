@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/recipes"
+	"github.com/zkchaos/zkchaos/client/recipes"
 )
 
 // TestCloseSessionExpiresTheClient is expire-holder end to end against a

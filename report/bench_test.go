@@ -12,12 +12,12 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/synth"
-	"github.com/zkchaos/zkchaos/register"
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/testkit/synth"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
-// bench100k is the synthetic 100 000-operation run (internal/synth:
+// bench100k is the synthetic 100 000-operation run (internal/testkit/synth:
 // the defaults of chaos run, about 28 min of run clock, 166
 // pause-holder faults, fencing off) in a folder, with the checkers'
 // results, made once for every benchmark of the package.

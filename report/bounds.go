@@ -4,7 +4,7 @@ import (
 	"html/template"
 
 	"github.com/zkchaos/zkchaos/checker/fence"
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
 )
 
 // The most entries the page lists of its long tables. A long run with

@@ -11,7 +11,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
 )
 
 // boundedPage is a page of n double writes, all lost updates but the

@@ -13,9 +13,9 @@ import (
 	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/monitor"
-	"github.com/zkchaos/zkchaos/plots"
+	"github.com/zkchaos/zkchaos/observe/monitor"
 	"github.com/zkchaos/zkchaos/report/anchor"
+	"github.com/zkchaos/zkchaos/report/plots"
 )
 
 // The metrics section: the numbers seed 000 section 22 says a lock

@@ -23,13 +23,13 @@ import (
 	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/monitor"
-	"github.com/zkchaos/zkchaos/plots"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/observe/monitor"
+	"github.com/zkchaos/zkchaos/observe/resources"
 	"github.com/zkchaos/zkchaos/report/anchor"
-	"github.com/zkchaos/zkchaos/resources"
-	"github.com/zkchaos/zkchaos/runview"
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/report/plots"
+	"github.com/zkchaos/zkchaos/report/runview"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // Link is a relative href to a file of the run, so the results folder can

@@ -17,8 +17,8 @@ import (
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
 	"github.com/zkchaos/zkchaos/report/anchor"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 const hostile = `<script>alert("x")</script>`

@@ -10,7 +10,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/monitor"
+	"github.com/zkchaos/zkchaos/observe/monitor"
 	"github.com/zkchaos/zkchaos/report/anchor"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/monitor"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/observe/monitor"
 	"github.com/zkchaos/zkchaos/report/anchor"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 const startWall = int64(1_700_000_000_000_000_000)

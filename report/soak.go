@@ -10,9 +10,9 @@ import (
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/plots"
+	"github.com/zkchaos/zkchaos/observe/resources"
 	"github.com/zkchaos/zkchaos/report/anchor"
-	"github.com/zkchaos/zkchaos/resources"
+	"github.com/zkchaos/zkchaos/report/plots"
 )
 
 // The soak section (chaos soak): what the run did per hour and its

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/resources"
+	"github.com/zkchaos/zkchaos/observe/resources"
 )
 
 // soakSamples are resource samples every 30 s up to minutes, the

@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/zkchaos/zkchaos/report/anchor"
-	"github.com/zkchaos/zkchaos/story"
+	"github.com/zkchaos/zkchaos/report/story"
 )
 
 // storiesSource is the section that tells each violation as a story

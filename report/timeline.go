@@ -5,7 +5,7 @@ import (
 	"html/template"
 
 	"github.com/zkchaos/zkchaos/report/anchor"
-	"github.com/zkchaos/zkchaos/timeline"
+	"github.com/zkchaos/zkchaos/report/timeline"
 )
 
 // timelineSource is the lock ownership timeline's section (package

@@ -58,7 +58,7 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# The browser tests (internal/browser, tests/browser) drive Debian's
+# The browser tests (internal/testkit/browser, tests/browser) drive Debian's
 # chromium headless; fonts-dejavu-core is the font its screenshots are
 # drawn in. It is installed on its own, after the rest: where it cannot be
 # (no apt-get, no root, the install fails), the reason goes to

@@ -10,9 +10,9 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	configcheck "github.com/zkchaos/zkchaos/checker/config"
 	"github.com/zkchaos/zkchaos/checker/integrity"
+	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
-	"github.com/zkchaos/zkchaos/recipes"
 )
 
 // ConfigName is the config workload's --workload value.

@@ -12,9 +12,9 @@ import (
 	"github.com/zkchaos/zkchaos/checker/election"
 	"github.com/zkchaos/zkchaos/checker/integrity"
 	"github.com/zkchaos/zkchaos/checker/lock"
+	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
-	"github.com/zkchaos/zkchaos/recipes"
 )
 
 // ElectionName is the election workload's --workload value.

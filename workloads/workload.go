@@ -131,7 +131,7 @@ type Resource interface {
 type End interface {
 	Clients() []Client
 	// FinalRead reads key from the register directly, without a token
-	// (register/types.go), and records it as client c's final-read.
+	// (resource/register/types.go), and records it as client c's final-read.
 	FinalRead(ctx context.Context, c Client, key string)
 }
 

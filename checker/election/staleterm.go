@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/zkchaos/zkchaos/checker"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // StaleTerm is an accepted task call whose term is below one the

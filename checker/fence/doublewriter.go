@@ -10,7 +10,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // NameDoubleWriter is the exact checker over the apply log.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker/stream"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // Stream is the double-writer's rules, fed one apply-log entry at a time

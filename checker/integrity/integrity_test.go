@@ -8,7 +8,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/internal/checktest"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 func run(t *testing.T, in checker.Input) (checker.Result, Details) {

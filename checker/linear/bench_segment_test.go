@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
-	"github.com/zkchaos/zkchaos/internal/synth"
+	"github.com/zkchaos/zkchaos/internal/testkit/synth"
 )
 
 // heapPeak collects garbage and samples the live heap every 20 ms until
@@ -39,7 +39,7 @@ func heapPeak() (stop func() uint64) {
 	}
 }
 
-// BenchmarkLinearHour checks a synthetic 1-hour run (internal/synth,
+// BenchmarkLinearHour checks a synthetic 1-hour run (internal/testkit/synth,
 // chaos run's defaults: 3 keys, 6 workers, a pause-holder fault every
 // 4 s of quiet, fencing off) whole (porcupine on each key's whole
 // history, as before segments), segmented in batch (CheckRegister,

@@ -13,7 +13,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/internal/checktest"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 func checkReg(t *testing.T, mode string, es []history.Event) (checker.Result, LinearDetails) {

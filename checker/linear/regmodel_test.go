@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // TestModelAgreesWithRegister ties the register model to the register:

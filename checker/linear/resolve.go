@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // Resolving an info read or write against the apply log.

@@ -7,7 +7,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // The end state of a segment, without a search (segment.go, rule 2).

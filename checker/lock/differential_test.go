@@ -14,7 +14,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/lockview"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/synth"
+	"github.com/zkchaos/zkchaos/internal/testkit/synth"
 )
 
 // randomLockHistory is a hand-made-by-dice lock history: a few processes

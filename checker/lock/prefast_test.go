@@ -8,7 +8,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/synth"
+	"github.com/zkchaos/zkchaos/internal/testkit/synth"
 )
 
 // prefastInputs are oracleInputs and longer synthetic runs (with and

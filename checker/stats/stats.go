@@ -9,7 +9,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // Name is the stats checker's name.

@@ -11,7 +11,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/internal/checktest"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // fuzzBudget keeps one fuzz input from running away; an input that needs

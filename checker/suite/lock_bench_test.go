@@ -10,10 +10,10 @@ import (
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/checker/lockview"
-	"github.com/zkchaos/zkchaos/internal/synth"
+	"github.com/zkchaos/zkchaos/internal/testkit/synth"
 )
 
-// synthInput is the checker input of a generated run (internal/synth).
+// synthInput is the checker input of a generated run (internal/testkit/synth).
 func synthInput(b *testing.B, spec synth.Spec) checker.Input {
 	b.Helper()
 	r, err := synth.Generate(spec)

@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/zkchaos/zkchaos/checker"
-	"github.com/zkchaos/zkchaos/internal/synth"
+	"github.com/zkchaos/zkchaos/internal/testkit/synth"
 )
 
 // BenchmarkCheckers100k runs each checker of the lock workload on the
 // synthetic 100 000-operation run that the report's benchmarks use
-// (internal/synth: chaos run's defaults, about 28 min, 166 pause-holder
+// (internal/testkit/synth: chaos run's defaults, about 28 min, 166 pause-holder
 // faults, fencing off, so double-writer and the porcupine checkers find
 // violations), to set the report's cost beside the checkers'.
 func BenchmarkCheckers100k(b *testing.B) {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/docker"
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
@@ -23,8 +24,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/external"
 	"github.com/zkchaos/zkchaos/cluster/local"
 	zkssh "github.com/zkchaos/zkchaos/cluster/ssh"
-	"github.com/zkchaos/zkchaos/netns"
-	"github.com/zkchaos/zkchaos/recipes"
+	"github.com/zkchaos/zkchaos/host/netns"
 )
 
 // The backends.

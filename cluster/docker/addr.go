@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/host/netns"
 )
 
 // The harness's test traffic stays in 198.18.0.0/15 (RFC 2544's benchmark

@@ -22,7 +22,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
 	"github.com/zkchaos/zkchaos/cluster/docker/image"
-	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/host/proc"
 )
 
 // helperEnv makes the test binary a controller that builds an ensemble,

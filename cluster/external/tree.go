@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkchaos/zkchaos/recipes"
+	"github.com/zkchaos/zkchaos/client/recipes"
 )
 
 // removeTimeout bounds the removal of a run's subtree.

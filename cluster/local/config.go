@@ -17,7 +17,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/zkjvm"
-	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/host/netns"
 )
 
 // Config describes the ensemble.

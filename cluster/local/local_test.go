@@ -14,8 +14,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkchaos/zkchaos/cluster"
-	"github.com/zkchaos/zkchaos/netns"
-	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/host/proc"
 )
 
 func skipUnlessZK(t *testing.T) {

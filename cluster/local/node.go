@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
-	"github.com/zkchaos/zkchaos/netns"
-	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/host/proc"
 )
 
 // stopGrace is how long Stop waits after SIGTERM before SIGKILL.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
-	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/host/proc"
 )
 
 // TestServicePrograms starts each other lock service's servers on

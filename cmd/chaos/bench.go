@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/zkchaos/zkchaos/bench"
-	"github.com/zkchaos/zkchaos/subjects"
+	"github.com/zkchaos/zkchaos/client/subjects"
+	"github.com/zkchaos/zkchaos/run/bench"
 )
 
 // cmdBench is `chaos bench`: flags only; package bench measures.

@@ -15,7 +15,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/checker/suite"
-	"github.com/zkchaos/zkchaos/runner"
+	"github.com/zkchaos/zkchaos/run/runner"
 )
 
 func cmdCheck(ctx context.Context, args []string) int {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/zkchaos/zkchaos/janitor"
+	"github.com/zkchaos/zkchaos/run/janitor"
 )
 
 // cmdCleanup removes what earlier runs left behind: processes tagged with

@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/zkchaos/zkchaos/compare"
-	"github.com/zkchaos/zkchaos/runview"
+	"github.com/zkchaos/zkchaos/report/compare"
+	"github.com/zkchaos/zkchaos/report/runview"
 )
 
 // cmdCompare writes the page showing two runs side by side. Exit 0 when

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/internal/runfixture"
+	"github.com/zkchaos/zkchaos/internal/testkit/runfixture"
 )
 
 // Bad input to chaos compare: the problem on the first line (with the

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkchaos/zkchaos/recipes"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/client/recipes"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // TestWorkerRefusesABadCredential: a malformed ZKCHAOS_ZK_AUTH stops the

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/zkchaos/zkchaos/runview"
+	"github.com/zkchaos/zkchaos/report/runview"
 )
 
 // cmdFirstViolation prints, for each checked run under the folders given,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/internal/runfixture"
+	"github.com/zkchaos/zkchaos/internal/testkit/runfixture"
 )
 
 // TestFirstViolation: each run under a results folder, oldest first, with

@@ -7,10 +7,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/zkchaos/zkchaos/matrix"
+	"github.com/zkchaos/zkchaos/client/subjects"
 	"github.com/zkchaos/zkchaos/nemesis"
-	"github.com/zkchaos/zkchaos/progress"
-	"github.com/zkchaos/zkchaos/subjects"
+	"github.com/zkchaos/zkchaos/observe/progress"
+	"github.com/zkchaos/zkchaos/run/matrix"
 )
 
 // cmdGate is test-all with another cell list: the standard cells of a

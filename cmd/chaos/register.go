@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // cmdRegister runs the fenced register until ctx is cancelled. Its only

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // TestRegisterIdempotencyFlag: --idempotency takes on or off only, and the

@@ -14,8 +14,8 @@ import (
 	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
-	"github.com/zkchaos/zkchaos/progress"
-	"github.com/zkchaos/zkchaos/runner"
+	"github.com/zkchaos/zkchaos/observe/progress"
+	"github.com/zkchaos/zkchaos/run/runner"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 

@@ -9,7 +9,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/zkchaos/zkchaos/serve"
+	"github.com/zkchaos/zkchaos/report/serve"
 )
 
 // cmdServe serves the results folder until SIGINT/SIGTERM (ctx). Bad

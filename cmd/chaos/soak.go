@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkchaos/zkchaos/metrics"
-	"github.com/zkchaos/zkchaos/progress"
-	"github.com/zkchaos/zkchaos/resources"
-	"github.com/zkchaos/zkchaos/runner"
+	"github.com/zkchaos/zkchaos/observe/metrics"
+	"github.com/zkchaos/zkchaos/observe/progress"
+	"github.com/zkchaos/zkchaos/observe/resources"
+	"github.com/zkchaos/zkchaos/run/runner"
 )
 
 // soakDefaults are chaos run's defaults with a soak's: an hour, a

@@ -9,7 +9,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/checker/stats"
-	"github.com/zkchaos/zkchaos/runner"
+	"github.com/zkchaos/zkchaos/run/runner"
 )
 
 // TestPrintSummary: stdout says why every checker that did not pass

@@ -13,8 +13,8 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
-	"github.com/zkchaos/zkchaos/matrix"
-	"github.com/zkchaos/zkchaos/progress"
+	"github.com/zkchaos/zkchaos/observe/progress"
+	"github.com/zkchaos/zkchaos/run/matrix"
 )
 
 // cmdTestAll runs the matrix of cells; exit codes as Jepsen's test-all:

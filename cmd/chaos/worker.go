@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkchaos/zkchaos/bench"
-	"github.com/zkchaos/zkchaos/pgfence"
-	"github.com/zkchaos/zkchaos/recipes"
-	"github.com/zkchaos/zkchaos/register"
-	"github.com/zkchaos/zkchaos/worker"
+	"github.com/zkchaos/zkchaos/client/recipes"
+	"github.com/zkchaos/zkchaos/client/worker"
+	"github.com/zkchaos/zkchaos/resource/pgfence"
+	"github.com/zkchaos/zkchaos/resource/register"
+	"github.com/zkchaos/zkchaos/run/bench"
 )
 
 // cmdWorker runs one worker process: the protocol on stdin/stdout, logs on

@@ -19,11 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/proc"
-	"github.com/zkchaos/zkchaos/recipes"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/host/proc"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // rogueRun is a short run with one contended key and a rogue-client every

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkchaos/zkchaos/bench"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/run/bench"
 )
 
 // TestQuickBench runs `chaos bench --quick` as CI does: every figure

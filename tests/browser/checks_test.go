@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	web "github.com/zkchaos/zkchaos/internal/browser"
+	web "github.com/zkchaos/zkchaos/internal/testkit/browser"
 	"github.com/zkchaos/zkchaos/report/anchor"
 )
 
@@ -234,7 +234,7 @@ func within(t *testing.T, ctx context.Context, p *web.Page, inner, outer string)
 }
 
 // rejectedSel is how the timeline draws a write the register rejected
-// (timeline/lane.go): a red cross one by one (tl-wr), or its share of a
+// (report/timeline/lane.go): a red cross one by one (tl-wr), or its share of a
 // bin when a crowded lane is summarised (tl-wrbin).
 const rejectedSel = "#" + anchor.Timeline + " .tl-wr, #" + anchor.Timeline + " .tl-wrbin"
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	web "github.com/zkchaos/zkchaos/internal/browser"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	web "github.com/zkchaos/zkchaos/internal/testkit/browser"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 	"github.com/zkchaos/zkchaos/report/anchor"
 )
 

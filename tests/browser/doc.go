@@ -1,5 +1,5 @@
 // Package browser holds the tests that open zkchaos's pages in a real
-// browser, Debian's headless Chromium (through internal/browser), as a
+// browser, Debian's headless Chromium (through internal/testkit/browser), as a
 // reader would: the report.html of real runs, the index of a real `chaos
 // test-all`, the page `chaos compare` writes, and `chaos serve` over
 // loopback HTTP. Each page must load with no console error or warning, no

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	web "github.com/zkchaos/zkchaos/internal/browser"
+	web "github.com/zkchaos/zkchaos/internal/testkit/browser"
 )
 
 // page writes a hand-made report page and opens it (no checks: the

@@ -3,7 +3,7 @@ package browser
 import (
 	"testing"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 func TestMain(m *testing.M) { chaostest.Main(m) }

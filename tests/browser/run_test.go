@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	web "github.com/zkchaos/zkchaos/internal/browser"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	web "github.com/zkchaos/zkchaos/internal/testkit/browser"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // cells are the matrix cells the package runs, both in one `chaos

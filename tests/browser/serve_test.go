@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	web "github.com/zkchaos/zkchaos/internal/browser"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	web "github.com/zkchaos/zkchaos/internal/testkit/browser"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // servingRE is the line `chaos serve` prints once it listens, with the

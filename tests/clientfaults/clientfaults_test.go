@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // shortRun is the common part of the client-fault runs.

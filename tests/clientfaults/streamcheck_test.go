@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // TestOnlineGrantOverlapStopsRun: the zoo's release-smallest (it deletes

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // TestBadInputStartsNothing runs the real binary with each bad input of

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/netns"
-	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/host/proc"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // isolatedNS is the namespace of the isolation in effect right now, from

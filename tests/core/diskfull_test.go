@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // smallTmpfs mounts a tmpfs of size (mount's syntax, "64k") on a fresh

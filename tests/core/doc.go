@@ -11,6 +11,6 @@
 //
 // Integration tests live in packages under tests/, one job each, so that
 // go test runs two of them at once and no package's timeout binds; what
-// they share is internal/chaostest. docs/architecture.md ("Tests") has the
+// they share is internal/testkit/chaostest. docs/architecture.md ("Tests") has the
 // layout and its measured times.
 package core

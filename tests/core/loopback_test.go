@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // TestLoopbackRunCatchesDoubleWrite runs without namespaces, as a user

@@ -11,9 +11,9 @@ import (
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/monitor"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/observe/monitor"
 	"github.com/zkchaos/zkchaos/report/anchor"
-	"github.com/zkchaos/zkchaos/store"
 )
 
 // assertMonitorRecorded checks the runbook monitor of a run with the

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/proc"
+	"github.com/zkchaos/zkchaos/host/proc"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 func TestRunRejectsBadFlags(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/internal/racerepeat"
-	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/racerepeat"
 )
 
 // TestRunDuringTeardownOfAnother is the race of issue 8 with real runs:

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // TestStopAtFirstEndsUnfencedRunEarly: an unfenced run with

@@ -13,9 +13,9 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster/local"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/proc"
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/host/proc"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // sentinel is a znode of the test's own, beside the runs' subtrees: no

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // ciMarker is the info string of docs/ci.md's block of commands.

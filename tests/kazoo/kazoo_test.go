@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/subjects"
+	"github.com/zkchaos/zkchaos/client/subjects"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // needKazoo skips where Debian's python3 cannot import kazoo (make test

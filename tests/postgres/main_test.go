@@ -13,8 +13,8 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/pgfence"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/resource/pgfence"
 )
 
 func TestMain(m *testing.M) { chaostest.Main(m) }

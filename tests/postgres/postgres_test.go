@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/register"
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // short is test-all's short cell (15 s, a fault every 2 s after the first).

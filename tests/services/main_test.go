@@ -3,7 +3,7 @@ package services
 import (
 	"testing"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 func TestMain(m *testing.M) { chaostest.Main(m) }

@@ -10,7 +10,7 @@ package soak
 import (
 	"testing"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 func TestMain(m *testing.M) { chaostest.Main(m) }

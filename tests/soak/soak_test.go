@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // freePort is a loopback port nobody listens on now.

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/netns"
+	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // rig is three "hosts", each a network namespace on a slot of its own

@@ -12,8 +12,8 @@ import (
 
 	zkssh "github.com/zkchaos/zkchaos/cluster/ssh"
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
-	"github.com/zkchaos/zkchaos/store"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 func TestMain(m *testing.M) { chaostest.Main(m) }

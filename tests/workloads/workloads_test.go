@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // TestBadInputStartsNothing: an unknown workload, a config run without a

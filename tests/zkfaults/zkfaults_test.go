@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 func TestPartitionRefusedInLoopback(t *testing.T) {

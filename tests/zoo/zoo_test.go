@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkchaos/zkchaos/internal/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 type zooCase struct {

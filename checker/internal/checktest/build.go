@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // I64 returns a pointer to v.

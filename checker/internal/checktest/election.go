@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/zkchaos/zkchaos/history"
-	"github.com/zkchaos/zkchaos/register"
+	"github.com/zkchaos/zkchaos/resource/register"
 )
 
 // Service is the election workload's service in the tests.

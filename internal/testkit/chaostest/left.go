@@ -1,0 +1,192 @@
+package chaostest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/host/proc"
+)
+
+// AssertNothingLeft checks that the run in folder dir left nothing behind:
+// see AssertRunLeftNothing. It finds the run's id in test.json and its
+// network slot in its controller log; a run in network namespaces whose
+// log names no slot fails the test, as the network check would otherwise
+// pass by checking nothing.
+func AssertNothingLeft(t *testing.T, dir string) {
+	t.Helper()
+	tf, slot := ReadTest(t, dir), RunSlot(dir)
+	if tf.NetMode == "netns" && slot < 0 {
+		t.Errorf("run %s ran in network namespaces but its %s names no slot", tf.RunID, store.LogFile)
+	}
+	AssertRunLeftNothing(t, tf.RunID, slot)
+}
+
+// AssertRunLeftNothing checks that no process of run runID exists (none
+// stopped, none running) and, as root, that nothing of its network is
+// left: no slot file naming it and, on the slot it used (slot; -1 for
+// none), no namespace, bridge or FORWARD rule, unless another run has
+// claimed the slot since (those are then that run's).
+//
+// It judges only this run. Other test packages run at the same time, and
+// at any moment one of their runs may be claiming a slot, or be dead with
+// its janitor still sweeping: a check of every slot on the machine would
+// fail them as ours.
+func AssertRunLeftNothing(t *testing.T, runID string, slot int) {
+	t.Helper()
+	left, err := leftovers(runID, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range left {
+		t.Error(l)
+	}
+}
+
+// leftovers lists what is left of run runID on slot, one line each.
+func leftovers(runID string, slot int) ([]string, error) {
+	var left []string
+	tagged, err := proc.FindTagged(runID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range tagged {
+		st, _ := proc.State(p.PID)
+		left = append(left, fmt.Sprintf("process %d of run %s still exists (state %c)", p.PID, runID, st))
+	}
+	if os.Geteuid() != 0 {
+		return left, nil
+	}
+	// Two snapshots around the look at the rules: a slot that has no slot
+	// file in either had no claim in between (a claim writes the file
+	// first and it stays until its sweep is done), so what exists of it
+	// then is a leftover, not another run being set up.
+	before, err := netns.Slots()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range before {
+		if s.RunID == runID {
+			left = append(left, fmt.Sprintf("network slot %d of run %s left: %+v", s.Slot, runID, s))
+		}
+	}
+	if slot < 0 {
+		return left, nil
+	}
+	rules := forwardRules(slot)
+	after, err := netns.Slots()
+	if err != nil {
+		return nil, err
+	}
+	b, a := slotInfo(before, slot), slotInfo(after, slot)
+	if b.HasFile || a.HasFile {
+		return left, nil // reported above if ours, another run's if not
+	}
+	for _, s := range []netns.SlotInfo{b, a} {
+		if s.HasBridge || len(s.Namespaces) > 0 {
+			left = append(left, fmt.Sprintf("network slot %d of run %s left without its slot file: %+v", slot, runID, s))
+			break
+		}
+	}
+	for _, r := range rules {
+		left = append(left, "FORWARD rule left: "+r)
+	}
+	return left, nil
+}
+
+// slotInfo is slot s in a Slots() snapshot (the zero SlotInfo when
+// nothing of it exists).
+func slotInfo(slots []netns.SlotInfo, s int) netns.SlotInfo {
+	for _, i := range slots {
+		if i.Slot == s {
+			return i
+		}
+	}
+	return netns.SlotInfo{Slot: s}
+}
+
+// forwardRules are the rules of slot s's bridge in the harness's FORWARD
+// chain.
+func forwardRules(s int) []string {
+	out, _ := exec.Command("iptables", "-w", "-S", netns.FwdChain).CombinedOutput()
+	var rules []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "-A "+netns.FwdChain) && strings.Contains(line+" ", "zkc"+strconv.Itoa(s)+" ") {
+			rules = append(rules, line)
+		}
+	}
+	return rules
+}
+
+// JanitorPID is the PID of `chaos janitor --run runID`, found by its
+// command line (the janitor carries no run tag: it must outlive the
+// sweep of its run's tagged processes), or 0 when there is none.
+func JanitorPID(runID string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		for i := 0; i+2 < len(args); i++ {
+			if args[i] == "janitor" && args[i+1] == "--run" && args[i+2] == runID {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// AssertNothingStarted checks that the controller pid left nothing: no
+// process tagged with it, no process of this binary (a janitor, register
+// or worker), no network slot naming it: what a refused run (bad input,
+// exit 255) must leave.
+func AssertNothingStarted(t *testing.T, pid int) {
+	t.Helper()
+	tagged, err := proc.FindTagged("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tagged {
+		if p.Controller == pid {
+			t.Errorf("process %d of the refused run (controller %d) exists", p.PID, pid)
+		}
+	}
+	exe, err := filepath.EvalSymlinks(Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil || p == os.Getpid() {
+			continue
+		}
+		if e, err := os.Readlink("/proc/" + d.Name() + "/exe"); err == nil && e == exe && proc.Alive(p) {
+			t.Errorf("process %d of the chaos binary is running after a refused run", p)
+		}
+	}
+	if netns.Available() != nil {
+		return
+	}
+	slots, err := netns.Slots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		if s.ControllerPID == pid {
+			t.Errorf("network slot %d taken by the refused run: %+v", s.Slot, s)
+		}
+	}
+}

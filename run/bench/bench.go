@@ -1,0 +1,221 @@
+// Package bench measures throughput (`chaos bench`, issue 12 section 2):
+// on one ensemble, made as a run makes it, the raw create+delete pairs
+// per second that bound any lock hand-off, each lock subject's
+// acquisitions per second (lock+unlock, and the whole critical section
+// with the register) on one hot lock and on 8 keys with the same number
+// of clients, and what the harness adds to one acquisition. It writes
+// bench.json with the figures, their ratios and issue 12's targets, met
+// or not. It measures; it judges no correctness (chaos run does).
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"time"
+
+	"github.com/zkchaos/zkchaos/client/recipes"
+	"github.com/zkchaos/zkchaos/client/subjects"
+	"github.com/zkchaos/zkchaos/cluster/backend"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/run/runner"
+)
+
+// File is the name of the result in the bench folder.
+const File = "bench.json"
+
+// ProfileFile is the controller's CPU profile with --profile.
+const ProfileFile = "controller.cpu.pprof"
+
+// Config is one bench.
+type Config struct {
+	Clients        int
+	Nodes          int
+	Cluster        string
+	Net            string // auto, netns or loopback, as chaos run
+	TickTime       time.Duration
+	SessionTimeout time.Duration
+	Subjects       []string
+	Quick          bool
+	// Warmup and Window: each figure counts the operations of Window,
+	// after Warmup.
+	Warmup, Window time.Duration
+	ResultsDir     string
+	Name           string
+	// Profile writes the controller's CPU profile into the folder.
+	Profile bool
+}
+
+// Defaults is a full bench; Quick shortens the windows to a few seconds
+// per figure for CI.
+func Defaults() Config {
+	return Config{Clients: 8, Nodes: 3, Cluster: backend.Local, Net: "auto", TickTime: 200 * time.Millisecond,
+		SessionTimeout: 10 * time.Second, Subjects: DefaultSubjects, Warmup: 2 * time.Second, Window: 8 * time.Second,
+		ResultsDir: "results", Name: "bench"}
+}
+
+// QuickWindows are --quick's warm-up and window.
+const (
+	QuickWarmup = 500 * time.Millisecond
+	QuickWindow = 1500 * time.Millisecond
+)
+
+// Validate checks everything before anything starts.
+func (c Config) Validate() error {
+	switch {
+	case c.Clients < 1:
+		return fmt.Errorf("--clients %d: need at least 1", c.Clients)
+	case c.Nodes < 1:
+		return fmt.Errorf("--nodes %d: need at least 1", c.Nodes)
+	case c.Window <= 0:
+		return fmt.Errorf("--window %s: must be positive", c.Window)
+	case c.Warmup < 0:
+		return fmt.Errorf("--warmup %s: must not be negative", c.Warmup)
+	case c.SessionTimeout <= 0 || c.TickTime <= 0:
+		return fmt.Errorf("--session-timeout and --tick must be positive")
+	case len(c.Subjects) == 0:
+		return errors.New("--subjects: give at least one")
+	}
+	if c.Net != "auto" && c.Net != "netns" && c.Net != "loopback" {
+		return fmt.Errorf("--net %q: auto, netns or loopback", c.Net)
+	}
+	if err := backend.Validate(c.Cluster, c.netMode()); err != nil {
+		return fmt.Errorf("--cluster: %w", err)
+	}
+	if c.Cluster == backend.External || c.Cluster == backend.SSH {
+		return fmt.Errorf("--cluster %s: chaos bench measures an ensemble of its own on this machine: local or docker", c.Cluster)
+	}
+	for _, s := range c.Subjects {
+		if err := subjects.Validate(s); err != nil {
+			return fmt.Errorf("--subjects: %w", err)
+		}
+	}
+	if err := store.ValidName(c.Name); err != nil {
+		return fmt.Errorf("--name: %w", err)
+	}
+	return store.CheckBase(c.ResultsDir)
+}
+
+// netMode is the network mode a run with the same --net would use.
+func (c Config) netMode() string { return runner.Config{Net: c.Net}.NetMode() }
+
+// Run measures everything on one ensemble and writes bench.json into a new
+// folder under ResultsDir/Name. ctx ending (SIGINT) stops at the next
+// operation and tears down; hard ending gives up waiting (the janitor
+// cleans). The result is returned with its folder, also on error when a
+// folder was made.
+func Run(ctx, hard context.Context, cfg Config, exe string, stderr io.Writer) (*Result, string, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, "", err
+	}
+	if err := backend.Preflight(hard, cfg.Cluster, backend.ZooKeeper, "", false, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+		return nil, "", err
+	}
+	t0 := time.Now()
+	run, err := store.Create(cfg.ResultsDir, cfg.Name, t0)
+	if err != nil {
+		return nil, "", err
+	}
+	logf, err := os.Create(run.Path(store.LogFile))
+	if err != nil {
+		return nil, run.Dir, fmt.Errorf("controller log: %w", err)
+	}
+	defer logf.Close()
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, logf), nil))
+	if cfg.Profile {
+		stop, err := StartProfile(run.Path(ProfileFile))
+		if err != nil {
+			return nil, run.Dir, err
+		}
+		defer stop()
+	}
+	e, err := openEnv(hard, cfg, exe, run, log)
+	res := &Result{RunID: e.runID, NetMode: e.netMode, Cluster: cfg.Cluster, Nodes: cfg.Nodes, Clients: cfg.Clients,
+		Quick: cfg.Quick, Warmup: cfg.Warmup.Seconds(), Window: cfg.Window.Seconds(), Start: t0}
+	if cfg.Profile {
+		res.Profiles = []string{ProfileFile, "worker-N.cpu.pprof (built-in workers; N the process number)"}
+	}
+	if err == nil {
+		err = e.measure(ctx, res)
+	}
+	if cerr := e.close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	res.Settle()
+	if werr := res.Write(run.Path(File)); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return res, run.Dir, err
+}
+
+// measure takes every figure in turn: the raw pairs, each subject, the
+// overhead (of seed when measured, else of the first subject that is a
+// built-in recipe).
+func (e *env) measure(ctx context.Context, res *Result) error {
+	for _, layout := range []string{Hot, Spread} {
+		f, err := e.rawPairs(ctx, layout)
+		if err != nil {
+			return fmt.Errorf("raw pairs %s: %w", layout, err)
+		}
+		e.log.Info("figure", "name", f.Name(), "per_second", fmt.Sprintf("%.1f", f.PerSec))
+		res.Figures = append(res.Figures, f)
+	}
+	for i, s := range e.cfg.Subjects {
+		figs, err := e.subjectFigures(ctx, s, i*e.cfg.Clients)
+		res.Figures = append(res.Figures, figs...)
+		if err != nil {
+			return err
+		}
+	}
+	recipe := overheadRecipe(e.cfg.Subjects)
+	if recipe == "" {
+		e.log.Warn("no built-in recipe among the subjects: the harness overhead is not measured")
+		return nil
+	}
+	o, err := e.overhead(ctx, recipe, len(e.cfg.Subjects)*e.cfg.Clients)
+	if err != nil {
+		return err
+	}
+	e.log.Info("overhead", "recipe", recipe, "worker", time.Duration(o.WorkerNS).String(), "in_process", time.Duration(o.DirectNS).String(),
+		"fraction", fmt.Sprintf("%.3f", o.Fraction))
+	res.Overhead = o
+	return nil
+}
+
+// overheadRecipe is seed when measured, else the first built-in recipe
+// among subjects ("" for none: Curator, kazoo and exec: subjects cannot be
+// called in-process).
+func overheadRecipe(subs []string) string {
+	if slices.Contains(subs, Seed) {
+		return Seed
+	}
+	for _, s := range subs {
+		if slices.Contains(recipes.Names(), s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// WorkerProfileEnv, set to a folder in a built-in worker's environment,
+// has it write its CPU profile there (worker-N.cpu.pprof, N its process
+// number) until it exits: chaos bench --profile sets it.
+const WorkerProfileEnv = "ZKCHAOS_WORKER_CPUPROFILE"
+
+// StartProfile writes this process's CPU profile to path until stop.
+func StartProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}

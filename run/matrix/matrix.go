@@ -1,0 +1,199 @@
+// Package matrix is chaos test-all: a matrix of cells (recipe × nemesis ×
+// fencing), each with the verdict it must get from each checker it names,
+// run one `chaos run` at a time. A cell passes when what was measured
+// equals what was expected, so a known-buggy recipe that is caught passes
+// and one that slips through fails: the harness's teeth are tested as
+// hard as the recipes.
+package matrix
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/observe/progress"
+)
+
+// Cell is one configuration and what it must produce.
+type Cell struct {
+	Recipe string
+	// Label names the subject in the cell's name when Recipe is long (an
+	// exec: command line); Variant tells apart cells that differ only in
+	// their Args (the zoo's controls).
+	Label   string
+	Variant string
+	Nemesis []string
+	Fencing string
+	// Args are extra `chaos run` flags (time limit, interval, ...).
+	Args []string
+	// Expect is the verdict each named checker must give; checkers not
+	// named are reported but not judged.
+	Expect map[string]checker.Validity
+	// Why says what the cell shows, for the table and the JUnit report.
+	Why string
+	// Smoke marks the cells CI runs on every change.
+	Smoke bool
+	// Cluster is the cell's --cluster backend; "" is local.
+	Cluster string
+	// Workload is the cell's --workload; "" is lock.
+	Workload string
+	// Service is the cell's --service; "" is ZooKeeper. Its recipe names
+	// it already (redis-lock, etcd-mutex), so the name does not.
+	Service string
+}
+
+// Name is recipe/nemesis/fencing, the handle --cells matches.
+func (c Cell) Name() string {
+	subject := c.Recipe
+	if c.Label != "" {
+		subject = c.Label
+	}
+	n := fmt.Sprintf("%s/%s/fencing-%s", subject, strings.Join(c.Nemesis, "+"), c.Fencing)
+	if c.Workload != "" {
+		n = c.Workload + ":" + n
+	}
+	if c.Variant != "" {
+		n += "/" + c.Variant
+	}
+	if c.Cluster != "" {
+		n += "/" + c.Cluster
+	}
+	return n
+}
+
+// RunArgs are the `chaos run` flags of the cell (without --results/--name).
+func (c Cell) RunArgs(seed int64) []string {
+	args := []string{"--recipe", c.Recipe, "--nemesis", strings.Join(c.Nemesis, ","),
+		"--fencing", c.Fencing, "--seed", fmt.Sprint(seed)}
+	if c.Cluster != "" {
+		args = append(args, "--cluster", c.Cluster)
+	}
+	if c.Workload != "" {
+		args = append(args, "--workload", c.Workload)
+	}
+	if c.Service != "" {
+		args = append(args, "--service", c.Service)
+	}
+	if c.StopsAtFirst() {
+		// The run stops at a violation of a gating checker only: gate
+		// it on what the cell expects to fail.
+		args = append(args, "--stop-at-first", "--gate", strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","))
+	}
+	return append(args, c.Args...)
+}
+
+// StopsAtFirst says the cell's run ends at its first violation (chaos run
+// --stop-at-first) instead of running its whole time limit: every
+// verdict it expects is invalid, and every checker it names has an online
+// check that can see the violation while the run lasts (progress.Online:
+// double-writer, grant-overlap, token-order, wrong-token). Cells also
+// expecting a violation of liveness, herd or an election checker run
+// their time.
+func (c Cell) StopsAtFirst() bool {
+	if len(c.Expect) == 0 {
+		return false
+	}
+	for n, v := range c.Expect {
+		if v != checker.Invalid || !progress.Online(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// ExpectString renders the expectation, e.g. "double-writer=false".
+func (c Cell) ExpectString() string {
+	var parts []string
+	for _, k := range sortedKeys(c.Expect) {
+		parts = append(parts, fmt.Sprintf("%s=%s", k, c.Expect[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Filter keeps the cells whose name matches any of the patterns (path.Match
+// globs, or plain substrings), less those matching a pattern written
+// !PATTERN (only exclusions: all cells less those). No patterns keeps all.
+func Filter(cells []Cell, patterns []string) ([]Cell, error) {
+	if len(patterns) == 0 {
+		return cells, nil
+	}
+	var keep, drop []string
+	for _, p := range patterns {
+		if x, ok := strings.CutPrefix(p, "!"); ok {
+			drop = append(drop, x)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	var out []Cell
+	for _, c := range cells {
+		in, err := matchesAny(c.Name(), keep)
+		if err != nil {
+			return nil, err
+		}
+		excluded, err := matchesAny(c.Name(), drop)
+		if err != nil {
+			return nil, err
+		}
+		if (len(keep) == 0 || in) && !excluded {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--cells %s matches no cell (chaos test-all --list shows them)", strings.Join(patterns, ","))
+	}
+	return out, nil
+}
+
+// matchesAny says whether name matches one of the patterns: a glob
+// against its leading segments, or a substring.
+func matchesAny(name string, patterns []string) (bool, error) {
+	for _, p := range patterns {
+		ok, err := matchPrefix(p, name)
+		if err != nil {
+			return false, fmt.Errorf("--cells pattern %q: %w", p, err)
+		}
+		if ok || strings.Contains(name, p) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// matchPrefix matches a glob against the name or any leading run of its
+// segments, so "herd/*" selects every herd cell without spelling out the
+// fencing segment.
+func matchPrefix(pattern, name string) (bool, error) {
+	segs := strings.Split(name, "/")
+	for k := len(segs); k >= 1; k-- {
+		ok, err := path.Match(pattern, strings.Join(segs[:k], "/"))
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// Smoke keeps the cells marked for CI.
+func Smoke(cells []Cell) []Cell {
+	var out []Cell
+	for _, c := range cells {
+		if c.Smoke {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package matrix
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/integrity"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/store"
+)
+
+// fakeRunEnv makes the test binary play `chaos run` for the scheduling
+// tests: a real child process on the real command line, which sleeps
+// the time its recipe names, records when it ran, and leaves a checked
+// run folder as the real one does.
+const fakeRunEnv = "ZKCHAOS_MATRIX_FAKE_RUN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeRunEnv) == "1" {
+		if err := fakeRun(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(255)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// fakeRun is the fake `chaos run`: --recipe is how long it sleeps.
+func fakeRun(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	results, name, recipe := fs.String("results", "", ""), fs.String("name", "", ""), fs.String("recipe", "", "")
+	seed := fs.Int64("seed", 0, "")
+	fs.String("nemesis", "", "")
+	fs.String("fencing", "", "")
+	fs.Bool("stop-at-first", false, "")
+	fs.String("gate", "", "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sleep, err := time.ParseDuration(*recipe)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	time.Sleep(sleep)
+	span := fmt.Sprintf("%s %d %d %d\n", *name, *seed, start.UnixNano(), time.Now().UnixNano())
+	if err := appendFile(filepath.Join(*results, "spans"), span); err != nil {
+		return err
+	}
+	run, err := store.Create(*results, *name, time.Now())
+	if err != nil {
+		return err
+	}
+	ev := history.Event{Process: 0, Type: history.Invoke, F: history.FAcquire, Key: "k", Time: int64(time.Second)}
+	line, _ := ev.Marshal()
+	if err := os.WriteFile(run.Path(store.HistoryFile), append(line, '\n'), 0o644); err != nil {
+		return err
+	}
+	first := int64(time.Second) + *seed*int64(time.Second)
+	res := checker.Results{Valid: checker.Invalid, Completion: &checker.Completion{Completed: true}, Checkers: map[string]checker.Result{
+		integrity.Name:         {Valid: checker.Valid},
+		fence.NameDoubleWriter: {Valid: checker.Invalid, Details: fence.DoubleWriterDetails{FirstViolationAfterNS: &first}},
+	}}
+	return checker.WriteResults(run.Path(store.ResultsFile), res)
+}
+
+func appendFile(path, s string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(s)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// runFake runs cells whose recipes are sleep times through the fake run.
+func runFake(t *testing.T, parallel, repeat int, sleeps ...string) ([]CellResult, string, string) {
+	t.Helper()
+	t.Setenv(fakeRunEnv, "1")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cells []Cell
+	for _, s := range sleeps {
+		cells = append(cells, Cell{Recipe: s, Nemesis: []string{"none"}, Fencing: "off", Expect: invalid(fence.NameDoubleWriter)})
+	}
+	dir := t.TempDir()
+	var table strings.Builder
+	rs, err := Run(context.Background(), cells, Options{Exe: exe, Results: dir, Repeat: repeat, Seed: 1, Out: &table, Parallel: parallel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs, table.String(), dir
+}
+
+type span struct {
+	name       string
+	start, end int64
+}
+
+func readSpans(t *testing.T, dir string) []span {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "spans"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []span
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var s span
+		var seed int64
+		if _, err := fmt.Sscan(l, &s.name, &seed, &s.start, &s.end); err != nil {
+			t.Fatalf("span %q: %v", l, err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestParallelKeepsCellOrder: with two runs at once, a slow first cell
+// overlaps the others, at most two runs overlap, two attempts of one cell
+// never do, and the rows, the results and their JSON come in cell order
+// and equal those of one run at a time (but for times and folders).
+func TestParallelKeepsCellOrder(t *testing.T) {
+	sleeps := []string{"900ms", "100ms", "150ms"}
+	serial, serialTable, _ := runFake(t, 1, 2, sleeps...)
+	par, parTable, dir := runFake(t, 2, 2, sleeps...)
+	spans := readSpans(t, dir)
+	overlapped := false
+	for i, a := range spans {
+		at := 1 // runs going when a started, a included
+		for j, b := range spans {
+			if i != j && a.start < b.end && b.start < a.end {
+				overlapped = true
+				if a.name == b.name {
+					t.Errorf("two attempts of %s ran at once", a.name)
+				}
+			}
+			if i != j && b.start <= a.start && a.start < b.end {
+				at++
+			}
+		}
+		if at > 2 {
+			t.Errorf("%d runs at once when %s started; at most 2", at, a.name)
+		}
+	}
+	if !overlapped {
+		t.Errorf("no runs overlapped with --parallel 2: %+v", spans)
+	}
+	if len(par) != len(sleeps) || len(serial) != len(sleeps) {
+		t.Fatalf("%d and %d results, want %d", len(par), len(serial), len(sleeps))
+	}
+	rows := func(table string) []string {
+		var names []string
+		for _, l := range strings.Split(table, "\n")[1:] {
+			if f := strings.Fields(l); len(f) > 0 {
+				names = append(names, f[0]+" "+f[len(f)-1])
+			}
+		}
+		return names
+	}
+	if got, want := strings.Join(rows(parTable), "\n"), strings.Join(rows(serialTable), "\n"); got != want {
+		t.Errorf("rows in parallel:\n%s\nwant as one at a time:\n%s", got, want)
+	}
+	for i := range par {
+		p, s := par[i], serial[i]
+		if p.Name != s.Name || p.Outcome != s.Outcome || p.Detected != s.Detected || p.Outcome != Pass {
+			t.Errorf("cell %d: parallel %s %s detected %d, serial %s %s detected %d", i, p.Name, p.Outcome, p.Detected, s.Name, s.Outcome, s.Detected)
+		}
+		if p.MedianToFirst == nil || *p.MedianToFirst != 2*time.Second {
+			t.Errorf("%s: median to first %v, want 2s (seeds 1, 2: first violations 1s and 2s after the first op)", p.Name, p.MedianToFirst)
+		}
+		for k := range p.Attempts {
+			if p.Attempts[k].Seed != s.Attempts[k].Seed {
+				t.Errorf("%s attempt %d: seed %d, serial %d", p.Name, k, p.Attempts[k].Seed, s.Attempts[k].Seed)
+			}
+		}
+	}
+	b, err := json.Marshal(par)
+	if err != nil || !strings.Contains(string(b), `"to_first_violation_ns":1000000000`) {
+		t.Errorf("JSON %s, %v", b, err)
+	}
+}

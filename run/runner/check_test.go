@@ -1,0 +1,84 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/testkit/synth"
+	"github.com/zkchaos/zkchaos/resource/register"
+)
+
+// TestCheckSyntheticRun: Check reads a synthetic run folder
+// (internal/testkit/synth) as a real one: its test.json, status.json, history
+// and apply log. Unfenced, the paused holders' late writes are double
+// writes; fenced, the gate passes. This keeps synth's files in the
+// format Check reads, which the report's benchmarks rely on.
+func TestCheckSyntheticRun(t *testing.T) {
+	for _, mode := range []string{register.ModeOff, register.ModeOn} {
+		r, err := synth.Generate(synth.Spec{Ops: 1500, Fencing: mode, Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := r.WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		out, err := Check(context.Background(), dir, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dw := out.Results.Checkers[fence.NameDoubleWriter]
+		want := map[string]checker.Validity{register.ModeOff: checker.Invalid, register.ModeOn: checker.Valid}[mode]
+		if out.Results.Valid != want || dw.Valid != want || out.Results.Completion == nil || !out.Results.Completion.Completed {
+			t.Errorf("fencing %s: verdict %v, double-writer %v (%s), completion %+v", mode, out.Results.Valid, dw.Valid, dw.Error, out.Results.Completion)
+		}
+		page, err := os.ReadFile(out.Report)
+		if err != nil || !strings.Contains(string(page), "synthetic") {
+			t.Errorf("fencing %s: report %s: %v (want the synthetic name on it)", mode, out.Report, err)
+		}
+	}
+}
+
+// TestSyntheticConfigMatchesRunner: internal/testkit/synth cannot import runner
+// (report's benchmarks use it, and runner imports report), so it writes
+// test.json with a mirror of runner's field names. Every key it writes
+// but its own "synthetic" mark must be one runner writes, or chaos check
+// would read a synthetic run differently from a real one.
+func TestSyntheticConfigMatchesRunner(t *testing.T) {
+	r, err := synth.Generate(synth.Spec{Ops: 10, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := r.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, store.TestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written map[string]any
+	if err := json.Unmarshal(raw, &written); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(testFile{Config: Defaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var real map[string]any
+	if err := json.Unmarshal(b, &real); err != nil {
+		t.Fatal(err)
+	}
+	for k := range written {
+		if _, ok := real[k]; !ok && k != "synthetic" {
+			t.Errorf("synth writes %q, which runner's test.json does not have", k)
+		}
+	}
+}

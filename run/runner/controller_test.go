@@ -1,0 +1,149 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/testkit/testlog"
+)
+
+// testController is a controller with only what abort, watch and the
+// teardown's judgement use.
+func testController(t *testing.T, hard context.Context) *controller {
+	runCtx, abortRun := context.WithCancelCause(hard)
+	t.Cleanup(func() { abortRun(nil) })
+	return &controller{log: testlog.Logger(t), hard: hard, runCtx: runCtx, abortRun: abortRun, watchDone: make(chan struct{})}
+}
+
+// TestTeardownJudgesEachError: a cancelled context is excused only during
+// a hard stop, and never hides another failure joined with it (a failed
+// namespace removal used to be dropped whenever any error mentioned
+// "context canceled").
+func TestTeardownJudgesEachError(t *testing.T) {
+	cancelled := fmt.Errorf("stop ensemble: %w", context.Canceled)
+	netErr := errors.New("remove run network: ip netns del zkc3-w1: Device or resource busy")
+	hardStopped, stop := context.WithCancel(context.Background())
+	stop()
+	cases := []struct {
+		hard context.Context
+		errs []error
+		want string // "" for no failure
+	}{
+		{hardStopped, []error{cancelled}, ""},
+		{hardStopped, []error{cancelled, netErr}, "ip netns del"},
+		{context.Background(), []error{cancelled}, "context canceled"},
+		{context.Background(), []error{netErr}, "ip netns del"},
+		{context.Background(), nil, ""},
+	}
+	for i, tc := range cases {
+		c := testController(t, tc.hard)
+		err := c.teardownFailures(tc.errs)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("case %d: %v judged a failure", i, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("case %d: got %v, want a failure naming %q", i, err, tc.want)
+		}
+	}
+}
+
+// TestAbortKeepsFirstFailure: the first failure is the one reported, and
+// the run's context ends with it.
+func TestAbortKeepsFirstFailure(t *testing.T) {
+	c := testController(t, context.Background())
+	first := errors.New("results folder: write history: no space left on device")
+	c.abort(first)
+	c.abort(errors.New("register exited during the run"))
+	if err := c.harnessError(); err != first {
+		t.Fatalf("harness error %v, want the first one", err)
+	}
+	if context.Cause(c.runCtx) != first {
+		t.Fatalf("run context: %v", context.Cause(c.runCtx))
+	}
+}
+
+// TestWatchHistoryFailure: a history on a full device stops the run as
+// soon as an append fails, whoever appended.
+func TestWatchHistoryFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := os.Symlink("/dev/full", path); err != nil {
+		t.Fatal(err)
+	}
+	w, err := history.Create(path, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := testController(t, context.Background())
+	c.hist = w
+	c.reg = &registerProc{done: make(chan struct{})}
+	go c.watch()
+	defer close(c.watchDone)
+	if _, err := w.Append(history.Event{Process: history.Nemesis, Type: history.Invoke, F: "pause"}); err == nil {
+		t.Fatal("append to /dev/full succeeded")
+	}
+	select {
+	case <-c.runCtx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("run not stopped after the history failed")
+	}
+	if err := c.harnessError(); err == nil || !strings.HasPrefix(err.Error(), "results folder: write history") ||
+		!strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("harness error %v", err)
+	}
+}
+
+// TestWatchRegisterExit: a register that exits during the run (as it does
+// when its apply log cannot be written) stops the run with its last
+// words; one stopped by the controller does not.
+func TestWatchRegisterExit(t *testing.T) {
+	dir := t.TempDir()
+	words := "register failed: append to apply log: no space left on device"
+	start := func() *registerProc {
+		t.Helper()
+		reg, err := startRegister(context.Background(), placement{}, os.Args[0], []string{envFakeRegister + "=" + words}, runSecrets{register: "s"},
+			filepath.Join(dir, "apply.log"), filepath.Join(dir, "register.log"), "on", "on")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+	path := filepath.Join(dir, "history.jsonl")
+	w, err := history.Create(path, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	c := testController(t, context.Background())
+	c.hist, c.reg = w, start()
+	go c.watch()
+	select {
+	case <-c.runCtx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("run not stopped after the register exited")
+	}
+	close(c.watchDone)
+	err = c.harnessError()
+	if err == nil || !strings.HasPrefix(err.Error(), "register exited during the run (exit status 1)") || !strings.Contains(err.Error(), words) {
+		t.Fatalf("harness error %v", err)
+	}
+
+	c = testController(t, context.Background())
+	c.hist, c.reg = w, start()
+	go c.watch()
+	c.reg.stop(5 * time.Second)
+	<-c.reg.done
+	time.Sleep(200 * time.Millisecond) // the watch has seen the exit
+	defer close(c.watchDone)
+	if err := c.harnessError(); err != nil {
+		t.Fatalf("a register stopped by the controller is a failure: %v", err)
+	}
+}
