@@ -10,8 +10,11 @@ import (
 )
 
 // ErrUnsupported is returned by a verb the backend cannot perform (e.g.
-// partitions without network namespaces). Callers report it, never ignore it.
-var ErrUnsupported = errors.New("not supported by this cluster backend")
+// partitions without network namespaces). Callers report it, never ignore
+// it. It wraps the standard errors.ErrUnsupported, which is what callers
+// test for: packages below cluster/ (host/workerproc) return that one
+// without importing this package.
+var ErrUnsupported = fmt.Errorf("not supported by this cluster backend: %w", errors.ErrUnsupported)
 
 // FourLetterWords are the four-letter words the harness sends: srvr (the
 // cluster's status, nemesis verification), cons (a session still listed,

@@ -52,7 +52,7 @@ type Worker struct {
 // network state itself. Errors callers tell apart wrap sentinels: a
 // worker that is gone (exited; its namespace removed with it) wraps
 // os.ErrProcessDone, a worker that cannot be cut off alone (no network
-// namespace of its own) wraps cluster.ErrUnsupported.
+// namespace of its own) wraps errors.ErrUnsupported.
 type WorkerProc interface {
 	// Name names the process for the history ("pid 123", "pid 123 in
 	// namespace zkc3-w5").

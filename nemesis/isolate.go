@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 )
 
@@ -70,7 +69,7 @@ func (isolateHolder) Inject(ctx context.Context, env *Env) (*Effect, error) {
 	v := history.Value{PID: w.PID, Target: target, Session: sessionHex(w.Session), TargetProcess: history.Int(w.Process)}
 	start := time.Now()
 	verified, err := w.Proc.Isolate(ctx, ips...)
-	if errors.Is(err, cluster.ErrUnsupported) || workerGone(err) {
+	if errors.Is(err, errors.ErrUnsupported) || workerGone(err) {
 		// Nothing was cut: no namespace of its own (loopback mode), or
 		// it went with its worker.
 		return nil, withTarget(v, fmt.Errorf("%w: %w", ErrNoTarget, err))

@@ -85,7 +85,7 @@ func (p partition) Inject(ctx context.Context, env *Env) (*Effect, error) {
 		}
 		v, err := byID[id].Isolate(ctx, peers)
 		if err != nil {
-			if errors.Is(err, cluster.ErrUnsupported) && id == involved[0] {
+			if errors.Is(err, errors.ErrUnsupported) && id == involved[0] {
 				return nil, fmt.Errorf("%w: %w", ErrNoTarget, err)
 			}
 			return eff, fmt.Errorf("rules on n%d: %w", id, err)

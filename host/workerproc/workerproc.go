@@ -9,7 +9,7 @@
 // Errors the caller must tell apart are sentinels: an operation on a
 // worker that no longer exists (its process exited, its namespace went
 // with it) wraps os.ErrProcessDone; cutting off a worker that shares the
-// controller's network wraps cluster.ErrUnsupported.
+// controller's network wraps errors.ErrUnsupported.
 package workerproc
 
 import (
@@ -24,7 +24,6 @@ import (
 
 	"github.com/shirou/gopsutil/v4/process"
 
-	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
@@ -202,11 +201,11 @@ func waitStatus(ctx context.Context, p *process.Process, stopped bool) error {
 // (IPs), both directions, and verifies a DROP rule for every peer is in
 // place. Some rules may be in even when it fails: Heal removes them. A
 // worker without a namespace of its own cannot be cut off alone (the
-// error wraps cluster.ErrUnsupported); one whose namespace is gone wraps
+// error wraps errors.ErrUnsupported); one whose namespace is gone wraps
 // os.ErrProcessDone.
 func (p *Proc) Isolate(ctx context.Context, peers ...string) (string, error) {
 	if p.host == nil {
-		return "", fmt.Errorf("%s has no network namespace of its own (loopback mode): %w", p.Name(), cluster.ErrUnsupported)
+		return "", fmt.Errorf("%s has no network namespace of its own (loopback mode): %w", p.Name(), errors.ErrUnsupported)
 	}
 	start := time.Now()
 	if err := p.host.Block(ctx, peers...); err != nil {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/host/proc"
 )
@@ -114,8 +113,8 @@ func TestStranger(t *testing.T) {
 func TestNoNamespace(t *testing.T) {
 	ctx := context.Background()
 	p := New(os.Getpid(), nil)
-	if v, err := p.Isolate(ctx, "127.0.0.2"); !errors.Is(err, cluster.ErrUnsupported) {
-		t.Errorf("Isolate without a namespace: %q, %v; want cluster.ErrUnsupported", v, err)
+	if v, err := p.Isolate(ctx, "127.0.0.2"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("Isolate without a namespace: %q, %v; want errors.ErrUnsupported", v, err)
 	}
 	if v, err := p.Heal(ctx); err != nil {
 		t.Errorf("Heal without a namespace: %q, %v; want nothing to do", v, err)

@@ -258,8 +258,18 @@ func TestFind(t *testing.T) {
 // TestCloseLeavesNothing: Chromium, killed by chromedp, leaves its
 // singleton lock folder (org.chromium.Chromium.*) in its TMPDIR; Start
 // gives it a folder of its own that Close removes, so a test run leaves
-// nothing in the machine's temporary folder.
+// nothing in the machine's temporary folder. The test gives the browser
+// a temporary folder of its own, so a browser another test package starts
+// meanwhile is not counted as this one's leftover. The folder's path is
+// short: Chromium refuses a singleton socket path over about 100 bytes,
+// which t.TempDir's would pass.
 func TestCloseLeavesNothing(t *testing.T) {
+	tmp, err := os.MkdirTemp("", "zcb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	t.Setenv("TMPDIR", tmp)
 	leftovers := func() []string {
 		m, err := filepath.Glob(filepath.Join(os.TempDir(), "org.chromium.Chromium.*"))
 		if err != nil {
