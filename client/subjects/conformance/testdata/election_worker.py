@@ -11,7 +11,8 @@ workload it exits 2 before its hello, as the protocol allows.
 
 The candidate is the seed recipe's election
 (docs/background.md#leader-election) on kazoo's plain primitives: an
-ephemeral sequential node under /leaders/<service>; the smallest leads; each candidate watches its immediate predecessor; the term
+ephemeral sequential node under /leaders/<service>; the smallest leads;
+each candidate watches its immediate predecessor; the term
 is the czxid of its own node (the 10-digit sequence with --token seq); before
 answering a campaign ok it confirms that its node's ephemeralOwner is its
 current session. As leader it scans, claims and completes tasks in the
