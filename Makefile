@@ -57,7 +57,7 @@ lint: fmt-check
 #     where scripts/install-deps.sh could not install it)
 # A package with a benchmark in none of the lists stops `make bench`, so
 # a new benchmark is not silently left out.
-# Then `chaos bench --quick` (issue 12 section 2): raw ZooKeeper
+# Then `chaos bench --quick`: raw ZooKeeper
 # create+delete pairs against seed, zk-lock and Curator on a real 3-node
 # ensemble, and the harness's overhead, with the targets met or not
 # (about a minute; figures of a machine shared with other runs are low).

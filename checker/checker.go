@@ -1,8 +1,8 @@
 // Package checker is the core of the checkers: what a checker is given
 // (Input), what it answers (Result, Validity), and how a set of checkers
 // is run and merged into a run's verdict (Run, Results, results.json).
-// The checkers themselves live in sub-packages, one per question
-// (DESIGN.md section 8), and checker/suite assembles them; this package
+// The checkers themselves live in sub-packages, one per question,
+// and checker/suite assembles them; this package
 // imports none of them.
 //
 // Every checker answers true, false or "unknown". The run's verdict is the

@@ -7,8 +7,8 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 )
 
-// Application-leader faults (seed 14: the application's leader is not
-// ZooKeeper's, and the two are faulted apart). In the election workload
+// Application-leader faults: the application's leader is not ZooKeeper's
+// (docs/background.md#leader-election), and the two are faulted apart. In the election workload
 // the holder view of a client is its leadership (Holding from its
 // campaign's ok until it resigns or is demoted, with its term as the
 // token; Critical while a task's work is under way), so these are the
@@ -42,7 +42,8 @@ const lostReplyShare = 0.3
 // lostReply makes the resource execute task calls and drop their replies
 // (the connection closed without an answer), so clients retry a call that
 // did happen: with idempotency the retry finds the stored result, without
-// it the task runs twice (seed 11.3).
+// it the task runs twice: fencing does not help, as the retry carries a
+// valid term (docs/background.md#exactly-once-effects).
 type lostReply struct{ share float64 }
 
 func (lostReply) Verbs() (string, string) { return history.FLostReply, history.FLostReplyEnd }

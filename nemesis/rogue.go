@@ -19,9 +19,9 @@ func init() { register("rogue-client", func() Fault { return rogueClient{} }) }
 
 // rogueClient is an ordinary ZooKeeper client that is not part of the lock
 // protocol and has no credential: a misconfigured tool, a script run by
-// hand, an attacker. Seed 000 section 3 requires the lock parent to be
-// ACL-protected against exactly what it tries, on a key that has a holder
-// and at least one waiter:
+// hand, an attacker. The lock parent must be ACL-protected against
+// exactly what it tries (docs/background.md#the-queue-lock-recipe), which
+// it tries on a key that has a holder and at least one waiter:
 //
 //   - delete the lock root and the key node;
 //   - forge a lock node: delete the holder's node, wait until the next

@@ -10,7 +10,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 )
 
-// Lock services beyond ZooKeeper (--service, issue 13). The server faults
+// Lock services beyond ZooKeeper (--service). The server faults
 // are the ZooKeeper faults' code under each service's own names, acting
 // through cluster.Node as they do; a service's faults need that service,
 // and the ZooKeeper faults (and those that speak ZooKeeper's protocol:

@@ -18,10 +18,10 @@ import (
 	"github.com/zkchaos/zkchaos/report/plots"
 )
 
-// The metrics section: the numbers seed 000 section 22 says a lock
-// service must be watched by, each with where it comes from, and "not
+// The metrics section: the numbers a lock service must be watched by
+// (docs/background.md#what-the-metrics-mean), each with where it comes from, and "not
 // recorded" with the reason when this run cannot tell.
-const metricsSource = `<h2 id="{{.Metrics.ID}}">Lock metrics (seed 22)</h2>
+const metricsSource = `<h2 id="{{.Metrics.ID}}">Lock metrics</h2>
 {{with .Metrics}}{{with .Waiters}}{{template "figure" .}}{{end}}
 <table>
 <tr><th>metric</th><th>value</th><th>from</th></tr>

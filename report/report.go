@@ -39,8 +39,8 @@ type Link struct {
 	Href string
 }
 
-// rawFiles are the files a run folder may hold (DESIGN.md 10), in the
-// order a reader wants them.
+// rawFiles are the files a run folder may hold, in the order a reader
+// wants them.
 var rawFiles = []Link{
 	{"history", store.HistoryFile},
 	{"register apply log", store.ApplyLogFile},

@@ -19,8 +19,8 @@ import (
 const maxSnapshots = 20
 
 // The runbook section: for each violation the monitor's last sample taken
-// before it, laid out as an operator following seed 000 section 21 would
-// read it with zkCli (ls and stat of the lock directory, each node's
+// before it, laid out as an operator following the runbook
+// (docs/background.md#what-the-runbook-asks) would read it with zkCli (ls and stat of the lock directory, each node's
 // ephemeralOwner, whether that session is still connected) and mntr.
 const runbookSource = `<h2 id="{{.Runbook.ID}}">Runbook evidence</h2>
 {{with .Runbook}}{{if .Note}}<p>{{.Note}}</p>{{else}}<p>The monitor sampled every lock directory and every server's <code>mntr</code> and <code>cons</code>
@@ -284,7 +284,9 @@ func liveness(s monitor.Sample, session string) string {
 	return l
 }
 
-// processesView is seed 21.3's comparison: for each process the
+// processesView is the runbook's comparison for two instances that both
+// think they lead (docs/background.md#what-the-runbook-asks): for each
+// process the
 // violation names, its sessions by the history (those reported before the
 // violation), whether one of them owns a node in the sample, and what
 // cons showed of each.

@@ -38,7 +38,8 @@ type soakView struct {
 }
 
 // LeakBound is how much the controller's RSS may grow between minute 5
-// and the end before the page says so (issue 12: within 10%).
+// and the end before the page says so: the project's target is a controller whose
+// memory stays within 10% over a soak.
 const LeakBound = 0.10
 
 // leakFrom and leakWindow are where TrendOf looks: minute 5 (start-up

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The README's "ZooKeeper vs Redis vs etcd" table from one chaos test-all
-folder (issue 13): for each subject, its pause-holder cells, unfenced (double
-writes per minute of workload) and fenced (acquisitions per second).
+folder (the lock services of --service): for each subject, its
+pause-holder cells, unfenced (double writes per minute of workload) and
+fenced (acquisitions per second).
 
 usage: scripts/service-table.py RESULTS/test-all/<timestamp>
 """

@@ -22,7 +22,8 @@ const ConfigName = "config"
 // recipes.ConfigRoot/app.
 const ConfigKey = "app"
 
-// Config is the configuration-notification workload of seed section 18:
+// Config is the configuration-notification workload
+// (docs/background.md#configuration-notification):
 // the first Admins clients update recipes.ConfigRoot/ConfigKey by compare-and-set
 // (read the version, setData with it as the expected version); every
 // other client watches it, re-reads data and Stat on every notification,

@@ -24,9 +24,11 @@ const ElectionName = "election"
 // are children of recipes.ElectionRoot/billing.
 const Service = "billing"
 
-// Election is the leader-election workload of seed sections 14–17 and 20:
+// Election is the leader-election workload (docs/background.md#leader-election
+// and docs/background.md#exactly-once-effects):
 // every client is a candidate for Service; the one that wins (campaign
-// ok, with its term) scans the task table (seed 17), runs a batch of the
+// ok, with its term) scans the task table (a new leader scans what really happened
+// before taking over), runs a batch of the
 // tasks it has not seen done (claim, then complete after the task's work,
 // both under its term), and resigns, so leadership moves on. What the
 // user's data saw is judged by exactly-once (every task executed once)
@@ -55,8 +57,9 @@ func init() {
 	})
 }
 
-// TaskNames are the task keys billing:2026-11-30:t1..tn (seed 17's
-// idempotency keys: a task of a tenant on a day).
+// TaskNames are the task keys billing:2026-11-30:t1..tn (idempotency
+// keys from business identity, a task of a tenant on a day:
+// docs/background.md#exactly-once-effects).
 func TaskNames(n int) []string {
 	out := make([]string, max(n, 0))
 	for i := range out {

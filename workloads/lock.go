@@ -42,8 +42,9 @@ const LockName = "lock"
 func (l *Lock) Name() string { return LockName }
 
 // Nodes are the lock root (with its parents) and one node per key, which
-// the controller creates protected before any worker starts (seed 000
-// section 3: the parent must exist and be ACL-protected).
+// the controller creates protected before any worker starts: the parent must exist and be
+// ACL-protected, or a client could delete it or plant fake children
+// (docs/background.md#the-queue-lock-recipe).
 func (l *Lock) Nodes() []Node {
 	var ns []Node
 	for p := l.Root; p != "/" && p != "."; p = path.Dir(p) {
@@ -76,7 +77,7 @@ func (l *Lock) Checkers() []checker.Checker { return suite.All() }
 func (l *Lock) DefaultGate() []string { return slices.Clone(suite.DefaultGate) }
 
 // KeyNames are the keys SKU-1..SKU-k; the lock of SKU-i is
-// <root>/SKU-i, as in the seed's /locks/inventory/SKU-1.
+// <root>/SKU-i, as in docs/background.md's /locks/inventory/SKU-1.
 func KeyNames(k int) []string {
 	keys := make([]string, max(k, 0)) // a negative count is validation's to report
 	for i := range keys {
@@ -126,7 +127,9 @@ func (l *Lock) Step(ctx context.Context, c Client, r *rand.Rand) {
 
 func (l *Lock) think(ctx context.Context) { ctxsleep.Sleep(ctx, l.Think) }
 
-// DefaultFaults implements Workload: a holder paused in its critical section past its session (seed 10).
+// DefaultFaults implements Workload: a holder paused in its critical
+// section past its session, the classic failure fencing exists for
+// (docs/background.md#why-a-lock-needs-a-fence).
 func (l *Lock) DefaultFaults() []string { return []string{"pause-holder"} }
 
 // DefaultTiming implements Workload: the run's defaults, which were chosen for this workload's gate.

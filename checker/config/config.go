@@ -1,5 +1,5 @@
-// Package config holds the checkers of the config workload (seed section
-// 18, configuration notification): admin processes read the config node
+// Package config holds the checkers of the config workload
+// (docs/background.md#configuration-notification): admin processes read the config node
 // /config/<key> and update it by compare-and-set (setData with the version
 // they read); client processes watch it, re-read it on every notification
 // and report every version they applied, with a digest of its data.

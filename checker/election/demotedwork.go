@@ -56,8 +56,10 @@ type DemotedWorkDetails struct {
 }
 
 // CheckDemotedWork asks whether a leader kept working after it knew it
-// was no longer leader (seed 15: the task executor must be cancellable;
-// 21.3: did the old instance go on after Disconnected/Expired?). For every
+// was no longer leader: a task executor must be cancellable, and the
+// runbook asks whether the old leader went on after Disconnected or
+// Expired (docs/background.md#leader-election,
+// docs/background.md#what-the-runbook-asks). For every
 // leadership its process reported over (a demoted event, or its session
 // expired, closed or replaced), any claim or complete of that term from
 // that process which the register recorded more than DemotedWorkSlack

@@ -1,5 +1,5 @@
-// Package election holds the checkers of the election workload (seed
-// sections 14-17, issue 9 section 2): candidates campaign for leadership
+// Package election holds the checkers of the election workload
+// (docs/background.md#leader-election): candidates campaign for leadership
 // of a service under /leaders/<service>, the leader's term is its node's
 // czxid, and the leader runs tasks against the register's task table
 // (claim, then complete with a result id), fenced by its term.

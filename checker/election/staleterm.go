@@ -51,7 +51,8 @@ type StaleTermDetails struct {
 // already accepted for the same service: an old leader still acting on
 // the resource after a newer one had. A fenced register refuses those
 // ("stale term"); an unfenced one lets them through, and this is the
-// evidence that the seed's deposed-leader hazard happened.
+// evidence that a deposed leader reached the resource
+// (docs/background.md#leader-election).
 func CheckStaleTerm(ctx context.Context, in checker.Input) checker.Result {
 	log := bySeq(in.ApplyLog)
 	d := StaleTermDetails{Violations: []StaleTerm{}}

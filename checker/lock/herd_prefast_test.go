@@ -1,8 +1,8 @@
 package lock
 
 // The herd checker as it was before its keys were numbered instead of
-// looked up by name per operation (docs/architecture.md "Checker speed
-// (issue 12)"): kept, unchanged but for its names, as the byte-for-byte
+// looked up by name per operation (docs/architecture.md, "Checker
+// speed"): kept, unchanged but for its names, as the byte-for-byte
 // oracle of TestHerdMatchesPrefast.
 
 import (

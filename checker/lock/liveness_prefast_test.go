@@ -1,7 +1,7 @@
 package lock
 
 // The liveness checker as it was before its replay was made to allocate
-// nothing per event (docs/architecture.md "Checker speed (issue 12)"):
+// nothing per event (docs/architecture.md, "Checker speed"):
 // kept, unchanged but for its names, as the byte-for-byte oracle of
 // TestLivenessMatchesPrefast.
 

@@ -16,8 +16,8 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 )
 
-// CheckTokenOrder checks the one property a fencing token must have (seed
-// 000 section 11): a later grant of a lock has a higher token than every
+// CheckTokenOrder checks the one property a fencing token must have
+// (docs/background.md#why-a-lock-needs-a-fence): a later grant of a lock has a higher token than every
 // earlier grant, so that the resource can tell the current holder from a
 // stale one. A token that only identifies a grant (random, a UUID) or
 // repeats (a coarse clock) fails here whether or not the run was fenced.

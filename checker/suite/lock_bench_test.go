@@ -28,7 +28,7 @@ func synthInput(b *testing.B, spec synth.Spec) checker.Input {
 // they share (lockview.Of), on generated runs of about 100k and 1M history
 // events, with one hot key and with 8 keys: the sizes show whether a
 // checker is n log n (events/s about the same at both) or worse. The
-// target (issue 12) is 5 M events/s for each; events/s counts history
+// project's target is 5 M events/s for each; events/s counts history
 // events for every checker, double-writer included.
 func BenchmarkLockCheckers(b *testing.B) {
 	checkers := []checker.Checker{
@@ -65,7 +65,7 @@ func BenchmarkLockCheckers(b *testing.B) {
 }
 
 // BenchmarkSuiteHour runs the whole suite (RunAll) on a generated run of
-// about an hour (chaos run's defaults, 3 keys): the target (issue 12) is
+// about an hour (chaos run's defaults, 3 keys): the project's target is
 // a 1-hour soak checked in 30 s or less.
 func BenchmarkSuiteHour(b *testing.B) {
 	in := synthInput(b, synth.Spec{Ops: 215_000, Seed: 1})

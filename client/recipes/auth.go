@@ -87,7 +87,8 @@ func (a Auth) LogValue() slog.Value { return slog.StringValue(a.String()) }
 // credential, all rights for the authenticated creator (ZooKeeper's
 // CREATOR_ALL_ACL, the "auth" scheme) and read for everyone, so nobody
 // without the credential can delete, forge or re-create a lock node, yet
-// an operator may still list a queue with zkCli (seed 002); without one,
+// an operator may still list a queue with zkCli, as the runbook does
+// (docs/background.md#what-the-runbook-asks); without one,
 // today's world-writable ACL.
 func (a Auth) ACL() []zk.ACL {
 	if !a.Enabled() {

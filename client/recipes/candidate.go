@@ -7,17 +7,19 @@ import (
 )
 
 // The election workload's candidates. A candidate is a lock recipe (its
-// campaign is an acquire of the service's lock under ElectionRoot, seed 14)
+// campaign is an acquire of the service's lock under ElectionRoot:
+// docs/background.md#leader-election)
 // plus the way its leader runs tasks: a Leader policy. Every lock recipe,
 // the lock zoo included, is a candidate with the correct policy; the
 // election's own zoo adds names whose lock is the seed and whose policy
-// has one of the classic leader mistakes of seed 000 sections 15, 17 and
-// 23 switched on (one file each, as the lock zoo).
+// has one of the classic leader mistakes switched on (one file each, as the
+// lock zoo; docs/zoo.md lists them).
 
 // Leader says how a leader runs a task's work and reports it. The zero
-// value is the correct seed behaviour (seed 15: a task executor must be
-// cancellable; seed 17: success is the resource's fact, not the
-// callback's return).
+// value is the correct seed behaviour: a task executor must be
+// cancellable (docs/background.md#leader-election), and success is the
+// resource's fact, not the callback's return
+// (docs/background.md#exactly-once-effects).
 type Leader struct {
 	// KeepWorking: a task's work goes on after leadership is lost, and its
 	// call goes out (with the old term) once the work is done; retries of

@@ -13,7 +13,8 @@ import (
 	"github.com/zkchaos/zkchaos/internal/queue"
 )
 
-// The config workload (seed 000 section 18, configuration notification):
+// The config workload (configuration notification:
+// docs/background.md#configuration-notification):
 // admins update a config node by compare-and-set on its version, clients
 // watch it, re-read data and Stat on every notification and apply a newer
 // version atomically. A ConfigClient is one process's side of it, admin

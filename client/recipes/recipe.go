@@ -225,8 +225,9 @@ const (
 	WorkloadConfig = "config"
 	// WorkloadElection runs for leader with the lock recipes: a
 	// candidate's campaign is an acquire of the service's lock under the
-	// election root (the seed's leader election is its lock, seed 14), so
-	// each lock recipe, the zoo's included, is also an election recipe.
+	// election root (an application's leader election is the queue lock
+	// recipe: docs/background.md#leader-election), so each lock recipe,
+	// the zoo's included, is also an election recipe.
 	WorkloadElection = "election"
 )
 

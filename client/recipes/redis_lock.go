@@ -15,17 +15,18 @@ func init() {
 	RegisterService(ServiceRedis, "redis-lock", newRedisLock)
 }
 
-// redisLock is the single-instance Redis lock (seed 13): SET key value NX
-// PX ttl on the first server, a renewal every third of the TTL (PEXPIRE
-// only while the value is still ours, in Lua), release by a Lua
-// compare-and-delete, and the fencing token from INCR of a counter beside
-// the key on the same server, taken after the SET succeeded (seed 11.1).
-// Redis has no session: the TTL is the session timeout, the grant is lost
-// (a lost event, state expired) when a renewal finds the value gone or
-// another's, or when the TTL has run out since the last renewal that
-// answered; Held also refuses past that validity, as a careful client
-// does. A holder paused after its check still writes: that is what the
-// fence is for.
+// redisLock is the single-instance Redis lock, a lease lock with the same
+// fencing gap as ZooKeeper's (docs/background.md#why-a-lock-needs-a-fence):
+// SET key value NX PX ttl on the first server, a renewal every third of the
+// TTL (PEXPIRE only while the value is still ours, in Lua), release by a
+// Lua compare-and-delete, and the fencing token from INCR of a counter
+// beside the key on the same server, taken after the SET succeeded, so a
+// later grant has a higher token. Redis has no session: the TTL is the
+// session timeout, the grant is lost (a lost event, state expired) when a
+// renewal finds the value gone or another's, or when the TTL has run out
+// since the last renewal that answered; Held also refuses past that
+// validity, as a careful client does. A holder paused after its check still
+// writes: that is what the fence is for.
 type redisLock struct {
 	*leases
 	cfg    Config
@@ -115,8 +116,9 @@ func (r *redisLock) Acquire(ctx context.Context, key string, timeout time.Durati
 	}
 }
 
-// granted takes the token (INCR after the SET: seed 11.1) and records the
-// grant, valid until the TTL from before the SET was sent.
+// granted takes the token (INCR after the SET, so a later grant has a
+// higher token) and records the grant, valid until the TTL from before the
+// SET was sent.
 func (r *redisLock) granted(ctx context.Context, key, k, value string, start time.Time) (Grant, error) {
 	tok, err := r.client.Incr(context.WithoutCancel(ctx), k+":token").Result()
 	if err != nil {

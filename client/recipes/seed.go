@@ -25,11 +25,11 @@ func init() {
 // SeedConfig is the configuration of the seed recipe (the common Config).
 type SeedConfig = Config
 
-// Seed is the design's reference recipe (section 6): ephemeral sequential
-// nodes with protected names under a persistent parent, a watch on the
-// immediate predecessor only, and session tracking through the event
-// callback, because go-zookeeper's event channel drops events when full
-// and silently opens a new session after an expiry.
+// Seed is the reference recipe (docs/background.md#the-queue-lock-recipe):
+// ephemeral sequential nodes with protected names under a persistent
+// parent, a watch on the immediate predecessor only, and session tracking
+// through the event callback, because go-zookeeper's event channel drops
+// events when full and silently opens a new session after an expiry.
 type Seed struct {
 	root    string
 	token   string
@@ -335,9 +335,10 @@ const seqDigits = 10
 // enqueue again.
 var errStartOver = errors.New("queue node gone")
 
-// Acquire follows the design's recipe: enqueue a protected ephemeral
-// sequential node, then wait behind the immediate predecessor until ours
-// is first.
+// Acquire follows the queue recipe
+// (docs/background.md#the-queue-lock-recipe): enqueue a protected ephemeral
+// sequential node, then wait behind the immediate predecessor until ours is
+// first.
 func (s *Seed) Acquire(ctx context.Context, key string, timeout time.Duration) (Grant, error) {
 	if err := validKey(key); err != nil {
 		return Grant{}, err

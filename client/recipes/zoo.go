@@ -12,13 +12,13 @@ import (
 )
 
 // The known-bug zoo: recipes that are the seed algorithm with exactly one
-// classic mistake of seed 000 section 23 switched on. They exist to
-// calibrate the harness: a harness that cannot catch them proves nothing
-// when it finds no fault in the subject under test. Each zoo recipe is its
-// own file that registers the seed with one switch; the switches live in
-// seed.go at the one place the mistake is made, so the zoo never drifts
-// from the algorithm it mutates. docs/zoo.md says which fault and checker
-// catch each one.
+// classic mistake switched on (docs/background.md explains each mistake's
+// harm). They exist to calibrate the harness: a harness that cannot catch
+// them proves nothing when it finds no fault in the subject under test.
+// Each zoo recipe is its own file that registers the seed with one switch;
+// the switches live in seed.go at the one place the mistake is made, so the
+// zoo never drifts from the algorithm it mutates. docs/zoo.md says which
+// fault and checker catch each one.
 
 // bugs are the switches; the zero value is the correct seed recipe.
 type bugs struct {

@@ -12,9 +12,10 @@ import (
 
 // The election workload's worker side (docs/worker-protocol.md,
 // "Election"): a candidate campaigns by taking the service's lock under
-// recipes.ElectionRoot with the run's recipe (seed 14: the smallest ephemeral
-// sequential node leads, each candidate watches its predecessor, the term
-// is the node's czxid, and the seed confirms its node's ephemeralOwner is
+// recipes.ElectionRoot with the run's recipe
+// (docs/background.md#leader-election: the smallest ephemeral sequential
+// node leads, each candidate watches its predecessor, the term is the
+// node's czxid, and the seed recipe confirms its node's ephemeralOwner is
 // its own session before it acts); as leader it claims and completes tasks
 // in the register's task table under its term. A lost leadership is a
 // demoted event.
@@ -59,15 +60,15 @@ func (w *worker) leading() (string, recipes.Grant, bool) {
 	return "", recipes.Grant{}, false
 }
 
-// taskCall claims or completes task Key under the worker's term. A
-// complete spends WorkMS on the task's work first and presents a result
-// id. The work is cancelled the moment the worker may no longer act as
-// leader (seed 15: a task executor must be cancellable), and leadership is
-// checked again before the call and before each retry: a deposed leader
-// sends nothing more. What remains is the window a pause makes (a stopped
-// process cannot check), which only fencing closes. A call whose reply
-// was lost is retried up to taskRetries times; the answer is the last
-// reply's.
+// taskCall claims or completes task Key under the worker's term. A complete
+// spends WorkMS on the task's work first and presents a result id. The work
+// is cancelled the moment the worker may no longer act as leader (a task
+// executor must be cancellable: docs/background.md#leader-election), and
+// leadership is checked again before the call and before each retry: a
+// deposed leader sends nothing more. What remains is the window a pause
+// makes (a stopped process cannot check), which only fencing closes. A call
+// whose reply was lost is retried up to taskRetries times; the answer is
+// the last reply's.
 func (w *worker) taskCall(ctx context.Context, req Request) Message {
 	service, g, ok := w.leading()
 	if !ok {
@@ -180,8 +181,9 @@ func taskReply(rep register.TaskReply, err error, term int64) Message {
 	return m
 }
 
-// scan reads the task states of the service the worker leads (seed 17: a
-// new leader scans before it takes over); Value is how many tasks are not
+// scan reads the task states of the service the worker leads (a new
+// leader scans what really happened before it takes over:
+// docs/background.md#exactly-once-effects); Value is how many tasks are not
 // done.
 func (w *worker) scan(ctx context.Context, req Request) Message {
 	service, g, ok := w.leading()

@@ -17,12 +17,12 @@ type Request struct {
 	// TimeoutMS bounds how long acquire may wait for the lock; on timeout
 	// the worker removes its queue node and answers fail.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
-	// WorkMS (write only) is the time the holder spends on its protected
-	// work after it has checked that it holds the lock and before it writes
-	// to the register, without checking again: that is what application
-	// code does (check, compute, write), and a GC pause that lands in this
-	// window is the one of seed 000 section 10, after which the worker
-	// writes with a token that is no longer the newest.
+	// WorkMS (write only) is the time the holder spends on its protected work
+	// after it has checked that it holds the lock and before it writes to the
+	// register, without checking again: that is what application code does
+	// (check, compute, write), and a GC pause that lands in this window is the
+	// one of docs/background.md#why-a-lock-needs-a-fence, after which the
+	// worker writes with a token that is no longer the newest.
 	WorkMS int64 `json:"work_ms,omitempty"`
 	// ExpectedVersion (update only, config workload) is the config
 	// version the admin read; a correct compare-and-set passes it to

@@ -181,7 +181,7 @@ func reachExternal(ctx context.Context, zk string, session time.Duration) error 
 }
 
 // The lock services (--service): the ZooKeeper ensemble, and the other
-// services a run may test locks on instead (issue 13).
+// services a run may test locks on instead.
 const (
 	ZooKeeper = cluster.ZooKeeper
 	Redis     = cluster.Redis

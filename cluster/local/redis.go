@@ -23,7 +23,7 @@ const RedisServerEnv = "ZKCHAOS_REDIS_SERVER"
 //
 // Persistence: appendonly with appendfsync always, no RDB snapshots. A
 // kill-redis restarts the server on its data like a kill-zk does, and the
-// fencing counter (INCR, seed 11.1) must survive that restart, or a
+// fencing counter (INCR) must survive that restart, or a
 // restarted server hands out tokens it already gave and the fence moves
 // backwards; every write fsynced is the price (small for a lock's few
 // writes). The lock keys survive too, with their absolute expiry.

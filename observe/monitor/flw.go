@@ -13,8 +13,8 @@ import (
 // the monitor cannot probe a server with something it was told to refuse.
 var Words = []string{"mntr", "cons"}
 
-// Mntr is the part of a server's mntr answer the runbook reads (seed 002,
-// "关键指标"): its state, request latency, the queue, and the counts of
+// Mntr is the part of a server's mntr answer the runbook reads (the key
+// figures of docs/background.md#what-the-metrics-mean): its state, request latency, the queue, and the counts of
 // znodes, watches, ephemerals, connections and sessions.
 type Mntr struct {
 	State string `json:"state"`

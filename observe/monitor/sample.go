@@ -1,5 +1,6 @@
 // Package monitor records, while a run lasts, what an operator following
-// the runbook (seed 000 section 21, seed 002) would see with zkCli and nc:
+// the runbook (docs/background.md#what-the-runbook-asks) would see with
+// zkCli and nc:
 // every lock directory's children with their sequence numbers and
 // ephemeral owners, and every server's mntr and cons. It samples at a fixed
 // interval and at every nemesis step, into monitor.jsonl beside the

@@ -16,7 +16,8 @@ import (
 
 // eventRows are the rows of the session-event strip, bottom up: what a
 // worker reported of its session, what it lost, and what the resource
-// refused (seed 22's Disconnected/Expired counts and rejected tokens).
+// refused: the Disconnected/Expired counts and rejected tokens a lock
+// service is watched by (docs/background.md#what-the-metrics-mean).
 // A row's axis label is short, to fit beside the strip in the page's
 // left margin; the caption says what each row is.
 var eventRows = []struct {

@@ -13,7 +13,8 @@ import (
 )
 
 // Waiters draws, per lock directory, how many nodes queued behind the
-// first one at each monitor sample (seed 22: waiters per lock path), on
+// first one at each monitor sample (waiters per lock path, a figure a lock
+// service is watched by: docs/background.md#what-the-metrics-mean), on
 // the run's clock with the fault windows shaded. A sample that could not
 // read a directory breaks its line there (the queue was not seen, not
 // empty). Samples without any directory read give ErrNothingToDraw.

@@ -21,7 +21,8 @@ var queueVerbs = [][2]string{{history.FAcquire, history.FRelease}, {history.FCam
 // of the lock wait (an ok acquire's invocation to its answer, at the
 // answer) and of the hold (that answer to the same process's next
 // release of the key, at the release), log scale, with the fault windows
-// shaded (seed 22: wait and hold times). A run longer than MaxBins
+// shaded: wait and hold times are among the figures a lock service is
+// watched by (docs/background.md#what-the-metrics-mean). A run longer than MaxBins
 // seconds has wider bins, which the title and caption say. A history
 // with no ok acquire (or campaign) gives ErrNothingToDraw.
 func WaitHold(v lockview.View) (Figure, error) { return render(waitHoldFrame(v)) }

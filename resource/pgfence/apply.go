@@ -11,13 +11,14 @@ import (
 )
 
 // The conditional statements, one per rule. The write of a fenced run is
-// the seed's (section 11): one row updated means accepted. Beside
+// the textbook conditional UPDATE (docs/background.md#why-a-lock-needs-a-fence):
+// one row updated means accepted. Beside
 // fencing_token (the token of the last accepted write) the row keeps
 // fence, the highest token an accepted read or write presented: a
 // holder's read raises it, so a paused holder that read before the next
 // holder cannot write after that holder's read (resource/register/types.go has the
-// lost update this prevents). strict is the seed's clause as it stands
-// (one write per grant); on lets one grant write again (<=), as the
+// lost update this prevents). strict is that textbook clause as it
+// stands, fencing_token < token (one write per grant); on lets one grant write again (<=), as the
 // register's on does.
 const (
 	writeStrict = `UPDATE resource SET value = $2, fencing_token = $3, fence = GREATEST(fence, $3)

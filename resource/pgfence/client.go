@@ -134,7 +134,8 @@ func NewRequestID() string { return uuid.NewString() }
 // same id after a failure whose outcome is unknown (the connection broke,
 // maybe after the commit): if the first attempt committed, the retry is
 // refused by the unique constraint and answered as the original was, so
-// the request is applied once (seed 11.3). Errors are never definite
+// the request is applied once (fencing alone would accept the retry:
+// docs/background.md#exactly-once-effects). Errors are never definite
 // (register.IsDefinite is false): the request may have been applied.
 func (c *Client) Do(ctx context.Context, rid, kind, key string, value int64, token *int64, process, pid int) (register.Reply, error) {
 	if key == "" {

@@ -8,7 +8,8 @@ import (
 	"github.com/zkchaos/zkchaos/resource/register"
 )
 
-// TestRetriedRequestAppliedOnce is seed 11.3: the same request (same id,
+// TestRetriedRequestAppliedOnce is fencing's blind spot, a retry under a
+// valid token (docs/background.md#exactly-once-effects): the same request (same id,
 // same legal token) arriving again is refused by the unique constraint and
 // answered as the original, even after another write moved the row on; it
 // is neither applied again (fencing on would accept it: its token is not

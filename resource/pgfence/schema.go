@@ -1,12 +1,13 @@
 // Package pgfence is PostgreSQL as the run's fenced resource (--resource
-// postgres, issue 13): the schema, the seed's conditional UPDATE with an
+// postgres): the schema, the conditional UPDATE of
+// docs/background.md#why-a-lock-needs-a-fence with an
 // audit row in the same transaction (client.go), the export of the audit
 // table into the register's apply-log format (export.go), and the server
 // itself, initdb and postgres run as the postgres system user in the run's
 // namespace (server.go).
 //
 // The key state mirrors the register's (resource/register/types.go): value,
-// fencing_token (the token of the last accepted write, the seed's column)
+// fencing_token (the token of the last accepted write, the textbook's column)
 // and fence (the highest token any accepted read or write presented), so
 // that the exported log replays with register.ReplayAll and every
 // checker reads it unchanged.
@@ -30,7 +31,8 @@ const Database = "postgres"
 
 // schemaSQL is the resource and its audit. audit's primary key
 // (resource_id, n) is the apply log's order per resource; request_id's
-// unique constraint is the seed's idempotency (11.3): a retried request
+// unique constraint is the idempotency that fencing cannot give
+// (docs/background.md#exactly-once-effects): a retried request
 // is refused by it and answered from the row the first attempt wrote.
 const schemaSQL = `
 CREATE TABLE settings (

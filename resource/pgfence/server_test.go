@@ -133,7 +133,7 @@ func testClient(t *testing.T, s *Server) *Client {
 
 func tok(n int64) *int64 { return &n }
 
-// TestFencedWritesAndExport: the seed's conditional UPDATE accepts a
+// TestFencedWritesAndExport: the conditional UPDATE accepts a
 // higher token and refuses a lower one, a fenced read moves the fence,
 // and the exported log replays as a register's does.
 func TestFencedWritesAndExport(t *testing.T) {

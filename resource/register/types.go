@@ -11,7 +11,8 @@
 //	on:     a read or write with token t is accepted iff t >= Fence. A holder
 //	        may write several times under one grant.
 //	strict: as on, and a write must also have t > Token (one write per
-//	        grant, the seed's SQL "fencing_token < :token").
+//	        grant, as the textbook SQL "fencing_token < :token" of
+//	        docs/background.md#why-a-lock-needs-a-fence).
 //
 // Reads with a token raise the fence. Without that, fencing cannot stop a
 // lost update: A (token 100) reads 5 and pauses; B (101) acquires and reads

@@ -1,11 +1,11 @@
-// Package bench measures throughput (`chaos bench`, issue 12 section 2):
-// on one ensemble, made as a run makes it, the raw create+delete pairs
-// per second that bound any lock hand-off, each lock subject's
-// acquisitions per second (lock+unlock, and the whole critical section
-// with the register) on one hot lock and on 8 keys with the same number
-// of clients, and what the harness adds to one acquisition. It writes
-// bench.json with the figures, their ratios and issue 12's targets, met
-// or not. It measures; it judges no correctness (chaos run does).
+// Package bench measures throughput (`chaos bench`): on one ensemble, made
+// as a run makes it, the raw create+delete pairs per second that bound any
+// lock hand-off, each lock subject's acquisitions per second (lock+unlock,
+// and the whole critical section with the register) on one hot lock and on
+// 8 keys with the same number of clients, and what the harness adds to one
+// acquisition. It writes bench.json with the figures, their ratios and the
+// project's throughput targets (result.go), met or not. It measures; it
+// judges no correctness (chaos run does).
 package bench
 
 import (

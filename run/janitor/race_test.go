@@ -181,8 +181,8 @@ func TestSlotRaceClaimReleaseSweep(t *testing.T) {
 	}
 }
 
-// TestFinishedJanitorSparesTheNextRun is the race reported in issue 8: run
-// A releases its slot, run B takes the same slot, and only then does A's
+// TestFinishedJanitorSparesTheNextRun is a race once seen between
+// two runs: run A releases its slot, run B takes the same slot, and only then does A's
 // janitor do its final sweep. The sweep must leave B's network alone.
 func TestFinishedJanitorSparesTheNextRun(t *testing.T) {
 	needNetns(t)

@@ -53,14 +53,14 @@ var faults = []string{"pause-holder", "pause-worker", "expire-holder", "isolate-
 	"pause-zk-leader", "pause-zk", "kill-zk",
 	"partition-zk-leader", "partition-zk-halves", "partition-zk-ring", "partition-zk-bridge", "rogue-client"}
 
-// Default is the matrix of design section 9: the seed recipe with fencing
+// Default is the matrix `chaos test-all` runs: the seed recipe with fencing
 // is valid under every fault; without fencing it is caught under holder
 // pauses and session expiry; each known-buggy recipe is caught by the
 // checker that names its bug under the fault that exposes it (docs/zoo.md
 // explains each row), while seed under the same settings is not; and the
-// other subjects (Curator, zk-lock, an exec: worker) run the seed's rows,
-// kazoo (Python) the client faults' (kazoo.go).
-// exe is the chaos binary, for the exec: subject.
+// other subjects (Curator, zk-lock, an exec: worker) run the seed recipe's
+// rows, kazoo (Python) the client faults' (kazoo.go). exe is the chaos
+// binary, for the exec: subject.
 func Default(exe string) []Cell {
 	cells := []Cell{
 		{Recipe: "seed", Nemesis: []string{"none"}, Fencing: "on", Args: short,
@@ -80,7 +80,7 @@ func Default(exe string) []Cell {
 			Args:   with("--acl", "off", "--keys", "1", "--hold", "300ms", "--pause", "1s"),
 			Expect: invalid(lock.NameGrantOverlap), Why: "without the ACL an anonymous client forges the holder's node: two holders"},
 	)
-	// The zoo: each recipe carries one classic mistake of seed 000 §23.
+	// The zoo: each recipe carries one classic mistake (docs/zoo.md).
 	contention := with("--keys", "1", "--acquire-timeout", "300ms")
 	cells = append(cells,
 		Cell{Recipe: "herd", Nemesis: []string{"none"}, Fencing: "on", Args: with("--keys", "1"),
@@ -106,7 +106,8 @@ func Default(exe string) []Cell {
 		Cell{Recipe: "clock-token", Nemesis: []string{"none"}, Fencing: "on", Args: short,
 			Expect: invalid(lock.NameTokenOrder), Why: "grants within one clock second tie"},
 	)
-	// The seed under the zoo's settings: the same checkers must stay quiet.
+	// The seed recipe under the zoo's settings: the same checkers must stay
+	// quiet.
 	cells = append(cells,
 		Cell{Recipe: "seed", Variant: "zoo-control", Nemesis: []string{"none"}, Fencing: "on", Args: contention,
 			Expect: valid(lock.NameGrantOverlap, lock.NameLiveness, lock.NameHerd, lock.NameTokenOrder, fence.NameWrongToken),
@@ -116,7 +117,7 @@ func Default(exe string) []Cell {
 			Expect: valid(lock.NameGrantOverlap, fence.NameDoubleWriter, fence.NameWrongToken),
 			Why:    "control for ignore-session's settings"},
 	)
-	// Other subjects run the seed's rows.
+	// Other subjects run the seed recipe's rows.
 	subjects := []struct{ recipe, label string }{
 		{"curator", ""}, {"zk-lock", ""}, {"exec:" + exe + " worker --recipe seed", "exec-chaos-worker"}}
 	for _, sj := range subjects {
@@ -136,7 +137,7 @@ func Default(exe string) []Cell {
 	return append(cells, dockerCells()...)
 }
 
-// serviceCells are the other lock services' rows (issue 13): each of
+// serviceCells are the other lock services' rows (--service): each of
 // their subjects fenced valid under the client faults and under its own
 // service's server faults, and unfenced caught under pause-holder. The
 // pause outlasts the lease: on Redis the TTL is the session timeout (1 s,
@@ -170,7 +171,8 @@ func serviceCells() []Cell {
 			Why: sj.service + ": the paused holder's lease runs out, another is granted, and its stale write lands without fencing"})
 	}
 	// ZooKeeper's row of the comparison (README, "ZooKeeper vs Redis vs
-	// etcd"): the seed's unfenced cell, run its whole time as these are.
+	// etcd"): the seed recipe's unfenced cell, run its whole time as these
+	// are.
 	return append(cells, Cell{Recipe: "seed", Variant: "compare", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: short,
 		Expect: caughtWholeRun(), Why: "zookeeper: the comparison's row, the whole run (double writes per minute)"})
 }
@@ -185,26 +187,28 @@ func caughtWholeRun() map[string]checker.Validity {
 	return e
 }
 
-// postgresCells are the seed's rows with PostgreSQL as the fenced
-// resource (--resource postgres, issue 13): the seed's conditional UPDATE
-// keeps the data safe (strict is its clause as written, on lets a grant
-// write again), and without the token condition the paused holder's stale
-// write is found in the audit table. The unfenced one is the smoke cell:
-// it needs the whole path (server, workers' transactions, the export,
-// the checker) to be caught, and stops at its first violation.
+// postgresCells are the seed recipe's rows with PostgreSQL as the fenced
+// resource (--resource postgres): the textbook conditional UPDATE
+// (docs/background.md#why-a-lock-needs-a-fence) keeps the data safe (strict
+// is its clause as written, on lets a grant write again), and without the
+// token condition the paused holder's stale write is found in the audit
+// table. The unfenced one is the smoke cell: it needs the whole path
+// (server, workers' transactions, the export, the checker) to be caught,
+// and stops at its first violation.
 func postgresCells() []Cell {
 	pg := with("--resource", "postgres")
 	return []Cell{
 		{Recipe: "seed", Variant: "postgres", Nemesis: []string{"pause-holder"}, Fencing: "on", Args: pg,
 			Expect: valid(resource...), Why: "PostgreSQL's conditional UPDATE keeps the data safe"},
 		{Recipe: "seed", Variant: "postgres", Nemesis: []string{"pause-holder"}, Fencing: "strict", Args: pg,
-			Expect: valid(resource...), Why: "the seed's clause as written (fencing_token < :token) keeps the data safe"},
+			Expect: valid(resource...), Why: "the textbook clause as written (fencing_token < :token) keeps the data safe"},
 		{Recipe: "seed", Variant: "postgres", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: pg, Smoke: true,
 			Expect: invalid(fence.NameDoubleWriter), Why: "without the token condition the paused holder's stale write is in the audit table"},
 	}
 }
 
-// configCells are the config workload's rows (seed 18): the correct
+// configCells are the config workload's rows
+// (docs/background.md#configuration-notification): the correct
 // client valid under client and server faults, with one admin and with
 // two competing; each config zoo bug caught by the checker that names it.
 func configCells() []Cell {
@@ -231,9 +235,9 @@ func configCells() []Cell {
 	)
 }
 
-// dockerCells run the seed's fault rows on the docker backend: the same
-// faults, the same verdicts as local (fenced valid under each, unfenced
-// caught), which is what makes the backend a backend and not a demo.
+// dockerCells run the seed recipe's fault rows on the docker backend: the
+// same faults, the same verdicts as local (fenced valid under each,
+// unfenced caught), which is what makes the backend a backend and not a demo.
 func dockerCells() []Cell {
 	var cells []Cell
 	for _, f := range faults {
@@ -253,11 +257,13 @@ func dockerCells() []Cell {
 // longer than the old session's fresh timeout.
 var curator696 = []string{"--tasks", "1000", "--time-limit", "45s", "--pause", "8s", "--acquire-timeout", "30s", "--hold", "1s"}
 
-// electionCells are the election workload's rows (seed 14–17, 20, 11.3):
-// fenced and idempotent, the seed's leaders are valid under every fault
-// aimed at the application leader, at the resource and at ZooKeeper;
-// unfenced, a paused leader's stale-term write is accepted; without
-// idempotency, a lost reply's retry runs a task twice.
+// electionCells are the election workload's rows
+// (docs/background.md#leader-election and
+// docs/background.md#exactly-once-effects): fenced and idempotent, the seed
+// recipe's leaders are valid under every fault aimed at the application
+// leader, at the resource and at ZooKeeper; unfenced, a paused leader's
+// stale-term write is accepted; without idempotency, a lost reply's retry
+// runs a task twice.
 func electionCells() []Cell {
 	el := func(c Cell) Cell {
 		c.Workload, c.Recipe = "election", "seed"
@@ -285,27 +291,27 @@ func electionCells() []Cell {
 		on.Recipe, off.Recipe = cur.recipe, cur.recipe
 		cells = append(cells, on, off)
 	}
-	// CURATOR-696 (fixed in Curator 5.7; Debian ships 5.4): after a
-	// quorum loss longer than the session timeout, Curator has given up
-	// its session and comes back with a new one while the old one lives a
-	// fresh timeout under the newly elected leader; a waiting latch then
-	// leads with its old node, which the old session's expiry deletes
-	// under it, and the next candidate leads too. Candidates must outwait
-	// the outage (--acquire-timeout) and a leader outlive the old session
-	// (--hold 1s: five tasks of 1 s). The seed checks its node's
-	// ephemeralOwner: valid.
+	// CURATOR-696 (fixed in Curator 5.7; Debian ships 5.4): after a quorum
+	// loss longer than the session timeout, Curator has given up its session
+	// and comes back with a new one while the old one lives a fresh timeout
+	// under the newly elected leader; a waiting latch then leads with its old
+	// node, which the old session's expiry deletes under it, and the next
+	// candidate leads too. Candidates must outwait the outage
+	// (--acquire-timeout) and a leader outlive the old session (--hold 1s:
+	// five tasks of 1 s). The seed recipe checks its node's ephemeralOwner:
+	// valid.
 	c696 := el(Cell{Nemesis: []string{"pause-zk-majority"}, Fencing: "on", Args: curator696, Expect: invalid("leader-overlap"),
 		Why: "CURATOR-696: Curator 5.4's LeaderLatch leads with its old session's node after a quorum loss; two leaders"})
 	c696.Recipe = "curator"
 	cells = append(cells, c696,
 		el(Cell{Nemesis: []string{"pause-zk-majority"}, Fencing: "on", Args: curator696, Expect: valid(append([]string{"leader-overlap"}, gate...)...),
-			Why: "the seed's candidates check their node's owner: one leader at a time after a quorum loss"}))
+			Why: "the seed recipe's candidates check their node's owner: one leader at a time after a quorum loss"}))
 	return append(cells, electionZooCells()...)
 }
 
 // electionZooCells are the election's zoo rows, each beside the seed
-// under the same settings: every mistake caught by the checker named for
-// it, the seed not.
+// recipe under the same settings: every mistake caught by the checker
+// named for it, the seed recipe not.
 func electionZooCells() []Cell {
 	zoo := func(recipe string, c Cell) Cell {
 		c.Workload, c.Recipe, c.Fencing = "election", recipe, "on"
@@ -319,7 +325,8 @@ func electionZooCells() []Cell {
 		zoo("seed", Cell{Nemesis: []string{"expire-app-leader"}, Variant: "long-work", Args: longWork,
 			Expect: valid("demoted-work", "exactly-once", "stale-term"), Why: "control for no-cancel and callback-done: work cancelled on demotion, and not reported done"}),
 		// The lock zoo's token mistakes, as candidates: a term that does
-		// not order leaders (seed 16's term must come from ZooKeeper).
+		// not order leaders (a term must come from ZooKeeper, the node's czxid:
+		// docs/background.md#leader-election).
 		zoo("random-token", Cell{Nemesis: []string{"none"}, Expect: invalid("term-order"), Why: "a random term does not order the leaders"}),
 		zoo("no-term", Cell{Nemesis: []string{"none"}, Expect: invalid("term-order"), Why: "without a term every leader presents the same zero"}),
 		zoo("herd", Cell{Nemesis: []string{"none"}, Expect: invalid("herd"), Why: "every candidate watches the leader's node: each resign wakes them all"}),

@@ -7,7 +7,7 @@ import "github.com/zkchaos/zkchaos/checker/fence"
 // for. "all" mixes them with every server fault.
 var kazooFaults = []string{"pause-holder", "pause-worker", "expire-holder", "isolate-holder", "all"}
 
-// kazooCells are the Python subject's rows (issue 13): kazoo's Lock recipe
+// kazooCells are the Python subject's rows: kazoo's Lock recipe
 // behind the worker protocol (subjects/kazoo) is valid fenced under every
 // client fault and under every fault mixed; without fencing the paused
 // holder's stale write is caught, as for the Go and Java subjects.

@@ -18,7 +18,8 @@ import (
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
-// Seed 000 section 3: the lock parent must exist and be ACL-protected, so
+// The lock parent must exist and be ACL-protected
+// (docs/background.md#the-queue-lock-recipe), so
 // that an ordinary client can neither delete it, forge a lock node, nor
 // reset the sequence by re-creating it. With --acl on the controller
 // creates the lock root (with its parents) and every key node before any

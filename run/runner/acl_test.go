@@ -51,10 +51,10 @@ func TestRunSecrets(t *testing.T) {
 }
 
 // TestProtectLockTree creates the tree as a run with --acl on does, on a
-// real ZooKeeper, then tries what seed 000 section 3 forbids as an
-// anonymous client (each must be refused NoAuth) and what a worker does
-// as an authenticated one (each must work, and the lock node it creates
-// must keep the protection).
+// real ZooKeeper, then tries what the protection must forbid
+// (docs/background.md#the-queue-lock-recipe) as an anonymous client (each
+// must be refused NoAuth) and what a worker does as an authenticated one
+// (each must work, and the lock node it creates must keep the protection).
 func TestProtectLockTree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ZooKeeper")

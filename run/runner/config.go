@@ -71,7 +71,7 @@ type Config struct {
 	Cluster string `json:"cluster"`
 	// Service is the lock service the servers run: zookeeper (the
 	// default; "" in a run recorded before --service), redis or etcd
-	// (local backend and lock workload only, issue 13).
+	// (local backend and lock workload only).
 	Service string `json:"service,omitempty"`
 	// Image is the docker backend's server image ("" = the tag `chaos
 	// image build` makes for this machine); NoBuild refuses to build a

@@ -17,8 +17,8 @@ import (
 const (
 	// ResourceRegister is `chaos register`, the HTTP register.
 	ResourceRegister = "register"
-	// ResourcePostgres is PostgreSQL running the seed's conditional
-	// UPDATE (package pgfence).
+	// ResourcePostgres is PostgreSQL running the conditional UPDATE
+	// of docs/background.md#why-a-lock-needs-a-fence (package pgfence).
 	ResourcePostgres = "postgres"
 )
 

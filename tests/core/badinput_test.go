@@ -15,8 +15,8 @@ import (
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
-// TestBadInputStartsNothing runs the real binary with each bad input of
-// issue 8: it must exit 255 with the problem on the first line of stderr
+// TestBadInputStartsNothing runs the real binary with each bad input
+// below: it must exit 255 with the problem on the first line of stderr
 // (and no usage dump after it), and start nothing: no results folder, no
 // process of a run, no network slot. Each case carries a short, faultless
 // setting where it can, so that a binary that wrongly accepts it costs

@@ -15,7 +15,8 @@ import (
 	"github.com/zkchaos/zkchaos/internal/testkit/racerepeat"
 )
 
-// TestRunDuringTeardownOfAnother is the race of issue 8 with real runs:
+// TestRunDuringTeardownOfAnother is the race of
+// run/janitor's TestFinishedJanitorSparesTheNextRun with real runs:
 // run A finishes and releases its network slot; run B starts and takes
 // the same slot; only then does A's janitor do its final sweep. B must
 // finish without a harness failure, and A's janitor must leave B's slot

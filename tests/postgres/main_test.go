@@ -1,5 +1,5 @@
 // Package postgres holds the integration tests of --resource postgres
-// (issue 13) against the real binary, a real ensemble and a real
+// against the real binary, a real ensemble and a real
 // PostgreSQL 15 started by the run: fenced valid and unfenced caught from
 // the audit table (side by side), the exported apply log replaying and
 // checked again by chaos check, a server that fails to start, missing

@@ -16,8 +16,8 @@ import (
 // short is test-all's short cell (15 s, a fault every 2 s after the first).
 var short = []string{"--resource", "postgres", "--nemesis", "pause-holder", "--time-limit", "15s", "--nemesis-interval", "2s"}
 
-// TestFencedValidUnfencedCaught: the same run with the seed's conditional
-// UPDATE is valid and without the token condition is caught by
+// TestFencedValidUnfencedCaught: the same run with the textbook conditional
+// UPDATE (docs/background.md#why-a-lock-needs-a-fence) is valid and without the token condition is caught by
 // double-writer, read from the audit table exported into the apply log;
 // the log replays as a register's (the unfenced run stops at its first
 // violation, as test-all's invalid cells do), each entry carries its request id,

@@ -1,5 +1,5 @@
 // Package services holds the integration tests of the lock services
-// beyond ZooKeeper (--service redis|etcd, issue 13): for each service a
+// beyond ZooKeeper (--service redis|etcd): for each service a
 // short fenced run is valid and a short unfenced run is caught under
 // pause-holder, on real redis-server and etcd members started by the
 // harness; a bad --service, a server binary that is missing (PATH

@@ -122,7 +122,7 @@ func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
 	}
 }
 
-// TestElectionFencing: fenced, the seed's leaders run every task once
+// TestElectionFencing: fenced, the seed recipe's leaders run every task once
 // while the application leader is paused past its session; unfenced, the
 // paused leader's write of its old term is accepted after a newer term's
 // and stale-term names it. Whether one pause makes a stale write land is

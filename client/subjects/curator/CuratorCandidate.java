@@ -168,8 +168,8 @@ abstract class CuratorCandidate<H> extends CuratorBase {
 
     // taskCall claims or completes a task under the term. A complete
     // spends workMs on the task's work first, cancelled as soon as the
-    // leadership ends (seed 15: the task executor must be cancellable; the
-    // protocol's demoted-work rule), and presents the result id
+    // leadership ends (a task executor must be cancellable:
+    // docs/background.md#leader-election; the protocol's demoted-work rule), and presents the result id
     // r-TERM-TASK. Leadership is checked again before the call and before
     // each of the up to TASK_RETRIES resends of a call whose reply was lost.
     Map<String, Object> taskCall(String f, String task, long workMs) {

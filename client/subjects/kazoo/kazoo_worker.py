@@ -1,4 +1,4 @@
-"""kazoo's Lock recipe as a zkchaos worker (the `kazoo` subject, issue 13).
+"""kazoo's Lock recipe as a zkchaos worker (the `kazoo` subject).
 
 The worker protocol of docs/worker-protocol.md (requests on stdin, answers
 and events on stdout, one JSON object per line, the log on stderr), with

@@ -9,9 +9,10 @@ workload it exits 2 before its hello, as the protocol allows.
     chaos run --workload election \
         --recipe "exec:/usr/bin/python3 /abs/path/election_worker.py" ...
 
-The candidate is the seed election (seed 000 section 14) on kazoo's plain
-primitives: an ephemeral sequential node under /leaders/<service>; the
-smallest leads; each candidate watches its immediate predecessor; the term
+The candidate is the seed recipe's election
+(docs/background.md#leader-election) on kazoo's plain primitives: an
+ephemeral sequential node under /leaders/<service>; the smallest leads;
+each candidate watches its immediate predecessor; the term
 is the czxid of its own node (the 10-digit sequence with --token seq); before
 answering a campaign ok it confirms that its node's ephemeralOwner is its
 current session. As leader it scans, claims and completes tasks in the
