@@ -276,11 +276,8 @@ func (c Config) Caps() nemesis.Caps {
 // given: def (the seed) on ZooKeeper, else the service's single-server
 // lock.
 func DefaultRecipe(service, def string) string {
-	switch service {
-	case cluster.Redis:
-		return "redis-lock"
-	case cluster.Etcd:
-		return "etcd-mutex"
+	if s, err := backend.LookupService(cluster.ServiceOf(service)); err == nil && s.Recipe() != "" {
+		return s.Recipe()
 	}
 	return def
 }
@@ -392,8 +389,8 @@ func (c Config) Validate() error {
 	if c.Cluster == backend.External && c.Workload != workloads.LockName {
 		bad("--workload %s: not with --cluster external: its znodes are at fixed paths outside the run's own subtree (%s), on an ensemble that is not the harness's to write at will; the lock workload's root goes under that subtree", c.Workload, backend.RunRoot(backend.External, "<run id>"))
 	}
-	if c.Image != "" && c.Cluster != backend.Docker {
-		bad("--image %s: only with --cluster docker", c.Image)
+	if err := backend.CheckImage(c.Cluster, c.Image); err != nil {
+		errs = append(errs, err)
 	}
 	if netOK && clusterErr == nil {
 		if err := nemesis.ValidateFor(c.Nemesis, c.Caps()); err != nil {
