@@ -155,3 +155,6 @@ func (w *Config) DefaultTiming() Timing { return calibrated }
 // lock subject), and a standard set for a config subject waits for a way to
 // name one there.
 func (w *Config) GateCells() []GateCell { return nil }
+
+// Traits: ZooKeeper and the register only; its znodes are at fixed paths.
+func (w *Config) Traits() Traits { return Traits{} }

@@ -201,3 +201,6 @@ func (e *Election) DefaultTiming() Timing { return calibrated }
 // lock subject), and a standard set for a election subject waits for a way to
 // name one there.
 func (e *Election) GateCells() []GateCell { return nil }
+
+// Traits: ZooKeeper and the register only; its znodes are at fixed paths.
+func (e *Election) Traits() Traits { return Traits{} }

@@ -77,6 +77,12 @@ func (l *Lock) Checkers() []checker.Checker { return suite.All() }
 // corrupted?" (see suite.DefaultGate).
 func (l *Lock) DefaultGate() []string { return slices.Clone(suite.DefaultGate) }
 
+// Traits: the lock runs on every service and resource, and its znodes
+// are all under its root.
+func (l *Lock) Traits() Traits {
+	return Traits{OtherServices: true, Postgres: true, UnderRunRoot: true}
+}
+
 // LockFaults are the faults of the nemesis a lock is tested under: a
 // correct lock, fenced, stays valid under each.
 var LockFaults = []string{"pause-holder", "pause-worker", "expire-holder", "isolate-holder",

@@ -145,6 +145,21 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
+// TestTraits: only the lock runs on the other services, on PostgreSQL
+// and under a run's subtree; an unknown workload has no trait.
+func TestTraits(t *testing.T) {
+	for _, has := range []func(Traits) bool{
+		func(t Traits) bool { return t.OtherServices }, func(t Traits) bool { return t.Postgres },
+		func(t Traits) bool { return t.UnderRunRoot }} {
+		if got := With(has); got != LockName {
+			t.Errorf("With(...) = %q, want lock", got)
+		}
+	}
+	if TraitsOf("elect") != (Traits{}) {
+		t.Error("an unknown workload has traits")
+	}
+}
+
 // TestGateCells: every workload's gate cells expect only its own
 // checkers; the lock's are fenced valid under none and every fault of
 // LockFaults, unfenced caught by double-writer.

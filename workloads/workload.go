@@ -35,6 +35,22 @@ type Spec interface {
 	// workload (chaos gate); none when the workload has no standard set
 	// yet.
 	GateCells() []GateCell
+	// Traits are what else of a run the workload can have.
+	Traits() Traits
+}
+
+// Traits are the run's settings a workload can have beyond ZooKeeper and
+// the register; validation refuses the others' runs of them, naming the
+// workloads that can (With).
+type Traits struct {
+	// OtherServices: its clients run on --service redis and etcd too.
+	OtherServices bool
+	// Postgres: --resource postgres serves its reads and writes.
+	Postgres bool
+	// UnderRunRoot: every znode of it is under its --lock-root, so a run
+	// on a shared ensemble (--cluster external) can keep it under the
+	// run's own subtree.
+	UnderRunRoot bool
 }
 
 // GateCell is one standard gate cell: a run of the subject under the
@@ -247,6 +263,28 @@ func CheckerNames(w Spec) []string {
 		out = append(out, c.Name)
 	}
 	return out
+}
+
+// TraitsOf are the named workload's Traits (none for an unknown name,
+// which validation reports).
+func TraitsOf(name string) Traits {
+	spec, err := Lookup(name)
+	if err != nil {
+		return Traits{}
+	}
+	return spec.Traits()
+}
+
+// With lists the workloads whose Traits have has, for the messages that
+// refuse the others.
+func With(has func(Traits) bool) string {
+	var out []string
+	for _, n := range Names() {
+		if has(TraitsOf(n)) {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // CheckersHelp lists every workload's checkers, the names a gate may use,

@@ -76,6 +76,14 @@ type availabler interface {
 	Available(ctx context.Context) error
 }
 
+// resumer is a backend whose soak a new controller can carry on
+// (chaos soak --resume): its servers' files stay where they were.
+type resumer interface{ resumes() }
+
+// postgresHost is a backend beside whose servers the run can start its
+// PostgreSQL resource, in a network namespace of its own.
+type postgresHost interface{ hostsPostgres() }
+
 // imageTaker is the backend of --image.
 type imageTaker interface{ takesImage() }
 
@@ -289,6 +297,17 @@ func Preflight(ctx context.Context, name, service, tag string, noBuild bool, log
 		return p.Preflight(ctx, tag, noBuild, log)
 	}
 	return nil
+}
+
+// Resumable lists the backends whose soaks resume.
+func Resumable() []string {
+	return backends.where(func(b Backend) bool { _, ok := b.(resumer); return ok })
+}
+
+// PostgresHosts lists the backends a run with --resource postgres can
+// use.
+func PostgresHosts() []string {
+	return backends.where(func(b Backend) bool { _, ok := b.(postgresHost); return ok })
 }
 
 // Available says, cheaply, whether this machine has the named backend at

@@ -98,4 +98,10 @@ func TestBackendFlags(t *testing.T) {
 	if got := OnThisMachine(); !slices.Equal(got, []string{Local, Docker}) {
 		t.Errorf("OnThisMachine() = %v", got)
 	}
+	if got := Resumable(); !slices.Equal(got, []string{Local}) {
+		t.Errorf("Resumable() = %v", got)
+	}
+	if got := PostgresHosts(); !slices.Equal(got, []string{Local}) {
+		t.Errorf("PostgresHosts() = %v", got)
+	}
 }

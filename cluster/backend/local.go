@@ -21,6 +21,8 @@ func (localBackend) Name() string            { return Local }
 func (localBackend) Validate(string) error   { return nil }
 func (localBackend) OnThisMachine() bool     { return true }
 func (localBackend) RunsService(string) bool { return true }
+func (localBackend) resumes()                {}
+func (localBackend) hostsPostgres()          {}
 func (localBackend) Capabilities(netns bool) cluster.Capabilities {
 	return local.Capabilities(netns)
 }
