@@ -45,7 +45,7 @@ type Config struct {
 }
 
 func init() {
-	register(ConfigName, func(s Settings) (Workload, error) {
+	register(&Config{}, func(s Settings) (Workload, error) {
 		if s.Admins < 1 || s.Admins >= s.Workers {
 			return nil, errAdmins(s)
 		}
@@ -151,3 +151,11 @@ func (w *Config) DefaultFaults() []string { return []string{"pause-worker"} }
 
 // DefaultTiming implements Workload: the timing this workload was calibrated with (calibrated).
 func (w *Config) DefaultTiming() Timing { return calibrated }
+
+// GateCells are none yet: chaos gate runs lock clients (its --recipe is a
+// lock subject), and a standard set for a config subject waits for a way to
+// name one there.
+func (w *Config) GateCells() []GateCell { return nil }
+
+// Traits: ZooKeeper and the register only; its znodes are at fixed paths.
+func (w *Config) Traits() Traits { return Traits{} }

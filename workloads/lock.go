@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
@@ -30,7 +32,7 @@ type Lock struct {
 }
 
 func init() {
-	register(LockName, func(s Settings) (Workload, error) {
+	register(&Lock{}, func(s Settings) (Workload, error) {
 		return &Lock{Keys: KeyNames(s.Keys), Hold: s.Hold, Think: s.Think, AcquireTimeout: s.AcquireTimeout, Root: s.LockRoot}, nil
 	})
 }
@@ -75,6 +77,55 @@ func (l *Lock) Checkers() []checker.Checker { return suite.All() }
 // DefaultGate is the resource checkers' answer to "was my data
 // corrupted?" (see suite.DefaultGate).
 func (l *Lock) DefaultGate() []string { return slices.Clone(suite.DefaultGate) }
+
+// Traits: the lock runs on every service and resource, and its znodes
+// are all under its root.
+func (l *Lock) Traits() Traits {
+	return Traits{OtherServices: true, Postgres: true, UnderRunRoot: true}
+}
+
+// LockFaults are the faults of the nemesis a lock is tested under: a
+// correct lock, fenced, stays valid under each.
+var LockFaults = []string{"pause-holder", "pause-worker", "expire-holder", "isolate-holder",
+	"pause-zk-leader", "pause-zk", "kill-zk",
+	"partition-zk-leader", "partition-zk-halves", "partition-zk-ring", "partition-zk-bridge", "rogue-client"}
+
+// gateValid are the checkers a correct lock client must satisfy in every
+// fenced gate cell: the resource checkers plus the lock-level ones that
+// judge the client itself (two holders, tokens out of order, a waiter
+// never served). Herd is reported, never judged: a worker need not report
+// its wake-ups (docs/worker-protocol.md), so its silence proves nothing.
+func gateValid() map[string]checker.Validity {
+	m := map[string]checker.Validity{lock.NameGrantOverlap: checker.Valid, lock.NameTokenOrder: checker.Valid, lock.NameLiveness: checker.Valid}
+	for _, n := range suite.DefaultGate {
+		m[n] = checker.Valid
+	}
+	return m
+}
+
+// GateCells are the standard cells of a correct lock client: valid
+// without faults and, fenced, under every fault of LockFaults; unfenced,
+// caught under pause-holder and expire-holder, which proves the harness
+// sees the client's writes (a subject whose writes never reach the
+// resource would pass every fenced cell). The quick set is the baseline
+// and the unfenced pause-holder.
+func (l *Lock) GateCells() []GateCell {
+	cells := []GateCell{{Nemesis: []string{"none"}, Fenced: true, Quick: true, Expect: gateValid(),
+		Why: "baseline: no faults, nothing to find"}}
+	for _, f := range LockFaults {
+		cells = append(cells, GateCell{Nemesis: []string{f}, Fenced: true, Expect: gateValid(),
+			Why: "a correct lock, fenced, stays correct under " + f})
+	}
+	caught := func() map[string]checker.Validity {
+		return map[string]checker.Validity{fence.NameDoubleWriter: checker.Invalid}
+	}
+	return append(cells,
+		GateCell{Nemesis: []string{"pause-holder"}, Quick: true, Expect: caught(),
+			Why: "without fencing the paused holder's stale write lands: the harness sees the client's writes"},
+		GateCell{Nemesis: []string{"expire-holder"}, Expect: caught(),
+			Why: "without fencing the expired holder's write lands after the new holder's"},
+	)
+}
 
 // KeyNames are the keys SKU-1..SKU-k; the lock of SKU-i is
 // <root>/SKU-i, as in docs/background.md's /locks/inventory/SKU-1.

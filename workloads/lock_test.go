@@ -3,10 +3,14 @@ package workloads
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/checker/fence"
+	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/history"
 )
 
@@ -131,5 +135,67 @@ func TestRegistry(t *testing.T) {
 		if err := ValidateGate(w, w.DefaultGate()); err != nil {
 			t.Errorf("%s: its own default gate: %v", name, err)
 		}
+		spec, err := Lookup(name)
+		if err != nil || spec.Name() != name || !slices.Equal(CheckerNames(spec), CheckerNames(w)) {
+			t.Errorf("Lookup(%s) = %v, %v: want the spec of the workload New builds", name, spec, err)
+		}
+	}
+	if _, err := Lookup("election-2"); err == nil || err.Error() != `unknown workload "election-2" (known: config, election, lock)` {
+		t.Errorf("Lookup of an unknown workload: %v", err)
+	}
+}
+
+// TestTraits: only the lock runs on the other services, on PostgreSQL
+// and under a run's subtree; an unknown workload has no trait.
+func TestTraits(t *testing.T) {
+	for _, has := range []func(Traits) bool{
+		func(t Traits) bool { return t.OtherServices }, func(t Traits) bool { return t.Postgres },
+		func(t Traits) bool { return t.UnderRunRoot }} {
+		if got := With(has); got != LockName {
+			t.Errorf("With(...) = %q, want lock", got)
+		}
+	}
+	if TraitsOf("elect") != (Traits{}) {
+		t.Error("an unknown workload has traits")
+	}
+}
+
+// TestGateCells: every workload's gate cells expect only its own
+// checkers; the lock's are fenced valid under none and every fault of
+// LockFaults, unfenced caught by double-writer.
+func TestGateCells(t *testing.T) {
+	for _, name := range Names() {
+		spec, _ := Lookup(name)
+		for _, c := range spec.GateCells() {
+			if len(c.Expect) == 0 || len(c.Nemesis) == 0 || c.Why == "" {
+				t.Errorf("%s: cell %+v: expects nothing, or has no nemesis or why", name, c)
+			}
+			for n := range c.Expect {
+				if !slices.Contains(CheckerNames(spec), n) {
+					t.Errorf("%s: cell %v expects %s, not a checker of the workload", name, c.Nemesis, n)
+				}
+			}
+		}
+	}
+	spec, _ := Lookup(LockName)
+	fenced := map[string]bool{}
+	var quick int
+	for _, c := range spec.GateCells() {
+		if c.Quick {
+			quick++
+		}
+		if c.Fenced {
+			fenced[c.Nemesis[0]] = c.Expect[fence.NameDoubleWriter] == checker.Valid && c.Expect[lock.NameGrantOverlap] == checker.Valid
+		} else if c.Expect[fence.NameDoubleWriter] != checker.Invalid {
+			t.Errorf("unfenced lock cell %v must expect double-writer invalid", c.Nemesis)
+		}
+	}
+	for _, f := range append([]string{"none"}, LockFaults...) {
+		if !fenced[f] {
+			t.Errorf("no fenced lock gate cell valid under %s", f)
+		}
+	}
+	if quick != 2 {
+		t.Errorf("%d quick lock cells, want 2", quick)
 	}
 }

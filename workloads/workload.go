@@ -20,10 +20,56 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 )
 
-// Workload is one kind of client work a run tests.
-type Workload interface {
+// Spec is what a workload is before a run's settings build it: its name,
+// the checkers that judge it, the gate they decide the verdict by, and
+// the standard cells `chaos gate` runs a subject of it through. Each
+// workload registers its Spec from its own file.
+type Spec interface {
 	// Name is the --workload value.
 	Name() string
+	// Checkers judge the run (integrity first); DefaultGate names those
+	// that decide the verdict when --gate is not given.
+	Checkers() []checker.Checker
+	DefaultGate() []string
+	// GateCells are the standard cells of a correct subject of the
+	// workload (chaos gate); none when the workload has no standard set
+	// yet.
+	GateCells() []GateCell
+	// Traits are what else of a run the workload can have.
+	Traits() Traits
+}
+
+// Traits are the run's settings a workload can have beyond ZooKeeper and
+// the register; validation refuses the others' runs of them, naming the
+// workloads that can (With).
+type Traits struct {
+	// OtherServices: its clients run on --service redis and etcd too.
+	OtherServices bool
+	// Postgres: --resource postgres serves its reads and writes.
+	Postgres bool
+	// UnderRunRoot: every znode of it is under its --lock-root, so a run
+	// on a shared ensemble (--cluster external) can keep it under the
+	// run's own subtree.
+	UnderRunRoot bool
+}
+
+// GateCell is one standard gate cell: a run of the subject under the
+// nemesis, with or without fencing, and the verdict each named checker
+// must give.
+type GateCell struct {
+	Nemesis []string
+	// Fenced is --fencing on.
+	Fenced bool
+	Expect map[string]checker.Validity
+	// Why says what the cell shows.
+	Why string
+	// Quick marks the cells of the smallest set (chaos gate --quick).
+	Quick bool
+}
+
+// Workload is one kind of client work a run tests.
+type Workload interface {
+	Spec
 	// Nodes are the znodes the controller creates before any client
 	// starts (parents first), protected with the run's ACL under --acl on.
 	Nodes() []Node
@@ -39,10 +85,6 @@ type Workload interface {
 	// state (the lock: every key read from the register; config: one
 	// last version, and the time for clients to apply it).
 	Final(ctx context.Context, e End)
-	// Checkers judge the run (integrity first); DefaultGate names those
-	// that decide the verdict when --gate is not given.
-	Checkers() []checker.Checker
-	DefaultGate() []string
 	// DefaultFaults is the --nemesis of a run that names none: the fault
 	// that shows what the workload is about.
 	DefaultFaults() []string
@@ -151,17 +193,28 @@ type Settings struct {
 	Tasks int
 }
 
+// kind is a registered workload: its Spec, and how a run's settings
+// build it.
+type kind struct {
+	spec Spec
+	mk   func(Settings) (Workload, error)
+}
+
 var (
 	regMu    sync.Mutex
-	registry = map[string]func(Settings) (Workload, error){}
+	registry = map[string]kind{}
 )
 
-// register adds a workload under its --workload name; each workload's
-// file calls it from init.
-func register(name string, mk func(Settings) (Workload, error)) {
+// register adds a workload under its --workload name (spec's); each
+// workload's file calls it from init. spec answers only the Spec's
+// questions, which need no settings.
+func register(spec Spec, mk func(Settings) (Workload, error)) {
 	regMu.Lock()
 	defer regMu.Unlock()
-	registry[name] = mk
+	if _, dup := registry[spec.Name()]; dup {
+		panic(fmt.Sprintf("workload %q registered twice", spec.Name()))
+	}
+	registry[spec.Name()] = kind{spec, mk}
 }
 
 // Names lists the --workload values, sorted.
@@ -176,20 +229,35 @@ func Names() []string {
 	return out
 }
 
+func lookup(name string) (kind, error) {
+	regMu.Lock()
+	k, ok := registry[name]
+	regMu.Unlock()
+	if !ok {
+		return k, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return k, nil
+}
+
+// Lookup is the named workload's Spec, for what needs no settings (its
+// checkers, its gate, its gate cells).
+func Lookup(name string) (Spec, error) {
+	k, err := lookup(name)
+	return k.spec, err
+}
+
 // New builds the named workload.
 func New(name string, s Settings) (Workload, error) {
-	regMu.Lock()
-	mk := registry[name]
-	regMu.Unlock()
-	if mk == nil {
-		return nil, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(Names(), ", "))
+	k, err := lookup(name)
+	if err != nil {
+		return nil, err
 	}
-	return mk(s)
+	return k.mk(s)
 }
 
 // CheckerNames lists the names of w's checkers, the names its gate may
 // use.
-func CheckerNames(w Workload) []string {
+func CheckerNames(w Spec) []string {
 	var out []string
 	for _, c := range w.Checkers() {
 		out = append(out, c.Name)
@@ -197,8 +265,42 @@ func CheckerNames(w Workload) []string {
 	return out
 }
 
+// TraitsOf are the named workload's Traits (none for an unknown name,
+// which validation reports).
+func TraitsOf(name string) Traits {
+	spec, err := Lookup(name)
+	if err != nil {
+		return Traits{}
+	}
+	return spec.Traits()
+}
+
+// With lists the workloads whose Traits have has, for the messages that
+// refuse the others.
+func With(has func(Traits) bool) string {
+	var out []string
+	for _, n := range Names() {
+		if has(TraitsOf(n)) {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// CheckersHelp lists every workload's checkers, the names a gate may use,
+// as "config: a, b; election: c, d; lock: e, f" (for the help of --gate).
+func CheckersHelp() string {
+	var parts []string
+	for _, n := range Names() {
+		if spec, err := Lookup(n); err == nil {
+			parts = append(parts, n+": "+strings.Join(CheckerNames(spec), ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // ValidateGate rejects a gate naming a checker w does not have.
-func ValidateGate(w Workload, gate []string) error {
+func ValidateGate(w Spec, gate []string) error {
 	if err := checker.ValidateGate(gate, w.Checkers()); err != nil {
 		return fmt.Errorf("the %s workload: %w", w.Name(), err)
 	}

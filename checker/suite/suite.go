@@ -1,7 +1,8 @@
-// Package suite assembles the checkers of the sub-packages of checker/
-// into the registry a run uses: which checkers exist (All, Names), which
-// decide the verdict by default (DefaultGate), and running them all
-// (RunAll). The core package cannot do this, since the checkers import it.
+// Package suite assembles the lock workload's checkers from the
+// sub-packages of checker/: which exist (All, Names), which decide the
+// verdict by default (DefaultGate), and running them all (RunAll). Each
+// workload owns its checkers (workloads.Spec); the lock's are these. The
+// core package cannot do this, since the checkers import it.
 package suite
 
 import (

@@ -1,12 +1,15 @@
 // Package backend chooses the ensemble's backend for a run by name
 // (--cluster local|docker|external|ssh): what it can do, checked before anything
 // starts; what it needs on this machine; and the ensemble it makes, with
-// the network the run's own processes (workers, the register) join. It is
-// the one place that knows every backend, so runner/ and nemesis/ know
-// only cluster.Cluster.
+// the network the run's own processes (workers, the register) join. Each
+// backend registers itself from a file of its own here (local.go,
+// docker.go, external.go, ssh.go), as each lock service does (zookeeper.go,
+// redis.go, etcd.go), so runner/ and nemesis/ know only cluster.Cluster
+// and no list of names is kept anywhere else.
 package backend
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,39 +17,172 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/cluster"
-	"github.com/zkchaos/zkchaos/cluster/docker"
-	"github.com/zkchaos/zkchaos/cluster/docker/engine"
-	"github.com/zkchaos/zkchaos/cluster/docker/image"
-	"github.com/zkchaos/zkchaos/cluster/external"
-	"github.com/zkchaos/zkchaos/cluster/local"
 	zkssh "github.com/zkchaos/zkchaos/cluster/ssh"
 	"github.com/zkchaos/zkchaos/host/netns"
 )
 
-// The backends.
-const (
-	// Local runs each server as a JVM on this machine, in its own network
-	// namespace (netns mode) or on 127.0.0.1 (loopback mode).
-	Local = "local"
-	// Docker runs each server in a container of the image `chaos image
-	// build` makes, on a Docker network of the run.
-	Docker = "docker"
-	// External is an ensemble the user already runs (--zk), reached as a
-	// client only: no server fault, the run's znodes under a subtree of
-	// its own.
-	External = external.Name
-	// SSH runs each server on a remote host of --hosts, driven over SSH;
-	// every fault is healed by its host when the controller's lease
-	// runs out.
-	SSH = zkssh.Name
-)
+// Backend is one --cluster value. What only some backends have (flags of
+// their own, checks before the run, a subtree of the run) is an optional
+// interface below, so a backend states only what it does.
+type Backend interface {
+	// Name is the --cluster value.
+	Name() string
+	// Validate checks whether the backend can run in the run's network
+	// mode, by name alone (nothing is asked of the machine).
+	Validate(netMode string) error
+	// Capabilities is what the backend can do to its servers in a run
+	// with (netns true) or without network namespaces, known before
+	// anything is made so a fault it lacks is refused at validation.
+	Capabilities(netns bool) cluster.Capabilities
+	// RunsService says whether the backend can run the lock service's
+	// servers.
+	RunsService(service string) bool
+	// OnThisMachine says whether the servers run on this machine (the
+	// ensemble is the run's own and can be measured alone).
+	OnThisMachine() bool
+	// Open makes the ensemble and the network into e. On error, what it
+	// made is in e (possibly partly), for the caller's teardown.
+	Open(ctx context.Context, e *Ensemble, o Options) error
+}
+
+// preflighter is a backend that needs something of this machine before
+// a run of it starts (docker: an engine and the server image).
+type preflighter interface {
+	Preflight(ctx context.Context, tag string, noBuild bool, log *slog.Logger) error
+}
+
+// reacher is a backend whose servers run elsewhere and are reached before
+// anything of the run is made.
+type reacher interface {
+	Reach(ctx context.Context, zk string, session time.Duration, sf SSHFlags) error
+}
+
+// zkTaker is the backend of --zk (an ensemble the user runs).
+type zkTaker interface{ CheckZK(zk string) error }
+
+// hostsTaker is the backend of the ssh flags (--hosts and the login).
+type hostsTaker interface {
+	CheckHosts(f SSHFlags) error
+	HostCount(hosts string) int
+}
+
+// availabler is a backend that this machine may lack altogether, asked
+// cheaply (docker: an engine that answers).
+type availabler interface {
+	Available(ctx context.Context) error
+}
+
+// resumer is a backend whose soak a new controller can carry on
+// (chaos soak --resume): its servers' files stay where they were.
+type resumer interface{ resumes() }
+
+// postgresHost is a backend beside whose servers the run can start its
+// PostgreSQL resource, in a network namespace of its own.
+type postgresHost interface{ hostsPostgres() }
+
+// imageTaker is the backend of --image.
+type imageTaker interface{ takesImage() }
+
+// rooted is a backend whose ensemble is shared with others: the run keeps
+// its znodes under a subtree of its own there.
+type rooted interface{ RunRoot(runID string) string }
+
+type entry[T any] struct {
+	v     T
+	order int
+}
+
+// registry is one kind of named thing (backends, services), listed in
+// the order each was registered with: the order the users have always
+// seen in the help and in the errors.
+type registry[T interface{ Name() string }] struct {
+	what string
+	mu   sync.Mutex
+	m    map[string]entry[T]
+}
+
+func (r *registry[T]) add(v T, order int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]entry[T]{}
+	}
+	if _, dup := r.m[v.Name()]; dup {
+		panic(fmt.Sprintf("%s %q registered twice", r.what, v.Name()))
+	}
+	r.m[v.Name()] = entry[T]{v, order}
+}
+
+func (r *registry[T]) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	es := make([]entry[T], 0, len(r.m))
+	for _, e := range r.m {
+		es = append(es, e)
+	}
+	slices.SortFunc(es, func(a, b entry[T]) int { return cmp.Compare(a.order, b.order) })
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.v.Name()
+	}
+	return out
+}
+
+func (r *registry[T]) lookup(name string) (T, error) {
+	r.mu.Lock()
+	e, ok := r.m[name]
+	r.mu.Unlock()
+	if !ok {
+		return e.v, fmt.Errorf("unknown %s %q (known: %s)", r.what, name, strings.Join(r.names(), ", "))
+	}
+	return e.v, nil
+}
+
+// where lists the names of the registered ones that pred holds for.
+func (r *registry[T]) where(pred func(T) bool) []string {
+	var out []string
+	for _, n := range r.names() {
+		if v, err := r.lookup(n); err == nil && pred(v) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+var backends = registry[Backend]{what: "backend"}
+
+// Register adds a backend; order is its place in Names. Each backend's
+// file calls it from init.
+func Register(b Backend, order int) { backends.add(b, order) }
+
+// Lookup is the backend of a --cluster value; the error of an unknown one
+// lists the known ones.
+func Lookup(name string) (Backend, error) { return backends.lookup(name) }
 
 // Names lists the --cluster values.
-func Names() []string { return []string{Local, Docker, External, SSH} }
+func Names() []string { return backends.names() }
+
+// has reports whether the named backend is a T (false for an unknown
+// name, which Validate reports).
+func has[T any](name string) (T, bool) {
+	b, err := Lookup(name)
+	if err != nil {
+		var zero T
+		return zero, false
+	}
+	t, ok := b.(T)
+	return t, ok
+}
+
+// takers lists the backends that are a T, for the messages that refuse a
+// flag of theirs with another backend.
+func takers[T any]() string {
+	return strings.Join(backends.where(func(b Backend) bool { _, ok := b.(T); return ok }), ", ")
+}
 
 // SSHFlags are the ssh backend's settings (--hosts, --ssh-user,
 // --ssh-port, --ssh-key, --ssh-known-hosts, --install).
@@ -59,237 +195,127 @@ type SSHFlags struct {
 	Given []string
 }
 
-// HostCount is how many servers an ssh ensemble of hosts has (one per
-// host), 0 for the other backends or hosts that do not parse.
+// HostCount is how many servers an ensemble of hosts has on the named
+// backend (one per host), 0 for a backend without --hosts or hosts that
+// do not parse.
 func HostCount(name, hosts string) int {
-	if name != SSH {
-		return 0
+	if h, ok := has[hostsTaker](name); ok {
+		return h.HostCount(hosts)
 	}
-	hs, err := zkssh.ParseHosts(hosts)
-	if err != nil {
-		return 0
-	}
-	return len(hs)
+	return 0
 }
 
-// CheckHosts checks the ssh flags against the backend: --hosts required
-// with ssh (and each a host name or address, none twice), every ssh flag
-// refused with the others.
+// CheckHosts checks the ssh flags against the backend: the ssh backend
+// checks them (--hosts required, each a host name or address, none
+// twice); every other refuses them.
 func CheckHosts(name string, f SSHFlags) error {
-	if name != SSH {
-		if len(f.Given) > 0 {
-			return fmt.Errorf("--%s: only with --cluster ssh", strings.Join(f.Given, ", --"))
-		}
-		return nil
+	if h, ok := has[hostsTaker](name); ok {
+		return h.CheckHosts(f)
 	}
-	if strings.TrimSpace(f.Hosts) == "" {
-		return errors.New("--cluster ssh needs --hosts host1,host2,... (one ZooKeeper server per host)")
-	}
-	if _, err := zkssh.ParseHosts(f.Hosts); err != nil {
-		return fmt.Errorf("--hosts: %w", err)
-	}
-	if f.Auth.Port < 0 || f.Auth.Port > 65535 {
-		return fmt.Errorf("--ssh-port %d: not 1..65535", f.Auth.Port)
-	}
-	for _, ff := range []struct{ flag, file string }{{"ssh-key", f.Auth.KeyFile}, {"ssh-known-hosts", f.Auth.KnownHosts}} {
-		if ff.file == "" {
-			continue
-		}
-		if _, err := os.Stat(ff.file); err != nil {
-			return fmt.Errorf("--%s: %w", ff.flag, err)
-		}
+	if len(f.Given) > 0 {
+		return fmt.Errorf("--%s: only with --cluster %s", strings.Join(f.Given, ", --"), takers[hostsTaker]())
 	}
 	return nil
 }
 
-// CheckZK checks --zk against the backend: required with external (and
-// every address host:port), refused with the others, which make their
+// CheckZK checks --zk against the backend: the external backend checks it
+// (required, every address host:port); every other refuses it, making its
 // own ensemble.
 func CheckZK(name, zk string) error {
-	if name != External {
-		if strings.TrimSpace(zk) != "" {
-			return fmt.Errorf("--zk %s: only with --cluster external (the %s backend makes its own ensemble)", zk, name)
-		}
-		return nil
+	if z, ok := has[zkTaker](name); ok {
+		return z.CheckZK(zk)
 	}
-	if strings.TrimSpace(zk) == "" {
-		return errors.New("--cluster external needs --zk host:port,... (the client addresses of the ensemble to test)")
+	if strings.TrimSpace(zk) != "" {
+		return fmt.Errorf("--zk %s: only with --cluster %s (the %s backend makes its own ensemble)", zk, takers[zkTaker](), name)
 	}
-	if _, err := external.ParseAddrs(zk); err != nil {
-		return fmt.Errorf("--zk: %w", err)
+	return nil
+}
+
+// CheckImage refuses --image with a backend that runs no image.
+func CheckImage(name, image string) error {
+	if _, ok := has[imageTaker](name); !ok && image != "" {
+		return fmt.Errorf("--image %s: only with --cluster %s", image, takers[imageTaker]())
 	}
 	return nil
 }
 
 // RunRoot is the subtree a run with the named backend keeps its znodes
-// under: its own on an external ensemble, shared with nobody; "" for the
-// backends whose ensemble is the run's alone.
+// under: its own on a shared ensemble (external); "" for the backends
+// whose ensemble is the run's alone.
 func RunRoot(name, runID string) string {
-	if name == External {
-		return external.RunRoot(runID)
+	if r, ok := has[rooted](name); ok {
+		return r.RunRoot(runID)
 	}
 	return ""
 }
 
-// RemoveRunRoot removes a run's subtree (RunRoot) from the ensemble at
-// connect as auth, and says how many znodes went.
-func RemoveRunRoot(ctx context.Context, connect, root string, auth recipes.Auth) (int, error) {
-	return external.RemoveTree(ctx, connect, root, auth)
-}
-
-// Reach checks, before anything of a run is made, that an external
-// ensemble answers at every address of zk and grants sessions of the
-// timeout the run asks for, or that every ssh host takes the connection,
-// lets the user run iptables as root and has what a server needs
-// (installing it with --install); a no-op for the backends that make
-// their own on this machine.
+// Reach checks, before anything of a run is made, that servers the run
+// does not start on this machine answer (external, ssh); a no-op for the
+// backends that make their own here.
 func Reach(ctx context.Context, name, zk string, session time.Duration, sf SSHFlags) error {
-	switch name {
-	case External:
-		return reachExternal(ctx, zk, session)
-	case SSH:
-		hosts, err := zkssh.ParseHosts(sf.Hosts)
-		if err != nil {
-			return fmt.Errorf("--hosts: %w", err)
-		}
-		return zkssh.Reach(ctx, hosts, sf.Auth, sf.Install)
+	if r, ok := has[reacher](name); ok {
+		return r.Reach(ctx, zk, session, sf)
 	}
 	return nil
-}
-
-// reachExternal probes the user's ensemble and refuses a session timeout
-// it would not grant as asked: pauses are timed against the session,
-// and one the servers lengthened would expire nobody.
-func reachExternal(ctx context.Context, zk string, session time.Duration) error {
-	addrs, err := external.ParseAddrs(zk)
-	if err != nil {
-		return fmt.Errorf("--zk: %w", err)
-	}
-	if err := external.Probe(ctx, addrs); err != nil {
-		return fmt.Errorf("--cluster external: unreachable: %w", err)
-	}
-	granted, err := external.GrantedTimeout(ctx, addrs, session)
-	if err != nil {
-		return fmt.Errorf("--cluster external: %w", err)
-	}
-	if granted.Milliseconds() != session.Milliseconds() {
-		return fmt.Errorf("--session-timeout %s: the ensemble at %s grants %s instead (its minSessionTimeout..maxSessionTimeout): "+
-			"pauses and expiries would be timed against a session it does not give; use --session-timeout %s",
-			session, zk, granted, granted)
-	}
-	return nil
-}
-
-// The lock services (--service): the ZooKeeper ensemble, and the other
-// services a run may test locks on instead.
-const (
-	ZooKeeper = cluster.ZooKeeper
-	Redis     = cluster.Redis
-	Etcd      = cluster.Etcd
-)
-
-// Services lists the --service values.
-func Services() []string { return []string{ZooKeeper, Redis, Etcd} }
-
-// ValidateService checks a --service value and whether the backend runs
-// it, by name alone: only the local backend starts redis and etcd servers
-// (the docker image is ZooKeeper's).
-func ValidateService(service, backendName string) error {
-	if !slices.Contains(Services(), service) {
-		return fmt.Errorf("unknown service %q (known: %s)", service, strings.Join(Services(), ", "))
-	}
-	if service != ZooKeeper && backendName != Local {
-		return fmt.Errorf("%s runs on the local backend only (the %s backend's image is ZooKeeper's); use --cluster local", service, backendName)
-	}
-	return nil
-}
-
-// program is the local backend's server program for service.
-func program(service string) local.Program {
-	switch service {
-	case Redis:
-		return local.Redis{}
-	case Etcd:
-		return local.Etcd{}
-	}
-	return local.ZooKeeper{}
 }
 
 // Validate checks a --cluster value and whether the backend can run in
 // the run's network mode, by name alone (nothing is asked of the machine).
 func Validate(name, netMode string) error {
-	if !slices.Contains(Names(), name) {
-		return fmt.Errorf("unknown backend %q (known: %s)", name, strings.Join(Names(), ", "))
+	b, err := Lookup(name)
+	if err != nil {
+		return err
 	}
-	if name == Docker && netMode != "netns" {
-		return fmt.Errorf("%s needs --net netns (root and network namespaces): the workers and the register join the Docker network's bridge in namespaces of their own, which is also where the client faults act; this run's network mode is %s", name, netMode)
+	return b.Validate(netMode)
+}
+
+// Capabilities is what the named backend can do to its servers in a run
+// with (netns true) or without network namespaces (nothing lacking for an
+// unknown name, which Validate reports).
+func Capabilities(name string, netns bool) cluster.Capabilities {
+	b, err := Lookup(name)
+	if err != nil {
+		return cluster.Capabilities{Backend: name}
+	}
+	return b.Capabilities(netns)
+}
+
+// OnThisMachine lists the backends whose servers run on this machine.
+func OnThisMachine() []string {
+	return backends.where(func(b Backend) bool { return b.OnThisMachine() })
+}
+
+// Preflight checks, before anything of a run starts, what the service and
+// the backend need on this machine: the server's binary of a service
+// other than ZooKeeper (Debian's redis-server or etcd-server), the docker
+// backend's engine and image (see its Preflight). Progress goes to log.
+func Preflight(ctx context.Context, name, service, tag string, noBuild bool, log *slog.Logger) error {
+	if err := PreflightService(service); err != nil {
+		return err
+	}
+	if p, ok := has[preflighter](name); ok {
+		return p.Preflight(ctx, tag, noBuild, log)
 	}
 	return nil
 }
 
-// Capabilities is what the named backend can do to its servers in a run
-// with (netns true) or without network namespaces, known before anything
-// is made so a fault it lacks is refused at validation.
-func Capabilities(name string, netns bool) cluster.Capabilities {
-	switch name {
-	case Docker:
-		return docker.Capabilities()
-	case External:
-		return external.Capabilities()
-	case SSH:
-		return zkssh.Capabilities()
-	}
-	return local.Capabilities(netns)
+// Resumable lists the backends whose soaks resume.
+func Resumable() []string {
+	return backends.where(func(b Backend) bool { _, ok := b.(resumer); return ok })
 }
 
-// Preflight checks, before anything of a run starts, what the backend
-// needs on this machine. For docker: an engine that answers and the
-// server image: tag, or by default the one `chaos image build` makes,
-// which is built here (offline, once per machine; about a minute) when
-// missing unless noBuild. Another tag is never built nor pulled. Progress
-// goes to log.
-//
-// A service other than ZooKeeper needs its server's binary (Debian's
-// redis-server or etcd-server): missing, the run is refused here.
-func Preflight(ctx context.Context, name, service, tag string, noBuild bool, log *slog.Logger) error {
-	if cluster.ServiceOf(service) != ZooKeeper {
-		if err := program(service).Check(); err != nil {
-			return fmt.Errorf("--service %s: %w", service, err)
-		}
-		return nil
+// PostgresHosts lists the backends a run with --resource postgres can
+// use.
+func PostgresHosts() []string {
+	return backends.where(func(b Backend) bool { _, ok := b.(postgresHost); return ok })
+}
+
+// Available says, cheaply, whether this machine has the named backend at
+// all (a Docker engine that answers); nil for the others.
+func Available(ctx context.Context, name string) error {
+	if a, ok := has[availabler](name); ok {
+		return a.Available(ctx)
 	}
-	if name != Docker {
-		return nil
-	}
-	cli, err := engine.Connect(ctx)
-	if err != nil {
-		return fmt.Errorf("--cluster docker: %w", err)
-	}
-	defer cli.Close()
-	spec, err := image.Detect(ctx)
-	if err != nil {
-		return fmt.Errorf("--cluster docker: %w", err)
-	}
-	if tag == "" {
-		tag = spec.Tag()
-	}
-	if _, _, found, err := image.Lookup(ctx, cli, tag); err != nil {
-		return fmt.Errorf("--cluster docker: %w", err)
-	} else if found {
-		return nil
-	}
-	switch {
-	case tag != spec.Tag():
-		return fmt.Errorf("--image %s: no such image on this engine (images are never pulled; `chaos image build` makes %s)", tag, spec.Tag())
-	case noBuild:
-		return fmt.Errorf("--cluster docker: image %s not found and --no-build given: build it with `chaos image build` (images are never pulled)", tag)
-	}
-	log.Info("docker image missing: building it once for this machine (offline, about a minute)", "tag", tag)
-	res, err := image.Build(ctx, cli, image.Options{Logger: log})
-	if err != nil {
-		return fmt.Errorf("--cluster docker: build image %s: %w", spec.Tag(), err)
-	}
-	log.Info("docker image built", "tag", res.Tag, "took", res.Took.Round(time.Second).String(), "mb", res.Size/1e6)
 	return nil
 }
 
@@ -364,76 +390,11 @@ func Open(ctx context.Context, name string, o Options) (*Ensemble, error) {
 		o.ControllerPID = os.Getpid()
 	}
 	e := &Ensemble{}
-	switch name {
-	case Local:
-		return e, openLocal(ctx, e, o)
-	case Docker:
-		return e, openDocker(ctx, e, o)
-	case External:
-		return e, openExternal(ctx, e, o)
-	case SSH:
-		return e, openSSH(ctx, e, o)
-	}
-	return e, fmt.Errorf("unknown backend %q", name)
-}
-
-// openLocal claims a netns slot (netns mode) and puts one namespace per
-// server on it.
-func openLocal(ctx context.Context, e *Ensemble, o Options) error {
-	if o.NetMode == "netns" {
-		n, err := netns.Create(ctx, o.RunID, o.ControllerPID, o.Logger)
-		if err != nil {
-			return fmt.Errorf("create run network: %w", err)
-		}
-		e.Net = n
-	}
-	c, err := local.New(ctx, local.Config{Nodes: o.Nodes, Dir: o.Dir, TickTime: o.TickTime,
-		MaxSessionTimeout: o.MaxSessionTimeout, Network: e.Net, Env: o.Env, Program: program(o.Service), Logger: o.Logger})
+	b, err := Lookup(name)
 	if err != nil {
-		return fmt.Errorf("prepare ensemble: %w", err)
+		return e, err
 	}
-	e.Cluster = c
-	return nil
-}
-
-// openDocker creates the Docker network and the containers, then attaches
-// the run's own network to the same bridge, so workers reach the servers
-// and client faults act in the workers' namespaces as on local.
-func openDocker(ctx context.Context, e *Ensemble, o Options) error {
-	c, err := docker.New(ctx, docker.Config{Nodes: o.Nodes, Dir: o.Dir, RunID: o.RunID, ControllerPID: o.ControllerPID,
-		Image: o.Image, TickTime: o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout, Logger: o.Logger})
-	if err != nil {
-		return fmt.Errorf("prepare ensemble: %w", err)
-	}
-	e.Cluster, e.netFirst = c, true
-	nw := c.Network()
-	n, err := netns.Attach(ctx, o.RunID, o.ControllerPID, nw.Slot, nw.Bridge, docker.FirstHost, o.Logger)
-	if err != nil {
-		return fmt.Errorf("attach run network to docker network %s: %w", nw.Name, err)
-	}
-	e.Net = n
-	return nil
-}
-
-// openExternal claims a netns slot (netns mode) for the run's own
-// processes and puts a relay per server on its gateway (see
-// cluster/relay); in loopback mode the processes dial the
-// user's addresses themselves.
-func openExternal(ctx context.Context, e *Ensemble, o Options) error {
-	addrs, err := external.ParseAddrs(o.ZK)
-	if err != nil {
-		return fmt.Errorf("--zk: %w", err)
-	}
-	relay, err := relayNet(ctx, e, o)
-	if err != nil {
-		return err
-	}
-	c, err := external.New(external.Config{Addrs: addrs, RelayHost: relay, Logger: o.Logger})
-	if err != nil {
-		return fmt.Errorf("prepare ensemble: %w", err)
-	}
-	e.Cluster = c
-	return nil
+	return e, b.Open(ctx, e, o)
 }
 
 // relayNet claims a netns slot for the run's own processes in netns
@@ -450,25 +411,4 @@ func relayNet(ctx context.Context, e *Ensemble, o Options) (string, error) {
 	}
 	e.Net = n
 	return n.Gateway, nil
-}
-
-// openSSH claims a netns slot (netns mode) for the run's own processes,
-// then prepares a server on every host (cluster/ssh), with a relay per
-// server on the slot's gateway as for an external ensemble.
-func openSSH(ctx context.Context, e *Ensemble, o Options) error {
-	hosts, err := zkssh.ParseHosts(o.SSH.Hosts)
-	if err != nil {
-		return fmt.Errorf("--hosts: %w", err)
-	}
-	relay, err := relayNet(ctx, e, o)
-	if err != nil {
-		return err
-	}
-	c, err := zkssh.New(ctx, zkssh.Config{Hosts: hosts, Auth: o.SSH.Auth, RunID: o.RunID, Dir: o.Dir,
-		TickTime: o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout, RelayHost: relay, Logger: o.Logger})
-	if err != nil {
-		return fmt.Errorf("prepare ensemble: %w", err)
-	}
-	e.Cluster = c
-	return nil
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/stats"
-	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/run/runner"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 func cmdCheck(ctx context.Context, args []string) int {
@@ -25,7 +25,7 @@ func cmdCheck(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: chaos check [--gate LIST] [--check-budget D] RUN-DIR")
 		fs.PrintDefaults()
 	}
-	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate); the lock workload's: "+strings.Join(suite.Names(), ", "))
+	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate); of the run's workload: "+workloads.CheckersHelp())
 	budget := fs.Duration("check-budget", runner.DefaultCheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	// Accept the run folder before or after the flags.
 	var dir string
@@ -43,9 +43,10 @@ func cmdCheck(ctx context.Context, args []string) int {
 	if dir == "" {
 		return parseExit(usageError(fs, os.Stderr, "no run folder given (chaos check RUN-DIR)"))
 	}
-	if gateSet(fs) && len(splitList(*gate)) == 0 {
-		return parseExit(usageError(fs, os.Stderr, "--gate is empty: give one or more of %s, or leave it out for the run's own gate",
-			strings.Join(suite.Names(), ", ")))
+	if gateSet(fs) {
+		if err := runner.CheckGate(dir, splitList(*gate)); err != nil {
+			return parseExit(usageError(fs, os.Stderr, "%v", err))
+		}
 	}
 	if *budget < 0 {
 		fmt.Fprintf(os.Stderr, "chaos check: --check-budget %s: must not be negative\n", *budget)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkchaos/zkchaos/checker/suite"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/observe/progress"
@@ -98,7 +97,7 @@ func (p runParser) parse(args []string, stderr io.Writer) (runner.Config, progre
 	fs.IntVar(&cfg.Tasks, "tasks", cfg.Tasks, "election workload: tasks in the table the leaders run")
 	fs.StringVar(&cfg.Idempotency, "idempotency", cfg.Idempotency, "election workload: on (a task done is not run again: its stored result answers) or off")
 	gate := fs.String("gate", "", "checkers that decide the verdict (all run and are reported; default: the workload's gate, for lock "+
-		strings.Join(cfg.Gate, ",")+"); lock: "+strings.Join(suite.Names(), ", "))
+		strings.Join(cfg.Gate, ",")+"); "+workloads.CheckersHelp())
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
 	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
 	fs.StringVar(&cfg.ACL, "acl", cfg.ACL, "on: the controller creates the lock root and keys with a digest ACL and workers authenticate; off: world-writable")

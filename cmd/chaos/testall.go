@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/zkchaos/zkchaos/cluster/backend"
-	"github.com/zkchaos/zkchaos/cluster/docker/engine"
 	"github.com/zkchaos/zkchaos/observe/progress"
 	"github.com/zkchaos/zkchaos/run/matrix"
 )
@@ -134,7 +131,7 @@ func runMatrix(ctx context.Context, sel []matrix.Cell, r matrixRun) int {
 	}
 	shown := progress.Start(r.mode, os.Stderr, cell.Get)
 	rs, runErr := matrix.Run(ctx, sel, matrix.Options{Exe: exe, Results: dir, Repeat: r.repeat,
-		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(os.Stdout), Skip: backendMissing(ctx), Progress: cell, Parallel: r.parallel})
+		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(os.Stdout), Skip: matrix.Missing(ctx), Progress: cell, Parallel: r.parallel})
 	shown.Stop()
 	code := matrix.Summary(os.Stdout, rs)
 	writes := []func() error{
@@ -158,31 +155,4 @@ func runMatrix(ctx context.Context, sel []matrix.Cell, r matrixRun) int {
 		}
 	}
 	return code
-}
-
-// backendMissing skips the cells of a backend this machine lacks: the
-// docker cells where no Docker engine answers (asked once). Anything else
-// a docker cell needs (the image, built on first use) is the run's to
-// provide or fail on.
-func backendMissing(ctx context.Context) func(matrix.Cell) string {
-	var once sync.Once
-	var why string
-	return func(c matrix.Cell) string {
-		if c.Service != "" && c.Service != backend.ZooKeeper {
-			// The server's package missing: said, never passed.
-			if err := backend.Preflight(ctx, backend.Local, c.Service, "", true, nil); err != nil {
-				return err.Error()
-			}
-			return ""
-		}
-		if c.Cluster != backend.Docker {
-			return ""
-		}
-		once.Do(func() {
-			if err := engine.Available(ctx); err != nil {
-				why = "no Docker engine on this machine: " + err.Error()
-			}
-		})
-		return why
-	}
 }

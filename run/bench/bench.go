@@ -17,6 +17,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/client/recipes"
@@ -87,8 +88,8 @@ func (c Config) Validate() error {
 	if err := backend.Validate(c.Cluster, c.netMode()); err != nil {
 		return fmt.Errorf("--cluster: %w", err)
 	}
-	if c.Cluster == backend.External || c.Cluster == backend.SSH {
-		return fmt.Errorf("--cluster %s: chaos bench measures an ensemble of its own on this machine: local or docker", c.Cluster)
+	if here := backend.OnThisMachine(); !slices.Contains(here, c.Cluster) {
+		return fmt.Errorf("--cluster %s: chaos bench measures an ensemble of its own on this machine: %s", c.Cluster, strings.Join(here, " or "))
 	}
 	for _, s := range c.Subjects {
 		if err := subjects.Validate(s); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/checker/stats"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // short is the run length of a lock cell: long enough for several faults
@@ -47,11 +48,9 @@ func invalid(names ...string) map[string]checker.Validity {
 // (every fenced cell of a correct subject shows that, fault by fault).
 var resource = []string{fence.NameDoubleWriter, linear.NameRegister, fence.NameWrongToken}
 
-// faults are every fault of the nemesis, each a row for the seed recipe
-// with fencing, which must stay valid under all of them.
-var faults = []string{"pause-holder", "pause-worker", "expire-holder", "isolate-holder",
-	"pause-zk-leader", "pause-zk", "kill-zk",
-	"partition-zk-leader", "partition-zk-halves", "partition-zk-ring", "partition-zk-bridge", "rogue-client"}
+// faults are every fault a lock is tested under, each a row for the seed
+// recipe with fencing, which must stay valid under all of them.
+var faults = workloads.LockFaults
 
 // Default is the matrix `chaos test-all` runs: the seed recipe with fencing
 // is valid under every fault; without fencing it is caught under holder

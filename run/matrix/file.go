@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,18 +16,21 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/zkchaos/zkchaos/checker"
-	"github.com/zkchaos/zkchaos/checker/suite"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // fileCell is one cell of a --matrix file, as a team writes it.
 type fileCell struct {
-	Recipe  string            `json:"recipe" yaml:"recipe"`
-	Variant string            `json:"variant" yaml:"variant"`
-	Nemesis []string          `json:"nemesis" yaml:"nemesis"`
-	Fencing string            `json:"fencing" yaml:"fencing"`
-	Args    []string          `json:"args" yaml:"args"`
-	Expect  map[string]string `json:"expect" yaml:"expect"`
-	Why     string            `json:"why" yaml:"why"`
+	Recipe  string `json:"recipe" yaml:"recipe"`
+	Variant string `json:"variant" yaml:"variant"`
+	// Workload is the cell's --workload ("" is the lock); its checkers
+	// are the ones expect may name.
+	Workload string            `json:"workload" yaml:"workload"`
+	Nemesis  []string          `json:"nemesis" yaml:"nemesis"`
+	Fencing  string            `json:"fencing" yaml:"fencing"`
+	Args     []string          `json:"args" yaml:"args"`
+	Expect   map[string]string `json:"expect" yaml:"expect"`
+	Why      string            `json:"why" yaml:"why"`
 }
 
 // pos is a place in a file, 1-based.
@@ -77,7 +81,7 @@ func LoadFile(path, recipe string, knownNemesis func([]string) error) ([]Cell, e
 
 // cell checks a file cell and fills its defaults.
 func (fc fileCell) cell(recipe string, knownNemesis func([]string) error) (Cell, error) {
-	c := Cell{Recipe: fc.Recipe, Variant: fc.Variant, Nemesis: fc.Nemesis, Fencing: fc.Fencing,
+	c := Cell{Recipe: fc.Recipe, Variant: fc.Variant, Workload: fc.Workload, Nemesis: fc.Nemesis, Fencing: fc.Fencing,
 		Args: fc.Args, Why: fc.Why, Expect: map[string]checker.Validity{}}
 	if c.Recipe == "" || c.Recipe == recipe {
 		c.Recipe, c.Label = recipe, "subject"
@@ -103,9 +107,17 @@ func (fc fileCell) cell(recipe string, knownNemesis func([]string) error) (Cell,
 	if len(fc.Expect) == 0 {
 		return c, errors.New("cell has no \"expect\": a cell that expects nothing proves nothing")
 	}
+	if slices.ContainsFunc(c.Args, isWorkloadFlag) {
+		return c, errors.New("args: give the workload as the cell's \"workload\", whose checkers \"expect\" names")
+	}
+	spec, err := workloads.Lookup(cmp.Or(c.Workload, workloads.LockName))
+	if err != nil {
+		return c, fmt.Errorf("workload: %w", err)
+	}
+	known := workloads.CheckerNames(spec)
 	for _, name := range sortedKeys(fc.Expect) {
-		if !slices.Contains(suite.Names(), name) {
-			return c, fmt.Errorf("expect: unknown checker %q (known: %s)", name, strings.Join(suite.Names(), ", "))
+		if !slices.Contains(known, name) {
+			return c, fmt.Errorf("expect: unknown checker %q of the %s workload (known: %s)", name, spec.Name(), strings.Join(known, ", "))
 		}
 		switch fc.Expect[name] {
 		case "valid":
@@ -117,6 +129,14 @@ func (fc fileCell) cell(recipe string, knownNemesis func([]string) error) (Cell,
 		}
 	}
 	return c, nil
+}
+
+// isWorkloadFlag says whether a is chaos run's --workload (or -workload,
+// with or without =VALUE), which a cell gives as its "workload" instead:
+// its expect is checked against that workload's checkers.
+func isWorkloadFlag(a string) bool {
+	name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+	return strings.HasPrefix(a, "-") && name == "workload"
 }
 
 // decodeJSON reads a JSON array of cells one element at a time, so that

@@ -1,36 +1,48 @@
 package matrix
 
 import (
-	"github.com/zkchaos/zkchaos/checker/fence"
-	"github.com/zkchaos/zkchaos/checker/lock"
+	"cmp"
+	"fmt"
+	"maps"
+
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
-// gateValid are the checkers a correct lock client must satisfy in every
-// fenced gate cell: the resource checkers plus the lock-level ones that
-// judge the client itself (two holders, tokens out of order, a waiter
-// never served). Herd is reported, never judged: a worker need not report
-// its wake-ups (docs/worker-protocol.md), so its silence proves nothing.
-var gateValid = append([]string{lock.NameGrantOverlap, lock.NameTokenOrder, lock.NameLiveness}, resource...)
-
-// Gate is the standard set of cells for a correct lock client named by
-// recipe (usually exec:CMD): valid without faults and, fenced, under every
-// fault of the nemesis; unfenced, caught under pause-holder and
-// expire-holder, which proves the harness sees the client's writes (a
-// subject whose writes never reach the resource would pass every fenced
-// cell). The cells marked Smoke are the quick set (GateQuick).
-func Gate(recipe string) []Cell {
-	cells := []Cell{{Recipe: recipe, Label: "subject", Nemesis: []string{"none"}, Fencing: "on", Args: long, Smoke: true,
-		Expect: valid(gateValid...), Why: "baseline: no faults, nothing to find"}}
-	for _, f := range faults {
-		cells = append(cells, Cell{Recipe: recipe, Label: "subject", Nemesis: []string{f}, Fencing: "on", Args: long,
-			Expect: valid(gateValid...), Why: "a correct lock, fenced, stays correct under " + f})
+// GateOf is the standard set of cells of a correct subject of the
+// workload ("" is the lock, the default), named by recipe (usually
+// exec:CMD): the workload's own gate cells (workloads.Spec's GateCells),
+// each run for the gate's length. The cells marked Smoke are the quick
+// set (GateQuick).
+func GateOf(workload, recipe string) ([]Cell, error) {
+	spec, err := workloads.Lookup(cmp.Or(workload, workloads.LockName))
+	if err != nil {
+		return nil, err
 	}
-	return append(cells,
-		Cell{Recipe: recipe, Label: "subject", Nemesis: []string{"pause-holder"}, Fencing: "off", Args: long, Smoke: true,
-			Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the paused holder's stale write lands: the harness sees the client's writes"},
-		Cell{Recipe: recipe, Label: "subject", Nemesis: []string{"expire-holder"}, Fencing: "off", Args: long,
-			Expect: invalid(fence.NameDoubleWriter), Why: "without fencing the expired holder's write lands after the new holder's"},
-	)
+	gcs := spec.GateCells()
+	if len(gcs) == 0 {
+		return nil, fmt.Errorf("the %s workload has no standard gate cells: give your own with --matrix", spec.Name())
+	}
+	cells := make([]Cell, 0, len(gcs))
+	for _, g := range gcs {
+		fencing := "off"
+		if g.Fenced {
+			fencing = "on"
+		}
+		cells = append(cells, Cell{Recipe: recipe, Label: "subject", Workload: workload, Nemesis: g.Nemesis, Fencing: fencing,
+			Args: long, Smoke: g.Quick, Expect: maps.Clone(g.Expect), Why: g.Why})
+	}
+	return cells, nil
+}
+
+// Gate is the lock's standard set (GateOf): a lock client valid without
+// faults and, fenced, under every fault; unfenced, caught where a stale
+// write lands.
+func Gate(recipe string) []Cell {
+	cells, err := GateOf("", recipe)
+	if err != nil {
+		panic(err) // the lock registers its cells from its own file
+	}
+	return cells
 }
 
 // GateQuick is the smallest gate that still proves something, for a job

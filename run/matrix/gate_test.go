@@ -47,6 +47,21 @@ func TestGateCells(t *testing.T) {
 	}
 }
 
+// TestGateOf: the standard cells are the workload's own; a workload
+// without any is refused naming --matrix, an unknown one naming the known.
+func TestGateOf(t *testing.T) {
+	cells, err := GateOf("", "exec:/bin/client")
+	if err != nil || len(cells) != len(Gate("exec:/bin/client")) || len(cells) < 3 {
+		t.Fatalf("GateOf(lock): %d cells, %v", len(cells), err)
+	}
+	if _, err := GateOf("config", "exec:/bin/client"); err == nil || !strings.Contains(err.Error(), "config workload has no standard gate cells: give your own with --matrix") {
+		t.Errorf("GateOf(config): %v", err)
+	}
+	if _, err := GateOf("elect", "exec:/bin/client"); err == nil || !strings.Contains(err.Error(), "known: config, election, lock") {
+		t.Errorf("GateOf(elect): %v", err)
+	}
+}
+
 func writeFile(t *testing.T, name, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
@@ -89,6 +104,21 @@ func TestLoadFileGood(t *testing.T) {
 	}
 }
 
+// TestLoadFileWorkload: a cell of another workload names that workload's
+// checkers, and runs it.
+func TestLoadFileWorkload(t *testing.T) {
+	p := writeFile(t, "e.yaml", "- workload: election\n  nemesis: [pause-app-leader]\n  expect: {exactly-once: valid, herd: valid}\n")
+	cells, err := LoadFile(p, "exec:/bin/client", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cells[0]
+	if c.Workload != "election" || c.Name() != "election:subject/pause-app-leader/fencing-on" ||
+		!strings.Contains(strings.Join(c.RunArgs(1), " "), "--workload election") {
+		t.Errorf("cell %s, workload %q, args %v", c.Name(), c.Workload, c.RunArgs(1))
+	}
+}
+
 func TestLoadFileBad(t *testing.T) {
 	cases := []struct{ name, body, want string }{
 		{"syntax.json", "[\n  {\"expect\": {\"herd\": \"valid\"}},\n  {\"expect\": }\n]", ":3:"},
@@ -98,7 +128,12 @@ func TestLoadFileBad(t *testing.T) {
 		{"empty.json", `[]`, "no cells"},
 		{"fencing.json", "[\n\n  {\"fencing\": \"maybe\", \"expect\": {\"herd\": \"valid\"}}]", `:3:3: fencing "maybe"`},
 		{"verdict.json", "[{\"expect\": {\"herd\": \"ok\"}}]", `:1:2: expect herd: "ok"`},
-		{"checker.json", "[{\"expect\": {\"hurd\": \"valid\"}}]", `unknown checker "hurd"`},
+		{"checker.json", "[{\"expect\": {\"hurd\": \"valid\"}}]", `unknown checker "hurd" of the lock workload (known: integrity, double-writer,`},
+		{"election.json", "[{\"workload\": \"election\", \"expect\": {\"double-writer\": \"valid\"}}]",
+			`:1:2: expect: unknown checker "double-writer" of the election workload (known: integrity, `},
+		{"workload.yaml", "- workload: elect\n  expect: {herd: valid}\n", `1:3: workload: unknown workload "elect" (known: config, election, lock)`},
+		{"args.yaml", "- args: [--workload, config]\n  expect: {herd: valid}\n", `1:3: args: give the workload as the cell's "workload"`},
+		{"args1.yaml", "- args: [-workload=config]\n  expect: {herd: valid}\n", `1:3: args: give the workload as the cell's "workload"`},
 		{"noexpect.json", "[{\"why\": \"x\"}]", "no \"expect\""},
 		{"dup.json", "[{\"expect\": {\"herd\": \"valid\"}},\n{\"expect\": {\"herd\": \"invalid\"}}]", `:2:1: cell subject/none/fencing-on is also at line 1`},
 		{"unknown.yaml", "- expect: {herd: valid}\n- expect: {herd: valid}\n  variant: b\n  fencng: on\n", "4:1: field fencng not found"},

@@ -1,11 +1,16 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
@@ -120,6 +125,36 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 		return out, fmt.Errorf("write report: %w", err)
 	}
 	return out, nil
+}
+
+// CheckGate checks a gate given to `chaos check` against the run in dir,
+// before anything is judged: it must name checkers of the run's own
+// workload (test.json's; the lock for a run from before --workload or
+// without a test.json). An empty gate is refused naming them.
+func CheckGate(dir string, gate []string) error {
+	var tf testFile
+	p := filepath.Join(dir, store.TestFile)
+	b, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &tf); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	spec, err := workloads.Lookup(cmp.Or(tf.Workload, workloads.LockName))
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	if len(gate) == 0 {
+		return fmt.Errorf("--gate is empty: give one or more of %s, or leave it out for the run's own gate",
+			strings.Join(workloads.CheckerNames(spec), ", "))
+	}
+	if err := workloads.ValidateGate(spec, gate); err != nil {
+		return fmt.Errorf("--gate: %w", err)
+	}
+	return nil
 }
 
 // reexport exports the audit table of a postgres run whose controller

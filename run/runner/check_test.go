@@ -82,3 +82,26 @@ func TestSyntheticConfigMatchesRunner(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckGate: chaos check's --gate is checked against the run's own
+// workload, from its test.json (the lock without one).
+func TestCheckGate(t *testing.T) {
+	dir := t.TempDir()
+	if err := CheckGate(dir, []string{fence.NameDoubleWriter}); err != nil {
+		t.Errorf("lock run without test.json, double-writer: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, store.TestFile), []byte(`{"workload": "config"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckGate(dir, []string{"config-monotonic"}); err != nil {
+		t.Errorf("config run, config-monotonic: %v", err)
+	}
+	err := CheckGate(dir, []string{fence.NameDoubleWriter})
+	if err == nil || !strings.Contains(err.Error(), `--gate: the config workload: unknown gating checker "double-writer" (known: integrity, config-monotonic`) {
+		t.Errorf("config run, double-writer: %v", err)
+	}
+	err = CheckGate(dir, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "--gate is empty: give one or more of integrity, config-monotonic") {
+		t.Errorf("config run, empty gate: %v", err)
+	}
+}

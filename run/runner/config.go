@@ -276,11 +276,8 @@ func (c Config) Caps() nemesis.Caps {
 // given: def (the seed) on ZooKeeper, else the service's single-server
 // lock.
 func DefaultRecipe(service, def string) string {
-	switch service {
-	case cluster.Redis:
-		return "redis-lock"
-	case cluster.Etcd:
-		return "etcd-mutex"
+	if s, err := backend.LookupService(cluster.ServiceOf(service)); err == nil && s.Recipe() != "" {
+		return s.Recipe()
 	}
 	return def
 }
@@ -302,6 +299,17 @@ func (c Config) service() string { return cluster.ServiceOf(c.Service) }
 // (the runbook monitor, the soak's counts).
 func (c Config) zooKeeper() bool { return c.service() == cluster.ZooKeeper }
 
+// traits are a workload's, for the checks that name the workloads that
+// have one.
+type traits = workloads.Traits
+
+// knownWorkload says whether --workload names a workload (else
+// validation reports that, and nothing more about it).
+func (c Config) knownWorkload() bool {
+	_, err := workloads.Lookup(c.Workload)
+	return err == nil
+}
+
 // validateService checks --service against the backend, the workload, the
 // subject: another service than ZooKeeper runs the lock workload only, on
 // the local backend, with a subject written for it.
@@ -310,8 +318,9 @@ func (c Config) validateService() []error {
 	if err := backend.ValidateService(c.service(), c.Cluster); err != nil {
 		return []error{fmt.Errorf("--service: %w", err)}
 	}
-	if !c.zooKeeper() && c.Workload != workloads.LockName {
-		errs = append(errs, fmt.Errorf("--service %s: only the %s workload runs on it (this run is --workload %s)", c.service(), workloads.LockName, c.Workload))
+	if c.knownWorkload() && !c.zooKeeper() && !workloads.TraitsOf(c.Workload).OtherServices {
+		errs = append(errs, fmt.Errorf("--service %s: only the %s workload runs on it (this run is --workload %s)", c.service(),
+			workloads.With(func(t traits) bool { return t.OtherServices }), c.Workload))
 	}
 	return errs
 }
@@ -389,11 +398,12 @@ func (c Config) Validate() error {
 	if err := backend.CheckHosts(c.Cluster, c.SSHFlags()); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Cluster == backend.External && c.Workload != workloads.LockName {
-		bad("--workload %s: not with --cluster external: its znodes are at fixed paths outside the run's own subtree (%s), on an ensemble that is not the harness's to write at will; the lock workload's root goes under that subtree", c.Workload, backend.RunRoot(backend.External, "<run id>"))
+	if root := backend.RunRoot(c.Cluster, "<run id>"); root != "" && c.knownWorkload() && !workloads.TraitsOf(c.Workload).UnderRunRoot {
+		bad("--workload %s: not with --cluster %s: its znodes are at fixed paths outside the run's own subtree (%s), on an ensemble that is not the harness's to write at will; the %s workload's root goes under that subtree",
+			c.Workload, c.Cluster, root, workloads.With(func(t traits) bool { return t.UnderRunRoot }))
 	}
-	if c.Image != "" && c.Cluster != backend.Docker {
-		bad("--image %s: only with --cluster docker", c.Image)
+	if err := backend.CheckImage(c.Cluster, c.Image); err != nil {
+		errs = append(errs, err)
 	}
 	if netOK && clusterErr == nil {
 		if err := nemesis.ValidateFor(c.Nemesis, c.Caps()); err != nil {
@@ -493,15 +503,15 @@ func (c Config) checkResource() error {
 	}
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("--resource postgres: "+format, a...)) }
-	if c.Workload != workloads.LockName {
-		bad("only the %s workload (not %s): it serves the lock workload's reads and writes", workloads.LockName, c.Workload)
+	if pg := workloads.With(func(t traits) bool { return t.Postgres }); !workloads.TraitsOf(c.Workload).Postgres {
+		bad("only the %s workload (not %s): it serves the %s workload's reads and writes", pg, c.Workload, pg)
 	} else if !c.zooKeeper() {
 		bad("only with --service %s for now: the other services' recipes were not run against it", cluster.ZooKeeper)
 	} else if !subjects.Builtin(c.workerWorkload(), c.Recipe) {
 		bad("subject %q is not a built-in recipe: only chaos worker takes --postgres (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself", c.Recipe)
 	}
-	if c.Cluster != backend.Local {
-		bad("only with --cluster %s", backend.Local)
+	if hosts := backend.PostgresHosts(); !slices.Contains(hosts, c.Cluster) {
+		bad("only with --cluster %s", strings.Join(hosts, " or --cluster "))
 	}
 	if c.NetMode() != "netns" {
 		bad("needs the run's network namespaces (root, --net auto or netns): the server gets a namespace of its own")

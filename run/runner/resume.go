@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker/integrity"
+	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/proc"
@@ -76,8 +79,9 @@ func LoadResume(dir string) (*Resumable, error) {
 	switch {
 	case !r.test.Soak:
 		return nil, bad("not a soak (test.json has no \"soak\": true); only chaos soak runs resume")
-	case r.Config.Cluster != "local":
-		return nil, bad("the soak ran on the %s backend; --resume is built for the local backend only (the docker image keeps the old slot's zoo.cfg)", r.Config.Cluster)
+	case !slices.Contains(backend.Resumable(), r.Config.Cluster):
+		return nil, bad("the soak ran on the %s backend; --resume is built for the %s backend only (the docker image keeps the old slot's zoo.cfg)",
+			r.Config.Cluster, strings.Join(backend.Resumable(), ", "))
 	case r.Config.ACL == ACLOn:
 		return nil, bad("the soak ran with --acl on: its digest secrets were kept nowhere, so a new controller cannot open the protected lock tree (soak with --acl off to be able to resume)")
 	}
