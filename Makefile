@@ -52,7 +52,7 @@ lint: fmt-check
 #     8 keys) and BenchmarkSuiteHour (the suite on a synthetic 1-hour run)
 #   BENCH_THRICE (3x):  story BenchmarkTell; report BenchmarkReadHistory100k,
 #     BenchmarkReport100k, BenchmarkReportOverRead100k (the report's
-#     bound, docs/architecture.md "Figures at scale"); internal/testkit/pageload
+#     bound, docs/measurements.md "Report and pages"); internal/testkit/pageload
 #     BenchmarkPageLoad100k (Chromium through internal/testkit/browser: skipped only
 #     where scripts/install-deps.sh could not install it)
 # A package with a benchmark in none of the lists stops `make bench`, so

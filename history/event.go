@@ -75,8 +75,7 @@ const (
 	FApplied = "applied"
 )
 
-// Operation names of the election workload (docs/architecture.md,
-// "Election"): candidates campaign for leadership of a service, and the
+// Operation names of the election workload (docs/background.md#leader-election): candidates campaign for leadership of a service, and the
 // leader claims and completes tasks in the register's task table, which
 // fences them by the leader's term.
 const (

@@ -11,7 +11,7 @@ import (
 // many faults finds thousands of double writes and makes thousands of
 // nemesis operations: listed whole they were about 1 MB of a 1.5 h run's
 // page and thousands of elements for the browser to lay out
-// (docs/architecture.md, "Bounded tables"). Every one stays in the run's
+// (docs/measurements.md, "Report and pages"). Every one stays in the run's
 // files, and the page says how many it leaves out and where they are.
 const (
 	// MaxViolationsShown is how many double writes the page lists; the

@@ -192,7 +192,7 @@ by kind: {{range $k, $n := .ViolationCounts}}{{$k}} {{$n}}; {{end}}
 {{if .Error}}<p>{{.Error}}</p>{{end}}
 {{with .D}}<p>Model: {{.Model}}. {{.Partitions}} keys, {{.Operations}} operations ({{.InfoOperations}} unknown, returning at infinity){{if .BudgetMS}}; budget {{ms .BudgetMS}} ms{{end}}.</p>
 {{if .Note}}<p><em>{{.Note}}</em></p>{{end}}
-{{if .Segments}}<p>Checked in {{.Segments}} segments (docs/architecture.md, "Segmented linearizability"){{if .UncutKeys}}; keys that could not be cut: {{joinStrings .UncutKeys}}{{end}}.</p>{{end}}
+{{if .Segments}}<p>Checked in {{.Segments}} segments (each key cut where none of its operations was open, each segment checked from the state the previous one ended in: checker/linear/segment.go){{if .UncutKeys}}; keys that could not be cut: {{joinStrings .UncutKeys}}{{end}}.</p>{{end}}
 <table>
 <tr><th>key</th><th>valid</th><th>operations</th><th>info</th><th>max concurrency</th><th>segments</th><th>largest segment</th><th>elapsed (ms)</th><th>visualisation</th></tr>
 {{range $.KeysOf .}}<tr><td>{{.Key}}</td><td class="{{.Class}}">{{.R.Valid}}</td><td class="n">{{.R.Operations}}</td><td class="n">{{.R.Info}}</td><td class="n">{{.R.MaxConcurrency}}</td><td class="n">{{.R.Segments}}</td><td class="n">{{.R.LargestSegment}}</td><td class="n">{{ms .R.ElapsedMS}}</td><td>{{if .R.Visualization}}<a href="{{.R.Visualization}}">{{.R.Visualization}}</a>{{end}}{{.R.VisualizationError}}{{.R.Error}}{{with .R.Uncut}} Not cut: {{.}}{{end}}</td></tr>

@@ -105,7 +105,7 @@ func NewWrongTokenStream(limit int, mode string, deferred bool) *WrongTokenStrea
 
 // ForgetRetired lets the stream take a process whose operation completed
 // info as retired: it invokes nothing more (a run's runner retires it and
-// a fresh process id takes its slot, docs/architecture.md "Retirement";
+// a fresh process id takes its slot, docs/architecture.md "`client/`";
 // only a hand-made history breaks that, so the batch does not assume it).
 // The key's grant list is read only to judge a rejection, a read or write
 // answered to the grant's holder itself; a retired holder makes no more

@@ -109,7 +109,7 @@ func NewOverlapStream(limit int, deferred bool) *OverlapStream {
 
 // ForgetRetired lets the stream take a process whose operation completed
 // info as retired: it invokes nothing more (a run's runner retires it and
-// a fresh process id takes its slot, docs/architecture.md "Retirement";
+// a fresh process id takes its slot, docs/architecture.md "`client/`";
 // only a hand-made history breaks that, so the batch does not assume it).
 // A grant is judged only when its holder's release of the key is invoked
 // and answered ok; a retired holder invokes no release, so its grants

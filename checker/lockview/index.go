@@ -11,7 +11,7 @@ import (
 // LossReported, GoneBefore, GoneBy) with the same answers, from each
 // process's own events sorted by time, so that a checker asking them for
 // every grant stays n log n instead of scanning the whole history each
-// time (docs/architecture.md "Checker speed").
+// time (docs/measurements.md "Checker speed").
 type Index struct {
 	procs map[history.Process]*procIndex
 	// forgotten are the processes Forget dropped, whose later events are

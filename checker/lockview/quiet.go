@@ -12,7 +12,7 @@ import (
 // fault in effect: the watch starts when the fault acts (after its
 // start's invocation), its last_seen_ns is a time it saw the session
 // alive, and the scheduler ends it before the fault's stop is invoked
-// (docs/architecture.md "Nemesis: sessions seen gone"). So once every
+// (nemesis/sessionwatch.go). So once every
 // fault started before t has had its stop invoked, no observation whose
 // session was last seen before t can still come.
 //

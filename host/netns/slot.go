@@ -4,7 +4,7 @@ package netns
 // release, and only its own run, or anyone once that run's controller is
 // dead, may remove it.
 //
-// The protocol (docs/architecture.md, "Network plan", has the reasoning):
+// The protocol (docs/architecture.md, "`host/`", has the reasoning):
 //   - Every claim and every sweep of slot s happens under an exclusive
 //     flock on StateDir/slot-<s>.lock. A claim only tries the lock (busy:
 //     the next slot); a sweep waits for it.

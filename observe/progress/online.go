@@ -61,7 +61,7 @@ func onlineFeeds(names []string, mode string) []feed {
 // historyFeeds are the streaming versions of the checkers among names
 // that read the history, for a run fenced in mode (wrong-token's strict
 // rule). They keep no evidence beyond what their rules need (limit 0).
-// Herd and liveness have none: see docs/architecture.md "Streaming
+// Herd and liveness have none: see docs/measurements.md "Streaming
 // checkers".
 func historyFeeds(names []string, mode string) []historyStream {
 	var out []historyStream

@@ -17,7 +17,7 @@ type Figure struct {
 
 // The bounds that keep every figure's SVG small whatever the run's
 // length, so that the report stays one file that opens at once
-// (measured in docs/architecture.md, "Figures at scale").
+// (measured in docs/measurements.md, "Report and pages").
 const (
 	// MaxPoints is the most marks a figure draws one by one: a mark is
 	// one SVG element of about 100 bytes, so 5 000 marks are about

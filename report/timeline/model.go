@@ -8,8 +8,8 @@
 //
 // The model (Of) is built from the history (through lockview, the
 // checkers' own pairing), the register's apply log and results.json;
-// Render draws it as SVG by hand (see docs/architecture.md, "Timeline",
-// for why not gonum/plot).
+// Render draws it as SVG by hand: gonum/plot, which draws the report's
+// other figures, has no lanes of intervals with marks and links.
 package timeline
 
 import (

@@ -206,7 +206,7 @@ func TestTrusted(t *testing.T) {
 // online check sees stop at their first violation and pass
 // --stop-at-first: those expecting an invalid double-writer and nothing
 // else, and since grant-overlap and token-order have online versions of
-// the history (docs/architecture.md "Streaming checkers"), the six zoo
+// the history (docs/measurements.md "Streaming checkers"), the six zoo
 // cells named here.
 func TestStopsAtFirst(t *testing.T) {
 	history := map[string]bool{

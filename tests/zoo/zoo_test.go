@@ -44,11 +44,11 @@ var zooCases = []zooCase{
 	{"release-smallest", "grant-overlap", []string{"--nemesis", "pause-holder", "--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s", "--fencing", "on"}, ""},
 	{"random-token", "token-order", []string{"--nemesis", "none", "--fencing", "on"}, ""},
 	{"clock-token", "token-order", []string{"--nemesis", "none", "--fencing", "on"}, ""},
-	// The config workload's zoo (docs/zoo.md, "Config").
+	// The config workload's zoo (docs/zoo.md, "The config workload's zoo").
 	{"stale-apply", "config-consistent", []string{"--workload", "config", "--nemesis", "none"}, ""},
 	{"no-rewatch", "config-convergence", []string{"--workload", "config", "--nemesis", "none"}, ""},
 	{"blind-cas", "config-cas", []string{"--workload", "config", "--admins", "2", "--nemesis", "none"}, ""},
-	// The election workload's zoo (docs/zoo.md, "Election").
+	// The election workload's zoo (docs/zoo.md, "The election workload's zoo").
 	{"no-term", "term-order", election("--nemesis", "none"), ""},
 	{"herd", "herd", election("--nemesis", "none"), "election-herd"},
 	{"callback-done", "exactly-once", election("--nemesis", "expire-app-leader", "--hold", "1s"), ""},

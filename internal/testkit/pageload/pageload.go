@@ -1,6 +1,6 @@
 // Package pageload measures how long headless Chromium takes to load and
 // draw a report page from disk, for the report's bound (a page loads in
-// under 2 s, docs/architecture.md "Figures at scale"). It is a thin user
+// under 2 s, docs/measurements.md "Report and pages"). It is a thin user
 // of internal/testkit/browser, which owns starting Chromium (and its guard: a
 // page measured reaches nothing but file:// and loopback, as a report
 // must) and reading a page's own navigation timing; this package only
