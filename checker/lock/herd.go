@@ -59,9 +59,8 @@ type HerdDetails struct {
 	Reason      string `json:"reason,omitempty"`
 }
 
-// CheckHerd measures the herd effect (seed 000 sections 5 and 23): every
-// waiter woken by every release, a read storm on ZooKeeper that grows
-// with the queue.
+// CheckHerd measures the herd effect: every waiter woken by every
+// release, a read storm on ZooKeeper that grows with the queue.
 //
 // A wake-up (docs/worker-protocol.md) is a watch notification that, during
 // one acquire, woke that acquire's wait and made the lock code examine the

@@ -16,11 +16,11 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 )
 
-// CheckTokenOrder checks the one property a fencing token must have (seed
-// 000 section 11): a later grant of a lock has a higher token than every
-// earlier grant, so that the resource can tell the current holder from a
-// stale one. A token that only identifies a grant (random, a UUID) or
-// repeats (a coarse clock) fails here whether or not the run was fenced.
+// oracleTokenOrder checks the one property a fencing token must have: a
+// later grant of a lock has a higher token than every earlier grant, so
+// that the resource can tell the current holder from a stale one. A
+// token that only identifies a grant (random, a UUID) or repeats (a
+// coarse clock) fails here whether or not the run was fenced.
 // Grants are ordered by their acquire's ok, which for any two grants of a
 // working lock comes in grant order: the second cannot be granted before
 // the first's node is gone, which is after the first's ok was sent.
