@@ -180,6 +180,14 @@ func countsOnly(c func(context.Context, checker.Input) checker.Result) func(cont
 	}
 }
 
+// withoutError drops a result's error, which names one violation.
+func withoutError(c func(context.Context, checker.Input) checker.Result) func(context.Context, checker.Input) checker.Result {
+	return func(ctx context.Context, in checker.Input) checker.Result {
+		r := c(ctx, in)
+		return checker.Result{Valid: r.Valid, Details: r.Details}
+	}
+}
+
 func TestLivenessMatchesOracle(t *testing.T) {
 	invalid := 0
 	for name, in := range oracleInputs(t) {
@@ -242,19 +250,6 @@ func TestTokenOrderMatchesOracle(t *testing.T) {
 	}
 }
 
-func TestGrantOverlapMatchesPrestream(t *testing.T) {
-	invalid := 0
-	for name, in := range oracleInputs(t) {
-		exact(t, name, in, CheckGrantOverlap, prestreamGrantOverlap)
-		if CheckGrantOverlap(context.Background(), in).Valid == checker.Invalid {
-			invalid++
-		}
-	}
-	if invalid < 100 {
-		t.Errorf("only %d inputs with violations: the test would not see a wrong one", invalid)
-	}
-}
-
 // longLockHistory is 40 random histories one after the other: long enough
 // for a stream to forget grants it no longer needs (it prunes a key's
 // grants past 64), so the tests see a stream that forgets too much.
@@ -281,12 +276,22 @@ func longLockHistory(rng *rand.Rand) []history.Event {
 	return out
 }
 
-func TestLongHistoriesMatchPrestream(t *testing.T) {
+// TestLongHistoriesMatchOracle: on long histories, where the streams
+// forget what they no longer need, grant-overlap and token-order still
+// give the oracles' results. Histories laid end to end have violations at
+// equal times, among which the grant-overlap oracle picks in map order:
+// so its error (which names the first) is not compared, and with a limit
+// (which violations are listed) only its counts are.
+func TestLongHistoriesMatchOracle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	for i := range 300 {
 		in := checker.Input{History: longLockHistory(rng), MaxViolations: []int{-1, 3}[i%2]}
 		name := fmt.Sprintf("long %d", i)
-		exact(t, name, in, CheckGrantOverlap, prestreamGrantOverlap)
+		if in.MaxViolations > 0 {
+			differential(t, name, in, countsOnly(CheckGrantOverlap), countsOnly(oracleGrantOverlap))
+		} else {
+			differential(t, name, in, withoutError(CheckGrantOverlap), withoutError(oracleGrantOverlap))
+		}
 		exact(t, name, in, CheckTokenOrder, oracleTokenOrder)
 	}
 }

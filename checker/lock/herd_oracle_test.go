@@ -1,10 +1,10 @@
 package lock
 
-// The herd checker's count of implausible answers as it was before it was
-// made n log n (docs/architecture.md "Checker speed"): each answer's
-// window scanned answer by answer, which a running count (a huge number
-// of wake-ups) makes quadratic. Kept, unchanged but for its names, as the
-// reference oracle of TestHerdMatchesOracle.
+// The herd checker as it was before it was made n log n
+// (docs/architecture.md "Checker speed"), with its per-grant waiter count
+// written out as a loop over every acquire: each answer's window scanned
+// answer by answer, which a running count (a huge number of wake-ups)
+// makes quadratic. The reference oracle of TestHerdMatchesOracle.
 
 import (
 	"cmp"
@@ -22,7 +22,7 @@ import (
 func oracleHerdOf(ctx context.Context, in checker.Input, enter, leave string) checker.Result {
 	v := lockview.Of(in.History)
 	d := HerdDetails{Keys: map[string]HerdKey{}, Threshold: HerdThreshold}
-	keys, byKey := pfWakeupsByKey(v, enter)
+	keys, byKey := oracleWakeupsByKey(v, enter)
 	var waitersSum int
 	for _, k := range slices.Sorted(maps.Keys(byKey)) {
 		if ctx.Err() != nil {
@@ -34,7 +34,7 @@ func oracleHerdOf(ctx context.Context, in checker.Input, enter, leave string) ch
 			keys[k] = hk
 		}
 		var sum int
-		hk.Handoffs, sum = pfWaiters(byKey[k])
+		hk.Handoffs, sum = oracleWaiters(byKey[k])
 		if hk.Handoffs > 0 {
 			hk.MeanWaiters = float64(sum) / float64(hk.Handoffs)
 		}
@@ -69,7 +69,61 @@ func oracleHerdOf(ctx context.Context, in checker.Input, enter, leave string) ch
 	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
-// implausible counts the acquire answers whose wake-ups
+// oracleWakeupsByKey sums the wake-ups acquire answers (ok, fail, a
+// worker's info, late) reported per key, and lists each key's acquires.
+func oracleWakeupsByKey(v lockview.View, enter string) (map[string]*HerdKey, map[string][]lockview.Op) {
+	keys := map[string]*HerdKey{}
+	count := func(k string, w *int64) {
+		if w == nil {
+			return
+		}
+		if keys[k] == nil {
+			keys[k] = &HerdKey{}
+		}
+		keys[k].Wakeups += *w
+		keys[k].Acquires++
+	}
+	byKey := map[string][]lockview.Op{}
+	for _, o := range v.Ops {
+		if o.F != enter {
+			continue
+		}
+		byKey[o.Key] = append(byKey[o.Key], o)
+		if o.Value != nil && o.Type != "" {
+			count(o.Key, o.Value.Wakeups)
+		}
+	}
+	for _, e := range v.Instants {
+		if e.F == history.FLate && e.Value != nil && e.Value.Of == enter {
+			count(e.Key, e.Value.Wakeups)
+		}
+	}
+	return keys, byKey
+}
+
+// oracleWaiters counts a key's grants and, summed over them, the other
+// acquires of the key open at each grant (invoked by then, not answered
+// by then: the acquires invoked by then less those answered by then),
+// every acquire looked at for every grant.
+func oracleWaiters(acqs []lockview.Op) (grants, sum int) {
+	for _, g := range acqs {
+		if g.Type != history.OK {
+			continue
+		}
+		grants++
+		for _, o := range acqs {
+			if o.Invoke <= g.Done {
+				sum++
+			}
+			if o.Type != "" && o.Done <= g.Done {
+				sum--
+			}
+		}
+	}
+	return grants, sum
+}
+
+// oracleImplausible counts the acquire answers whose wake-ups
 // exceed, by more than 2, the other processes' acquire and release
 // answers on the key during the acquire: every wake-up needs a queue
 // node deleted meanwhile, and every deletion is a release, an abandoned

@@ -1,7 +1,6 @@
 package lockview
 
 import (
-	"slices"
 	"sort"
 
 	"github.com/zkchaos/zkchaos/history"
@@ -40,25 +39,6 @@ type ranked[T any] struct {
 	t    int64
 	rank int
 	e    T
-}
-
-// Index builds the per-process index of v.
-func (v View) Index() *Index {
-	x := NewIndex()
-	for i, e := range v.Instants {
-		x.addInstant(e, i)
-	}
-	for i, g := range v.Gone {
-		pi := x.proc(g.Process)
-		pi.gone = append(pi.gone, ranked[Gone]{g.Time, i, g})
-	}
-	for _, pi := range x.procs {
-		pi.monotone = slices.IsSortedFunc(pi.sessions, func(a, b Instant) int { return cmpInt(a.Time, b.Time) })
-		sortRanked(pi.losses)
-		sortRanked(pi.gone)
-		sortRanked(pi.lost)
-	}
-	return x
 }
 
 // NewIndex is an empty index, for a streaming checker to grow with
@@ -103,8 +83,8 @@ func (x *Index) addInstant(e Instant, rank int) bool {
 }
 
 // AddInstant indexes the next instant event in history order, rank its
-// place among the instants: the answers are those of the View's index
-// once every instant is added. Memory grows with a process's session and
+// place among the instants: the answers are the View's once every
+// instant is added. Memory grows with a process's session and
 // lost events (a few per connection), never with its operations.
 func (x *Index) AddInstant(e Instant, rank int) {
 	indexed := x.addInstant(e, rank)
@@ -136,25 +116,11 @@ func (x *Index) AddGone(g Gone, rank int) {
 }
 
 // settleLast moves the last entry of s back to its place in time order
-// (after the entries of its time): s stays as sortRanked leaves it.
+// (after the entries of its time): s stays sorted by time, stable.
 func settleLast[T any](s []ranked[T]) {
 	for i := len(s) - 1; i > 0 && s[i-1].t > s[i].t; i-- {
 		s[i-1], s[i] = s[i], s[i-1]
 	}
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func sortRanked[T any](s []ranked[T]) {
-	slices.SortStableFunc(s, func(a, b ranked[T]) int { return cmpInt(a.t, b.t) })
 }
 
 func (x *Index) proc(p history.Process) *procIndex {

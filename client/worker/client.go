@@ -500,10 +500,3 @@ func (p *Proc) Err() error {
 		return nil
 	}
 }
-
-// StderrTail returns the last lines the worker wrote to stderr.
-func (p *Proc) StderrTail() string { return p.tail.String() }
-
-// LogDropped is how many bytes and lines of the worker's log the cap has
-// dropped so far.
-func (p *Proc) LogDropped() (bytes, lines int64) { return p.log.Dropped() }

@@ -55,8 +55,7 @@ func (n *Node) ClientAddr() string { return net.JoinHostPort(n.ip, strconv.Itoa(
 func (n *Node) IP() string { return n.ip }
 
 // LogPath is the container's output (the JVM logs to stderr, as the
-// official image does), copied there by Close or Cleanup; CopyLog copies
-// it earlier.
+// official image does), copied there by Close or Cleanup.
 func (n *Node) LogPath() string { return n.logPath }
 
 // ContainerID is the engine's id of the server's container.
@@ -291,11 +290,6 @@ func (n *Node) remove(ctx context.Context) error {
 		return errors.Join(err, fmt.Errorf("zk node %d: remove container: %w", n.id, rerr))
 	}
 	return err
-}
-
-// CopyLog writes the container's output so far into LogPath.
-func (n *Node) CopyLog(ctx context.Context) error {
-	return copyLog(ctx, n.c.cli, n.ContainerID(), n.logPath)
 }
 
 // waitUntil polls cond every 20 ms until it holds, ctx ends or limit

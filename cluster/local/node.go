@@ -273,13 +273,6 @@ func (n *Node) Resume(ctx context.Context) (string, error) {
 	return fmt.Sprintf("pid %d: process no longer stopped", n.pid), nil
 }
 
-// Paused reports whether the node was paused and not resumed since.
-func (n *Node) Paused() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.paused && n.running()
-}
-
 // Status asks the server itself, the program's way (ZooKeeper: srvr).
 // A server that does not answer is an error with a zero Status.
 func (n *Node) Status(ctx context.Context) (cluster.Status, error) {

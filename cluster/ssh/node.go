@@ -59,9 +59,6 @@ func (n *Node) ClientAddr() string { return n.addr }
 // Target is the server's client address on its host.
 func (n *Node) Target() string { return net.JoinHostPort(n.host.IP, strconv.Itoa(ClientPort)) }
 
-// HostName is the host as the user named it.
-func (n *Node) HostName() string { return n.host.Name }
-
 // Dir is the server's directory on its host.
 func (n *Node) Dir() string { return n.dir }
 

@@ -121,13 +121,6 @@ func (c *Capped) sink(b []byte) {
 	}
 }
 
-// Dropped is how many bytes and lines were dropped so far.
-func (c *Capped) Dropped() (bytes, lines int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.dropped, c.lines
-}
-
 // Close writes the note (if anything was dropped) and the tail. Later
 // writes are discarded. It does not close the sink, which is the owner's.
 func (c *Capped) Close() error {
