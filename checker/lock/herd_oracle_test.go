@@ -1,7 +1,7 @@
 package lock
 
 // The herd checker as it was before it was made n log n
-// (docs/architecture.md "Checker speed"), with its per-grant waiter count
+// (docs/measurements.md "Checker speed"), with its per-grant waiter count
 // written out as a loop over every acquire: each answer's window scanned
 // answer by answer, which a running count (a huge number of wake-ups)
 // makes quadratic. The reference oracle of TestHerdMatchesOracle.

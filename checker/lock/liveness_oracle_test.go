@@ -1,7 +1,7 @@
 package lock
 
 // The liveness checker as it was before it was made n log n
-// (docs/architecture.md "Checker speed"): every fault window tested
+// (docs/measurements.md "Checker speed"): every fault window tested
 // against every operation of a key, and every fault window clipped for
 // each stretch measured. Kept, unchanged but for its names, as the
 // reference oracle of TestLivenessMatchesOracle.

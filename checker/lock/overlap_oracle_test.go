@@ -1,7 +1,7 @@
 package lock
 
 // The grant-overlap checker as it was before it was made n log n
-// (docs/architecture.md "Checker speed"): every grant compared with every
+// (docs/measurements.md "Checker speed"): every grant compared with every
 // grant of its key, and the history scanned for each session question.
 // It is kept here, unchanged but for its names, as the reference oracle
 // of the differential test (TestGrantOverlapMatchesOracle).

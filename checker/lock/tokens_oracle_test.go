@@ -1,7 +1,7 @@
 package lock
 
 // The token-order checker as it was before it became a stream
-// (docs/architecture.md "Streaming checkers"): kept unchanged but for
+// (docs/measurements.md "Streaming checkers"): kept unchanged but for
 // its name as the oracle of TestTokenOrderMatchesOracle.
 
 import (
