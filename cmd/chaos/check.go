@@ -1,14 +1,13 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/fence"
@@ -18,57 +17,45 @@ import (
 	"github.com/zkchaos/zkchaos/run/runner"
 )
 
-func cmdCheck(ctx context.Context, args []string) int {
-	fs := flag.NewFlagSet("chaos check", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: chaos check [--gate LIST] [--check-budget D] RUN-DIR")
-		fs.PrintDefaults()
+// newCheckCmd is `chaos check`: the checkers again on a stored run, with
+// a run's exit codes.
+func newCheckCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "check [--gate LIST] [--check-budget D] RUN-DIR",
+		Short:   "re-check a stored run",
+		Long:    "Re-run the checkers on a stored run and rewrite its results and report.\n\n" + exitCodesHelp,
+		GroupID: groupRun,
 	}
-	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate); the lock workload's: "+strings.Join(suite.Names(), ", "))
-	budget := fs.Duration("check-budget", runner.DefaultCheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
-	// Accept the run folder before or after the flags.
-	var dir string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		dir, args = args[0], args[1:]
+	gate := c.Flags().String("gate", "", "checkers that decide the verdict (default: the run's own gate); the lock workload's: "+strings.Join(suite.Names(), ", "))
+	budget := c.Flags().Duration("check-budget", runner.DefaultCheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return status(mistake(c, "no run folder given (chaos check RUN-DIR)"))
+		case len(args) > 1:
+			return status(mistake(c, "unexpected arguments: %s", strings.Join(args[1:], " ")))
+		case c.Flags().Changed("gate") && len(splitList(*gate)) == 0:
+			// An explicit empty list is refused rather than taken for the default.
+			return status(mistake(c, "--gate is empty: give one or more of %s, or leave it out for the run's own gate",
+				strings.Join(suite.Names(), ", ")))
+		}
+		return status(check(c, args[0], splitList(*gate), *budget))
 	}
-	if err := parseFlags(fs, args, os.Stderr); err != nil {
-		return parseExit(err)
-	}
-	if dir == "" && fs.NArg() > 0 {
-		dir = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
-	}
-	if dir == "" {
-		return parseExit(usageError(fs, os.Stderr, "no run folder given (chaos check RUN-DIR)"))
-	}
-	if gateSet(fs) && len(splitList(*gate)) == 0 {
-		return parseExit(usageError(fs, os.Stderr, "--gate is empty: give one or more of %s, or leave it out for the run's own gate",
-			strings.Join(suite.Names(), ", ")))
-	}
-	if *budget < 0 {
-		fmt.Fprintf(os.Stderr, "chaos check: --check-budget %s: must not be negative\n", *budget)
-		return exitHarness
-	}
-	out, err := runner.Check(ctx, dir, splitList(*gate), 0, runner.WithBudget(*budget))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos check: %v\n", err)
-		return exitHarness
-	}
-	printSummary(os.Stdout, out)
-	return exitCode(out)
+	return c
 }
 
-// gateSet reports whether --gate was given, so that an explicit empty
-// list is refused rather than taken for the default.
-func gateSet(fs *flag.FlagSet) bool { return flagSet(fs, "gate") }
-
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+func check(c *cobra.Command, dir string, gate []string, budget time.Duration) int {
+	if budget < 0 {
+		fmt.Fprintf(c.ErrOrStderr(), "chaos check: --check-budget %s: must not be negative\n", budget)
+		return exitHarness
+	}
+	out, err := runner.Check(c.Context(), dir, gate, 0, runner.WithBudget(budget))
+	if err != nil {
+		fmt.Fprintf(c.ErrOrStderr(), "chaos check: %v\n", err)
+		return exitHarness
+	}
+	printSummary(c.OutOrStdout(), out)
+	return exitCode(out)
 }
 
 func exitCode(c *runner.CheckOutcome) int {
