@@ -74,20 +74,7 @@ func exitCode(c *runner.CheckOutcome) int {
 func printSummary(w io.Writer, c *runner.CheckOutcome) {
 	r := c.Results
 	fmt.Fprintf(w, "valid: %s (gate: %s)\n", r.Valid, strings.Join(r.Gate, ","))
-	if c := r.Completion; c != nil {
-		switch {
-		case c.Completed && c.Segments > 1:
-			fmt.Fprintf(w, "run: %s (last segment: workload %s of %s, final phase ran; test.json lists the segments)\n", c.Why,
-				time.Duration(c.ReachedNS).Round(100*time.Millisecond), time.Duration(c.TimeLimitNS).Round(100*time.Millisecond))
-		case c.Completed:
-			fmt.Fprintf(w, "run: complete (workload %s of %s, final phase ran)\n",
-				time.Duration(c.ReachedNS).Round(100*time.Millisecond), time.Duration(c.TimeLimitNS).Round(100*time.Millisecond))
-		case c.StoppedAtFirst:
-			fmt.Fprintf(w, "run: %s\n", c.Why)
-		default:
-			fmt.Fprintf(w, "run: INCOMPLETE: %s\n", c.Why)
-		}
-	}
+	printCompletion(w, r.Completion)
 	for _, n := range r.Names() {
 		res := r.Checkers[n]
 		line := fmt.Sprintf("  %-14s %s", n, res.Valid)
@@ -102,6 +89,38 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(w, "  - %s\n", reason)
 	}
+	printDoubleWrites(w, r)
+	printLinear(w, r, filepath.Dir(c.Report))
+	printStats(w, r)
+	printWrongToken(w, r)
+	if c.Truncated {
+		fmt.Fprintln(w, "note: the history's last line was cut off (the run was killed) and was dropped")
+	}
+	fmt.Fprintf(w, "report: %s\n", c.Report)
+}
+
+// printCompletion says how far the run got (nothing for a run that
+// recorded no completion).
+func printCompletion(w io.Writer, c *checker.Completion) {
+	if c == nil {
+		return
+	}
+	reached := time.Duration(c.ReachedNS).Round(100 * time.Millisecond)
+	limit := time.Duration(c.TimeLimitNS).Round(100 * time.Millisecond)
+	switch {
+	case c.Completed && c.Segments > 1:
+		fmt.Fprintf(w, "run: %s (last segment: workload %s of %s, final phase ran; test.json lists the segments)\n", c.Why, reached, limit)
+	case c.Completed:
+		fmt.Fprintf(w, "run: complete (workload %s of %s, final phase ran)\n", reached, limit)
+	case c.StoppedAtFirst:
+		fmt.Fprintf(w, "run: %s\n", c.Why)
+	default:
+		fmt.Fprintf(w, "run: INCOMPLETE: %s\n", c.Why)
+	}
+}
+
+// printDoubleWrites shows up to three double writes.
+func printDoubleWrites(w io.Writer, r checker.Results) {
 	var dw fence.DoubleWriterDetails
 	if res, ok := r.Checkers[fence.NameDoubleWriter]; ok && res.DecodeDetails(&dw) == nil && len(dw.Violations) > 0 {
 		fmt.Fprintf(w, "double writes: %d violations, e.g.:\n", len(dw.Violations))
@@ -112,17 +131,26 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 			fmt.Fprintf(w, "  %s\n", v.Message)
 		}
 	}
+}
+
+// printLinear names the keys that are not linearizable and their
+// pictures, under the report's folder dir.
+func printLinear(w io.Writer, r checker.Results, dir string) {
 	for _, n := range []string{linear.NameRegister, linear.NameMutex} {
 		var ld linear.LinearDetails
 		if res, ok := r.Checkers[n]; ok && res.DecodeDetails(&ld) == nil && len(ld.FailingKeys) > 0 {
 			fmt.Fprintf(w, "%s: not linearizable on %s\n", n, strings.Join(ld.FailingKeys, ", "))
 			for _, k := range ld.FailingKeys {
 				if v, ok := ld.Visualizations[k]; ok {
-					fmt.Fprintf(w, "  %s: %s\n", k, filepath.Join(filepath.Dir(c.Report), v))
+					fmt.Fprintf(w, "  %s: %s\n", k, filepath.Join(dir, v))
 				}
 			}
 		}
 	}
+}
+
+// printStats gives the acquire outcomes and the token rejections.
+func printStats(w io.Writer, r checker.Results) {
 	var st stats.StatsDetails
 	if res, ok := r.Checkers[stats.Name]; ok && res.DecodeDetails(&st) == nil {
 		if a, ok := st.Ops["acquire"]; ok {
@@ -131,11 +159,6 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 		fmt.Fprintf(w, "token rejections: %d of %d register operations (%d writes, %d reads)\n", st.TokenRejections,
 			st.Register.Entries, st.Register.RejectedWrites, st.Register.RejectedReads)
 	}
-	printWrongToken(w, r)
-	if c.Truncated {
-		fmt.Fprintln(w, "note: the history's last line was cut off (the run was killed) and was dropped")
-	}
-	fmt.Fprintf(w, "report: %s\n", c.Report)
 }
 
 // printWrongToken says how many token rejections hit a holder that no

@@ -29,17 +29,12 @@ const (
 	exitHarness = 255
 )
 
-// parseRunFlags turns `chaos run` arguments into a validated Config. Every
-// problem is reported before anything starts.
-func parseRunFlags(args []string, stderr io.Writer) (runner.Config, error) {
-	cfg, _, err := parseRunArgs(args, stderr)
+// parseRunFlags turns `chaos run` arguments into a validated Config,
+// outside the command tree: every problem is returned before anything
+// starts. Its writer is unused: the problem is the error.
+func parseRunFlags(args []string, _ io.Writer) (runner.Config, error) {
+	cfg, _, err := runParser{cmd: "chaos run", cfg: runner.Defaults()}.parseArgs(args)
 	return cfg, err
-}
-
-// parseRunArgs is parseRunFlags with what is not the run's configuration
-// (how its progress is shown), outside the command tree.
-func parseRunArgs(args []string, _ io.Writer) (runner.Config, progress.Mode, error) {
-	return runParser{cmd: "chaos run", cfg: runner.Defaults()}.parseArgs(args)
 }
 
 // runParser is the one parser of a run's flags, for chaos run and for

@@ -45,7 +45,8 @@ type soakFlags struct {
 var resumeFlags = map[string]bool{"resume": true, "duration": true, "progress": true, "metrics-addr": true}
 
 // parseSoakArgs is chaos run's parser (runParser) with a soak's defaults
-// and flags, outside the command tree.
+// and flags, outside the command tree; like parseRunFlags, it returns the
+// problem rather than writing it.
 func parseSoakArgs(args []string, _ io.Writer) (runner.Config, progress.Mode, soakFlags, error) {
 	p, sf := soakParser()
 	cfg, mode, err := p.parseArgs(args)
