@@ -8,7 +8,7 @@ BIN := bin/chaos
 RUN_ARGS ?=
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run test deps build image lint fmt-check bench clean cleanup
+.PHONY: run test deps build image lint fmt-check bench clean cleanup man
 
 deps:
 	@./scripts/install-deps.sh
@@ -77,5 +77,13 @@ bench: deps
 cleanup: build
 	./$(BIN) cleanup
 
+# The man pages of chaos and its commands, generated from the command
+# line's own definitions into man/man1 (gitignored: never committed);
+# read them with `man -M man chaos-run`.
+MAN_DIR := man/man1
+man: build
+	rm -rf $(MAN_DIR)
+	./$(BIN) man $(MAN_DIR)
+
 clean:
-	rm -rf bin
+	rm -rf bin man

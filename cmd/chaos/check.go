@@ -1,14 +1,13 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/fence"
@@ -18,58 +17,48 @@ import (
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
-func cmdCheck(ctx context.Context, args []string) int {
-	fs := flag.NewFlagSet("chaos check", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: chaos check [--gate LIST] [--check-budget D] RUN-DIR")
-		fs.PrintDefaults()
+// newCheckCmd is `chaos check`: the checkers again on a stored run, with
+// a run's exit codes.
+func newCheckCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "check [--gate LIST] [--check-budget D] RUN-DIR",
+		Short:   "re-check a stored run",
+		Long:    "Re-run the checkers on a stored run and rewrite its results and report.\n\n" + exitCodesHelp,
+		GroupID: groupRun,
 	}
-	gate := fs.String("gate", "", "checkers that decide the verdict (default: the run's own gate); of the run's workload: "+workloads.CheckersHelp())
-	budget := fs.Duration("check-budget", runner.DefaultCheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
-	// Accept the run folder before or after the flags.
-	var dir string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		dir, args = args[0], args[1:]
-	}
-	if err := parseFlags(fs, args, os.Stderr); err != nil {
-		return parseExit(err)
-	}
-	if dir == "" && fs.NArg() > 0 {
-		dir = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
-	}
-	if dir == "" {
-		return parseExit(usageError(fs, os.Stderr, "no run folder given (chaos check RUN-DIR)"))
-	}
-	if gateSet(fs) {
-		if err := runner.CheckGate(dir, splitList(*gate)); err != nil {
-			return parseExit(usageError(fs, os.Stderr, "%v", err))
+	gate := c.Flags().String("gate", "", "checkers that decide the verdict (default: the run's own gate); of the run's workload: "+workloads.CheckersHelp())
+	budget := c.Flags().Duration("check-budget", runner.DefaultCheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return status(mistake(c, "no run folder given (chaos check RUN-DIR)"))
+		case len(args) > 1:
+			return status(mistake(c, "unexpected arguments: %s", strings.Join(args[1:], " ")))
 		}
+		if c.Flags().Changed("gate") {
+			// Checked against the run's own workload; an explicit empty
+			// list is refused rather than taken for the default.
+			if err := runner.CheckGate(args[0], splitList(*gate)); err != nil {
+				return status(mistake(c, "%v", err))
+			}
+		}
+		return status(check(c, args[0], splitList(*gate), *budget))
 	}
-	if *budget < 0 {
-		fmt.Fprintf(os.Stderr, "chaos check: --check-budget %s: must not be negative\n", *budget)
-		return exitHarness
-	}
-	out, err := runner.Check(ctx, dir, splitList(*gate), 0, runner.WithBudget(*budget))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos check: %v\n", err)
-		return exitHarness
-	}
-	printSummary(os.Stdout, out)
-	return exitCode(out)
+	return c
 }
 
-// gateSet reports whether --gate was given, so that an explicit empty
-// list is refused rather than taken for the default.
-func gateSet(fs *flag.FlagSet) bool { return flagSet(fs, "gate") }
-
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+func check(c *cobra.Command, dir string, gate []string, budget time.Duration) int {
+	if budget < 0 {
+		fmt.Fprintf(c.ErrOrStderr(), "chaos check: --check-budget %s: must not be negative\n", budget)
+		return exitHarness
+	}
+	out, err := runner.Check(c.Context(), dir, gate, 0, runner.WithBudget(budget))
+	if err != nil {
+		fmt.Fprintf(c.ErrOrStderr(), "chaos check: %v\n", err)
+		return exitHarness
+	}
+	printSummary(c.OutOrStdout(), out)
+	return exitCode(out)
 }
 
 func exitCode(c *runner.CheckOutcome) int {
@@ -88,20 +77,7 @@ func exitCode(c *runner.CheckOutcome) int {
 func printSummary(w io.Writer, c *runner.CheckOutcome) {
 	r := c.Results
 	fmt.Fprintf(w, "valid: %s (gate: %s)\n", r.Valid, strings.Join(r.Gate, ","))
-	if c := r.Completion; c != nil {
-		switch {
-		case c.Completed && c.Segments > 1:
-			fmt.Fprintf(w, "run: %s (last segment: workload %s of %s, final phase ran; test.json lists the segments)\n", c.Why,
-				time.Duration(c.ReachedNS).Round(100*time.Millisecond), time.Duration(c.TimeLimitNS).Round(100*time.Millisecond))
-		case c.Completed:
-			fmt.Fprintf(w, "run: complete (workload %s of %s, final phase ran)\n",
-				time.Duration(c.ReachedNS).Round(100*time.Millisecond), time.Duration(c.TimeLimitNS).Round(100*time.Millisecond))
-		case c.StoppedAtFirst:
-			fmt.Fprintf(w, "run: %s\n", c.Why)
-		default:
-			fmt.Fprintf(w, "run: INCOMPLETE: %s\n", c.Why)
-		}
-	}
+	printCompletion(w, r.Completion)
 	for _, n := range r.Names() {
 		res := r.Checkers[n]
 		line := fmt.Sprintf("  %-14s %s", n, res.Valid)
@@ -116,6 +92,38 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 	for _, reason := range r.Reasons {
 		fmt.Fprintf(w, "  - %s\n", reason)
 	}
+	printDoubleWrites(w, r)
+	printLinear(w, r, filepath.Dir(c.Report))
+	printStats(w, r)
+	printWrongToken(w, r)
+	if c.Truncated {
+		fmt.Fprintln(w, "note: the history's last line was cut off (the run was killed) and was dropped")
+	}
+	fmt.Fprintf(w, "report: %s\n", c.Report)
+}
+
+// printCompletion says how far the run got (nothing for a run that
+// recorded no completion).
+func printCompletion(w io.Writer, c *checker.Completion) {
+	if c == nil {
+		return
+	}
+	reached := time.Duration(c.ReachedNS).Round(100 * time.Millisecond)
+	limit := time.Duration(c.TimeLimitNS).Round(100 * time.Millisecond)
+	switch {
+	case c.Completed && c.Segments > 1:
+		fmt.Fprintf(w, "run: %s (last segment: workload %s of %s, final phase ran; test.json lists the segments)\n", c.Why, reached, limit)
+	case c.Completed:
+		fmt.Fprintf(w, "run: complete (workload %s of %s, final phase ran)\n", reached, limit)
+	case c.StoppedAtFirst:
+		fmt.Fprintf(w, "run: %s\n", c.Why)
+	default:
+		fmt.Fprintf(w, "run: INCOMPLETE: %s\n", c.Why)
+	}
+}
+
+// printDoubleWrites shows up to three double writes.
+func printDoubleWrites(w io.Writer, r checker.Results) {
 	var dw fence.DoubleWriterDetails
 	if res, ok := r.Checkers[fence.NameDoubleWriter]; ok && res.DecodeDetails(&dw) == nil && len(dw.Violations) > 0 {
 		fmt.Fprintf(w, "double writes: %d violations, e.g.:\n", len(dw.Violations))
@@ -126,17 +134,26 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 			fmt.Fprintf(w, "  %s\n", v.Message)
 		}
 	}
+}
+
+// printLinear names the keys that are not linearizable and their
+// pictures, under the report's folder dir.
+func printLinear(w io.Writer, r checker.Results, dir string) {
 	for _, n := range []string{linear.NameRegister, linear.NameMutex} {
 		var ld linear.LinearDetails
 		if res, ok := r.Checkers[n]; ok && res.DecodeDetails(&ld) == nil && len(ld.FailingKeys) > 0 {
 			fmt.Fprintf(w, "%s: not linearizable on %s\n", n, strings.Join(ld.FailingKeys, ", "))
 			for _, k := range ld.FailingKeys {
 				if v, ok := ld.Visualizations[k]; ok {
-					fmt.Fprintf(w, "  %s: %s\n", k, filepath.Join(filepath.Dir(c.Report), v))
+					fmt.Fprintf(w, "  %s: %s\n", k, filepath.Join(dir, v))
 				}
 			}
 		}
 	}
+}
+
+// printStats gives the acquire outcomes and the token rejections.
+func printStats(w io.Writer, r checker.Results) {
 	var st stats.StatsDetails
 	if res, ok := r.Checkers[stats.Name]; ok && res.DecodeDetails(&st) == nil {
 		if a, ok := st.Ops["acquire"]; ok {
@@ -145,11 +162,6 @@ func printSummary(w io.Writer, c *runner.CheckOutcome) {
 		fmt.Fprintf(w, "token rejections: %d of %d register operations (%d writes, %d reads)\n", st.TokenRejections,
 			st.Register.Entries, st.Register.RejectedWrites, st.Register.RejectedReads)
 	}
-	printWrongToken(w, r)
-	if c.Truncated {
-		fmt.Fprintln(w, "note: the history's last line was cut off (the run was killed) and was dropped")
-	}
-	fmt.Fprintf(w, "report: %s\n", c.Report)
 }
 
 // printWrongToken says how many token rejections hit a holder that no

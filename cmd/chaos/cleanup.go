@@ -1,52 +1,64 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/zkchaos/zkchaos/run/janitor"
 )
 
-// cmdCleanup removes what earlier runs left behind: processes tagged with
-// a run whose controller is dead, their Docker containers, network slots
-// and Docker networks. A run in progress is left alone unless --all.
-func cmdCleanup(ctx context.Context, args []string) int {
-	fs := flag.NewFlagSet("chaos cleanup", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	all := fs.Bool("all", false, "also remove runs whose controller is still alive")
-	if err := parseFlags(fs, args, os.Stderr); err != nil {
-		return parseExit(err)
+// newCleanupCmd is `chaos cleanup`: it removes what earlier runs left
+// behind: processes tagged with a run whose controller is dead, their
+// Docker containers, network slots and Docker networks. A run in progress
+// is left alone unless --all.
+func newCleanupCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "cleanup [--all]",
+		Short:   "remove processes, namespaces and rules left by earlier runs",
+		GroupID: groupMaint,
 	}
-	if fs.NArg() > 0 {
-		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
+	all := c.Flags().Bool("all", false, "also remove runs whose controller is still alive")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return status(mistake(c, "unexpected arguments: %s", strings.Join(args, " ")))
+		}
+		return status(cleanup(c, *all))
 	}
-	rep, err := janitor.Cleanup(ctx, *all)
+	return c
+}
+
+func cleanup(c *cobra.Command, all bool) int {
+	rep, err := janitor.Cleanup(c.Context(), all)
 	for _, line := range rep {
-		fmt.Println(line)
+		fmt.Fprintln(c.OutOrStdout(), line)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos cleanup: %v\n", err)
+		fmt.Fprintf(c.ErrOrStderr(), "chaos cleanup: %v\n", err)
 		return exitHarness
 	}
 	if len(rep) == 0 {
-		fmt.Println("nothing to clean up")
+		fmt.Fprintln(c.OutOrStdout(), "nothing to clean up")
 	}
 	return 0
 }
 
-func cmdJanitor(_ context.Context, args []string) int {
-	fs := flag.NewFlagSet("chaos janitor", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	run := fs.String("run", "", "run id whose processes and network to sweep when stdin closes")
-	logPath := fs.String("log", "", "log file")
-	if err := parseFlags(fs, args, os.Stderr); err != nil {
-		return parseExit(err)
+// newJanitorCmd is `chaos janitor`, the dead-man switch chaos run starts:
+// it sweeps the run's processes and network when its stdin closes.
+func newJanitorCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:    "janitor --run ID [--log FILE]",
+		Short:  "the dead-man switch (started by chaos run)",
+		Hidden: true,
 	}
-	if *run == "" {
-		return parseExit(usageError(fs, os.Stderr, "--run is required (the janitor is started by chaos run)"))
+	run := c.Flags().String("run", "", "run id whose processes and network to sweep when stdin closes")
+	logPath := c.Flags().String("log", "", "log file")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if *run == "" {
+			return status(mistake(c, "--run is required (the janitor is started by chaos run)"))
+		}
+		return status(janitor.Main(*run, *logPath))
 	}
-	return janitor.Main(*run, *logPath)
+	return c
 }

@@ -1,57 +1,70 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
 	"github.com/zkchaos/zkchaos/report/compare"
 	"github.com/zkchaos/zkchaos/report/runview"
 )
 
-// cmdCompare writes the page showing two runs side by side. Exit 0 when
-// the page is written (whatever the runs' verdicts), 255 for bad input.
+// cmdCompare is `chaos compare` with args and the given outputs.
 func cmdCompare(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("chaos compare", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos compare [--out FILE] RUN-A RUN-B")
-		fs.PrintDefaults()
+	return execute(context.Background(), context.Background(), append([]string{"compare"}, args...), streams{out: stdout, err: stderr})
+}
+
+// newCompareCmd is `chaos compare`: it writes the page showing two runs
+// side by side. Exit 0 when the page is written (whatever the runs'
+// verdicts), 255 for bad input.
+func newCompareCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "compare [--out FILE] RUN-A RUN-B",
+		Short:   "one page with two runs side by side",
+		GroupID: groupInspect,
 	}
-	out := fs.String("out", "", "the page to write (default: compare-<A>-vs-<B>.html in the results folder holding both runs)")
-	pos, err := parseWithArgs(fs, args, stderr)
-	if err != nil {
-		return parseExit(err)
+	out := c.Flags().String("out", "", "the page to write (default: compare-<A>-vs-<B>.html in the results folder holding both runs)")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) != 2 {
+			return status(mistake(c, "give two run folders (chaos compare RUN-A RUN-B), got %d", len(args)))
+		}
+		return status(compareRuns(c, args, *out))
 	}
-	if len(pos) != 2 {
-		return parseExit(usageError(fs, stderr, "give two run folders (chaos compare RUN-A RUN-B), got %d", len(pos)))
+	return c
+}
+
+// compareRuns writes the page of the two runs named by args to path (""
+// for the default).
+func compareRuns(c *cobra.Command, args []string, path string) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(c.ErrOrStderr(), "chaos compare: "+format+"\n", a...)
+		return exitHarness
 	}
 	runs := make([]*runview.Run, 2)
 	dirs := make([]string, 2)
-	for i, arg := range pos {
+	var err error
+	for i, arg := range args {
 		if runs[i], dirs[i], err = loadRun(arg); err != nil {
-			fmt.Fprintf(stderr, "chaos compare: %v\n", err)
-			return exitHarness
+			return fail("%v", err)
 		}
 	}
 	if dirs[0] == dirs[1] {
-		fmt.Fprintf(stderr, "chaos compare: RUN-A and RUN-B are the same run (%s); give two different runs\n", dirs[0])
-		return exitHarness
+		return fail("RUN-A and RUN-B are the same run (%s); give two different runs", dirs[0])
 	}
-	path := *out
 	if path == "" {
 		if path, err = compare.DefaultPath(dirs[0], dirs[1]); err != nil {
-			fmt.Fprintf(stderr, "chaos compare: %v\n", err)
-			return exitHarness
+			return fail("%v", err)
 		}
 	}
 	if err := compare.Write(path, runs[0], runs[1], dirs[0], dirs[1]); err != nil {
-		fmt.Fprintf(stderr, "chaos compare: %v\n", err)
-		return exitHarness
+		return fail("%v", err)
 	}
-	fmt.Fprintf(stdout, "compare: %s\n", path)
+	fmt.Fprintf(c.OutOrStdout(), "compare: %s\n", path)
 	return 0
 }
 
@@ -81,20 +94,4 @@ func loadRun(arg string) (*runview.Run, string, error) {
 		return nil, "", fmt.Errorf("%s: %w (`chaos check %s` rewrites results.json)", arg, err, arg)
 	}
 	return r, dir, nil
-}
-
-// parseWithArgs parses flags that may come before, between or after the
-// positional arguments, which it returns in order.
-func parseWithArgs(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlags(fs, args, stderr); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"flag"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,43 +9,56 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/zkchaos/zkchaos/report/runview"
 )
 
-// cmdFirstViolation prints, for each checked run under the folders given,
-// the time from its first client operation to its first violation, and
-// their median: how long a gate waits for a fault schedule to show a bug,
-// computed from the runs' own files (history.jsonl, results.json), so any
-// set of runs can be measured, however they were started. Exit 0 when the
-// table is printed, 255 for bad input or a folder holding no run.
+// cmdFirstViolation is `chaos first-violation` with args and the given
+// outputs.
 func cmdFirstViolation(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("chaos first-violation", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos first-violation [--checker NAME] DIR...  (run folders, or folders holding runs)")
-		fs.PrintDefaults()
+	return execute(context.Background(), context.Background(), append([]string{"first-violation"}, args...), streams{out: stdout, err: stderr})
+}
+
+// newFirstViolationCmd is `chaos first-violation`: for each checked run
+// under the folders given, the time from its first client operation to
+// its first violation, and their median: how long a gate waits for a
+// fault schedule to show a bug, computed from the runs' own files
+// (history.jsonl, results.json), so any set of runs can be measured,
+// however they were started. Exit 0 when the table is printed, 255 for
+// bad input or a folder holding no run.
+func newFirstViolationCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "first-violation [--checker NAME] DIR...",
+		Short:   "each run's time from its first client op to its first violation, and the median",
+		Long:    "For each run in the folders given (run folders, or folders holding runs), the time from its\nfirst client operation to its first violation, and the median over the runs.",
+		GroupID: groupInspect,
 	}
-	name := fs.String("checker", "double-writer", "the checker whose first violation counts (\"\": any invalid checker)")
-	pos, err := parseWithArgs(fs, args, stderr)
-	if err != nil {
-		return parseExit(err)
+	name := c.Flags().String("checker", "double-writer", "the checker whose first violation counts (\"\": any invalid checker)")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return status(mistake(c, "give one or more folders"))
+		}
+		var checkers []string
+		if *name != "" {
+			checkers = []string{*name}
+		}
+		return status(firstViolations(c, args, checkers))
 	}
-	if len(pos) == 0 {
-		return parseExit(usageError(fs, stderr, "give one or more folders"))
-	}
-	var checkers []string
-	if *name != "" {
-		checkers = []string{*name}
-	}
+	return c
+}
+
+func firstViolations(c *cobra.Command, args, checkers []string) int {
 	var dirs []string
-	for _, arg := range pos {
+	for _, arg := range args {
 		found, err := runFolders(arg)
 		if err != nil {
-			fmt.Fprintf(stderr, "chaos first-violation: %v\n", err)
+			fmt.Fprintf(c.ErrOrStderr(), "chaos first-violation: %v\n", err)
 			return exitHarness
 		}
 		dirs = append(dirs, found...)
 	}
-	printFirsts(stdout, dirs, checkers)
+	printFirsts(c.OutOrStdout(), dirs, checkers)
 	return 0
 }
 

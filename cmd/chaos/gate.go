@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/zkchaos/zkchaos/client/subjects"
 	"github.com/zkchaos/zkchaos/nemesis"
@@ -13,47 +12,40 @@ import (
 	"github.com/zkchaos/zkchaos/run/matrix"
 )
 
-// cmdGate is test-all with another cell list: the standard cells of a
-// correct lock (matrix.Gate), or a team's own (--matrix), against one
-// subject, usually a team's own client (exec:CMD). Exit codes as
-// test-all's, so a CI job gates on them.
-func cmdGate(ctx context.Context, args []string) int {
-	fs := flag.NewFlagSet("chaos gate", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
+// newGateCmd is `chaos gate`: test-all with another cell list: the
+// standard cells of a correct lock (matrix.Gate), or a team's own
+// (--matrix), against one subject, usually a team's own client
+// (exec:CMD). Exit codes as test-all's, so a CI job gates on them.
+func newGateCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "gate --recipe exec:CMD [flags]",
+		Short:   "run the standard cells of a correct lock (or --matrix FILE) against one subject, for CI",
+		Long:    "Run the standard cells of a correct lock, or the cells of --matrix FILE, against one subject,\nusually a team's own client (exec:CMD, docs/worker-protocol.md).\n\n" + matrixExitHelp,
+		GroupID: groupMatrix,
+	}
+	fs := c.Flags()
 	recipe := fs.String("recipe", "", "the subject to gate, usually exec:PATH [ARGS] (docs/worker-protocol.md); any --recipe of chaos run")
 	file := fs.String("matrix", "", "cells and expected verdicts from this JSON (or .yaml/.yml) file instead of the standard ones")
 	quick := fs.Bool("quick", false, "the smallest standard set: no fault fenced valid, unfenced pause-holder invalid (a PR job)")
-	results := fs.String("results", "results", "results folder (runs go under <results>/gate/<timestamp>/)")
-	junit := fs.String("junit", "", "write JUnit XML (one test case per cell) to this file")
-	list := fs.Bool("list", false, "list the cells and exit")
-	seed := fs.Int64("seed", 1, "seed of each cell's run")
-	limit := fs.Duration("time-limit", 0, "override every cell's --time-limit (0: the cell's own, 30s)")
-	prog := fs.String("progress", string(progress.Auto), "the current cell's "+progressUsage)
-	parallel := fs.Int("parallel", 1, parallelUsage)
-	if err := parseFlags(fs, args, os.Stderr); err != nil {
-		return parseExit(err)
+	m := matrixRun{cmd: "gate", repeat: 1, passRate: 1}
+	list := defineMatrixFlags(fs, &m, "results folder (runs go under <results>/gate/<timestamp>/)",
+		"seed of each cell's run", "override every cell's --time-limit (0: the cell's own, 30s)")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return status(mistake(c, "unexpected arguments: %s", strings.Join(args, " ")))
+		}
+		sel, mode, err := gateCells(*recipe, *file, *quick, m.prog)
+		if err == nil {
+			err = m.check()
+		}
+		if err != nil {
+			fmt.Fprintf(c.ErrOrStderr(), "chaos gate: %v\n", err)
+			return status(exitHarness)
+		}
+		m.mode = mode
+		return status(list.runOrList(c, withTimeLimit(sel, m.limit), m))
 	}
-	if fs.NArg() > 0 {
-		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
-	}
-	sel, mode, err := gateCells(*recipe, *file, *quick, *prog)
-	if err == nil && *limit < 0 {
-		err = fmt.Errorf("--time-limit must not be negative")
-	}
-	if err == nil {
-		err = checkParallel(*parallel)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos gate: %v\n", err)
-		return exitHarness
-	}
-	sel = withTimeLimit(sel, *limit)
-	if *list {
-		listCells(sel)
-		return 0
-	}
-	return runMatrix(ctx, sel, matrixRun{cmd: "gate", results: *results, repeat: 1, passRate: 1,
-		seed: *seed, junit: *junit, mode: mode, parallel: *parallel})
+	return c
 }
 
 // gateCells checks the flags and builds the cells: every subject named,

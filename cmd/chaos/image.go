@@ -2,56 +2,66 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
 	"github.com/zkchaos/zkchaos/cluster/docker/image"
 )
 
-// cmdImage is `chaos image build`: the docker backend's ZooKeeper image,
-// built offline from Debian packages and skipped when its tag exists.
-func cmdImage(ctx context.Context, args []string) int {
-	return runImage(ctx, args, os.Stdout, os.Stderr)
+// runImage is `chaos image` with args and the given outputs.
+func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return execute(ctx, context.Background(), append([]string{"image"}, args...), streams{out: stdout, err: stderr})
 }
 
-func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const usage = "usage: chaos image build [--force] [--quiet]"
-	if len(args) == 0 || args[0] != "build" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprintln(stdout, usage)
-			return 0
+// newImageCmd is `chaos image`, whose one subcommand is build.
+func newImageCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "image build [--force] [--quiet]",
+		Short:   "build the docker backend's ZooKeeper image, offline",
+		GroupID: groupMaint,
+		// Without build: a mistake, named on the first line.
+		RunE: func(c *cobra.Command, args []string) error {
+			return status(mistake(c, "want the subcommand build, got %q", args))
+		},
+	}
+	c.AddCommand(newImageBuildCmd())
+	return c
+}
+
+// newImageBuildCmd is `chaos image build`: the docker backend's ZooKeeper
+// image, built offline from Debian packages and skipped when its tag
+// exists.
+func newImageBuildCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "build [--force] [--quiet]",
+		Short: "build the docker backend's ZooKeeper image offline (skipped when its tag exists)",
+	}
+	force := c.Flags().Bool("force", false, "rebuild even when the tag exists")
+	quiet := c.Flags().Bool("quiet", false, "do not show mmdebstrap's progress")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return status(mistake(c, "unexpected arguments %q", args))
 		}
-		fmt.Fprintf(stderr, "chaos image: want the subcommand build, got %q\n%s\n", args, usage)
-		return exitHarness
+		return status(buildImage(c, *force, *quiet))
 	}
-	fs := flag.NewFlagSet("chaos image build", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	force := fs.Bool("force", false, "rebuild even when the tag exists")
-	quiet := fs.Bool("quiet", false, "do not show mmdebstrap's progress")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitHarness
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "chaos image build: unexpected arguments %q\n%s\n", fs.Args(), usage)
-		return exitHarness
-	}
+	return c
+}
+
+func buildImage(c *cobra.Command, force, quiet bool) int {
+	ctx, stdout, stderr := c.Context(), c.OutOrStdout(), c.ErrOrStderr()
 	cli, err := engine.Connect(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos image build: %v\n", err)
 		return exitHarness
 	}
 	defer cli.Close()
-	opts := image.Options{Force: *force, Logger: slog.New(slog.NewTextHandler(stderr, nil))}
-	if !*quiet {
+	opts := image.Options{Force: force, Logger: slog.New(slog.NewTextHandler(stderr, nil))}
+	if !quiet {
 		opts.Output = stderr
 	}
 	res, err := image.Build(ctx, cli, opts)

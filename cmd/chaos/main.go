@@ -6,14 +6,18 @@
 //	chaos check [flags] DIR    re-run the checkers on a stored run, same exit codes
 //	chaos test-all [flags]     the matrix of expected verdicts; --junit for CI
 //	chaos gate --recipe exec:CMD [flags]  the standard cells against a team's own client
-//	chaos bench [--quick]      throughput: raw ZooKeeper pairs vs each lock subject, harness overhead
 //	chaos compare A B          one page with two runs side by side
+//	chaos first-violation DIR  each run's time to its first violation, and the median
 //	chaos serve [flags]        the results folder in a browser (loopback only by default)
+//	chaos bench [--quick]      throughput: raw ZooKeeper pairs vs each lock subject, harness overhead
 //	chaos cleanup [--all]      remove what earlier runs left behind
 //	chaos image build          build the docker backend's ZooKeeper image offline
-//	chaos register ...         the fenced register (started by chaos run)
-//	chaos worker ...           a worker process (started by chaos run)
-//	chaos janitor ...          the dead-man switch (started by chaos run)
+//	chaos man DIR              write the man pages
+//	chaos completion SHELL     a shell completion script
+//
+// Hidden from the help, started by chaos run only: chaos register (the
+// fenced register), chaos worker (a worker process) and chaos janitor
+// (the dead-man switch). docs/cli.md describes the command line.
 package main
 
 import (
@@ -24,36 +28,11 @@ import (
 	"syscall"
 )
 
-const usage = `usage: chaos COMMAND [flags]
-
-commands:
-  run       run a chaos test and check it (chaos run -h for flags)
-  soak      one long run with streaming checks, resource use over time, --metrics-addr (chaos soak -h)
-  check     re-check a stored run: chaos check [--gate LIST] RUN-DIR
-  test-all  run the matrix of recipes x faults x fencing against expected verdicts
-  gate      run the standard cells of a correct lock (or --matrix FILE) against one subject, for CI
-  bench     throughput of the lock subjects against raw ZooKeeper create+delete pairs (--quick for CI)
-  compare   chaos compare [--out FILE] RUN-A RUN-B: one page with two runs side by side
-  first-violation  chaos first-violation DIR...: each run's time from its first client op to its first violation, and the median
-  serve     chaos serve [--results DIR] [--addr 127.0.0.1:8080]: browse the results folder
-  cleanup   remove processes, namespaces and rules left by earlier runs
-  image     chaos image build [--force]: the docker backend's ZooKeeper image, offline
-  register  the fenced register process (started by run)
-  worker    a worker process speaking the worker protocol (started by run)
-  janitor   the dead-man switch (started by run)
-
-exit codes: 0 valid, 1 invalid, 2 unknown, 255 the harness failed
-`
-
 func main() {
 	os.Exit(realMain(os.Args[1:]))
 }
 
 func realMain(args []string) int {
-	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, usage)
-		return exitHarness
-	}
 	// The first SIGINT/SIGTERM cancels ctx: a run stops its workload, heals,
 	// tears down and still checks what it recorded. A second one cancels
 	// hard: stop now (the janitor undoes the faults); a third exits.
@@ -77,40 +56,5 @@ func realMain(args []string) int {
 			}
 		}
 	}()
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "run":
-		return cmdRun(ctx, hard, rest)
-	case "soak":
-		return cmdSoak(ctx, hard, rest)
-	case "check":
-		return cmdCheck(ctx, rest)
-	case "cleanup":
-		return cmdCleanup(ctx, rest)
-	case "register":
-		return cmdRegister(ctx, rest)
-	case "worker":
-		return cmdWorker(ctx, rest)
-	case "janitor":
-		return cmdJanitor(ctx, rest)
-	case "test-all":
-		return cmdTestAll(ctx, rest)
-	case "gate":
-		return cmdGate(ctx, rest)
-	case "bench":
-		return cmdBench(ctx, hard, rest)
-	case "image":
-		return cmdImage(ctx, rest)
-	case "compare":
-		return cmdCompare(rest, os.Stdout, os.Stderr)
-	case "first-violation":
-		return cmdFirstViolation(rest, os.Stdout, os.Stderr)
-	case "serve":
-		return cmdServe(ctx, rest, os.Stdout, os.Stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(os.Stdout, usage)
-		return 0
-	}
-	fmt.Fprintf(os.Stderr, "chaos: unknown command %q\n\n%s", cmd, usage)
-	return exitHarness
+	return execute(ctx, hard, args, osStreams())
 }

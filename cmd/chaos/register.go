@@ -3,75 +3,82 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/zkchaos/zkchaos/resource/register"
 )
 
-// cmdRegister runs the fenced register until ctx is cancelled. Its only
-// stdout output is one JSON line with the bound address, because the
-// controller starts it with --listen port 0 and must learn the real port.
-func cmdRegister(ctx context.Context, args []string) int {
-	return runRegister(ctx, args, os.Stdout, os.Stderr)
+// runRegister is `chaos register` with args and the given outputs.
+func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return execute(ctx, context.Background(), append([]string{"register"}, args...), streams{out: stdout, err: stderr})
 }
 
-func runRegister(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("chaos register", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (port 0 picks a free one)")
-	logPath := fs.String("log", "", "apply log file (required; an existing one is replayed and continued)")
-	mode := fs.String("fencing", register.ModeOn, "fencing mode: off, on or strict (tasks: on and strict both fence by term)")
-	idem := fs.String("idempotency", register.IdempotencyOn, "task table: on refuses to run a SUCCEEDED task again, off lets it run again")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos register --log PATH [--listen ADDR] [--fencing off|on|strict] [--idempotency on|off]")
-		fs.PrintDefaults()
+// newRegisterCmd is `chaos register`: the fenced register, until ctx is
+// cancelled. Its only stdout output is one JSON line with the bound
+// address, because the controller starts it with --listen port 0 and
+// must learn the real port.
+func newRegisterCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:    "register --log PATH [--listen ADDR] [--fencing off|on|strict] [--idempotency on|off]",
+		Short:  "the fenced register process (started by chaos run)",
+		Hidden: true,
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return parseExit(err)
+	cfg := register.Config{}
+	fs := c.Flags()
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:0", "address to listen on (port 0 picks a free one)")
+	fs.StringVar(&cfg.LogPath, "log", "", "apply log file (required; an existing one is replayed and continued)")
+	fs.StringVar(&cfg.Mode, "fencing", register.ModeOn, "fencing mode: off, on or strict (tasks: on and strict both fence by term)")
+	fs.StringVar(&cfg.Idempotency, "idempotency", register.IdempotencyOn, "task table: on refuses to run a SUCCEEDED task again, off lets it run again")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if msg := registerMistake(cfg, args); msg != "" {
+			return status(mistake(c, "%s", msg))
+		}
+		// The secret comes from the environment only (never a flag: ps
+		// shows command lines to everyone); a register without one would
+		// answer anyone who reaches its address.
+		cfg.Secret = os.Getenv(register.SecretEnv)
+		if cfg.Secret == "" {
+			return status(mistake(c, "%s is not set: the register answers only calls that present the run's secret", register.SecretEnv))
+		}
+		return status(serveRegister(c.Context(), cfg, c.OutOrStdout(), c.ErrOrStderr()))
 	}
-	bad := func(msg string) int {
-		fmt.Fprintf(stderr, "chaos register: %s\n", msg)
-		fs.Usage()
-		return 255
+	return c
+}
+
+// registerMistake says what is wrong with the register's flags ("" for
+// nothing).
+func registerMistake(cfg register.Config, args []string) string {
+	if len(args) > 0 {
+		return fmt.Sprintf("unexpected arguments: %q", args)
 	}
-	if fs.NArg() > 0 {
-		return bad(fmt.Sprintf("unexpected arguments: %q", fs.Args()))
+	if cfg.LogPath == "" {
+		return "--log is required"
 	}
-	if *logPath == "" {
-		return bad("--log is required")
-	}
-	switch *mode {
+	switch cfg.Mode {
 	case register.ModeOff, register.ModeOn, register.ModeStrict:
 	default:
-		return bad(fmt.Sprintf("--fencing %q: want off, on or strict", *mode))
+		return fmt.Sprintf("--fencing %q: want off, on or strict", cfg.Mode)
 	}
-	switch *idem {
+	switch cfg.Idempotency {
 	case register.IdempotencyOn, register.IdempotencyOff:
 	default:
-		return bad(fmt.Sprintf("--idempotency %q: want on or off", *idem))
+		return fmt.Sprintf("--idempotency %q: want on or off", cfg.Idempotency)
 	}
-	// The secret comes from the environment only (never a flag: ps shows
-	// command lines to everyone); a register without one would answer
-	// anyone who reaches its address.
-	secret := os.Getenv(register.SecretEnv)
-	if secret == "" {
-		return bad(register.SecretEnv + " is not set: the register answers only calls that present the run's secret")
-	}
+	return ""
+}
 
+// serveRegister serves until ctx is cancelled, announcing its address on
+// stdout, and returns the exit code.
+func serveRegister(ctx context.Context, cfg register.Config, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "register")
 	var announceErr error
-	err := register.Serve(ctx, register.Config{
-		Listen:      *listen,
-		LogPath:     *logPath,
-		Mode:        *mode,
-		Idempotency: *idem,
-		Secret:      secret,
-		Logger:      logger,
-	}, func(addr string) {
+	cfg.Logger = logger
+	err := register.Serve(ctx, cfg, func(addr string) {
 		line, err := json.Marshal(struct {
 			Listen string `json:"listen"`
 		}{addr})

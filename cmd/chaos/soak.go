@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/zkchaos/zkchaos/observe/metrics"
 	"github.com/zkchaos/zkchaos/observe/progress"
@@ -43,12 +45,21 @@ type soakFlags struct {
 var resumeFlags = map[string]bool{"resume": true, "duration": true, "progress": true, "metrics-addr": true}
 
 // parseSoakArgs is chaos run's parser (runParser) with a soak's defaults
-// and flags.
-func parseSoakArgs(args []string, stderr io.Writer) (runner.Config, progress.Mode, soakFlags, error) {
-	var sf soakFlags
+// and flags, outside the command tree; like parseRunFlags, it returns the
+// problem rather than writing it.
+func parseSoakArgs(args []string, _ io.Writer) (runner.Config, progress.Mode, soakFlags, error) {
+	p, sf := soakParser()
+	cfg, mode, err := p.parseArgs(args)
+	return cfg, mode, *sf, err
+}
+
+// soakParser is chaos run's parser with a soak's defaults, flags and
+// checks; the soak's own flags land in the soakFlags it returns.
+func soakParser() (runParser, *soakFlags) {
+	sf := &soakFlags{}
 	p := runParser{cmd: "chaos soak", cfg: soakDefaults(),
 		name: func(wl string) string { return "soak-" + wl },
-		extra: func(fs *flag.FlagSet, cfg *runner.Config) {
+		extra: func(fs *pflag.FlagSet, cfg *runner.Config) {
 			fs.DurationVar(&cfg.TimeLimit, "duration", cfg.TimeLimit, "how long the soak's workload runs (the same as --time-limit), e.g. 8h")
 			fs.BoolVar(&sf.keepGoing, "keep-going", false, "run the whole --duration whatever the online checks find (default: stop at the first violation, --stop-at-first)")
 			fs.DurationVar(&cfg.ResourcesInterval, "resources-interval", cfg.ResourcesInterval, "how often resource use (RSS, CPU, open files of the controller, JVMs, workers; the servers' znodes, watches, ephemerals, data dirs) is sampled into resources.jsonl")
@@ -56,29 +67,50 @@ func parseSoakArgs(args []string, stderr io.Writer) (runner.Config, progress.Mod
 			fs.StringVar(&sf.resume, "resume", "", "carry on the killed soak in this run folder (after chaos cleanup), for --duration more, with the settings of its test.json (local backend, --acl off)")
 			fs.StringVar(&sf.metricsAddr, "metrics-addr", "", "serve the run's figures in the Prometheus text format at http://ADDR/metrics (loopback only: 127.0.0.1:PORT)")
 		},
-		finish: func(fs *flag.FlagSet, cfg *runner.Config) error {
+		finish: func(fs *pflag.FlagSet, cfg *runner.Config) error {
 			if sf.resume != "" {
-				return finishResume(fs, sf)
+				return finishResume(fs, *sf)
 			}
-			return finishSoak(fs, cfg, sf)
+			return finishSoak(fs, cfg, *sf)
 		},
 	}
-	cfg, mode, err := p.parse(args, stderr)
-	return cfg, mode, sf, err
+	return p, sf
+}
+
+// newSoakCmd is `chaos soak`: one long run whose online checks stream,
+// with resource samples, a summary line a minute and, on request,
+// Prometheus metrics. Exit codes as chaos run's.
+func newSoakCmd(hard context.Context) *cobra.Command {
+	p, sf := soakParser()
+	c := &cobra.Command{
+		Use:     "soak [flags]",
+		Short:   "one long run with streaming checks, resource use over time and --metrics-addr",
+		Long:    "One long run (--duration 8h) whose online checks stream, with resource samples, a summary line\na minute and, on request, Prometheus metrics.\n\n" + exitCodesHelp,
+		GroupID: groupRun,
+	}
+	f := p.define(c.Flags())
+	c.RunE = func(c *cobra.Command, args []string) error {
+		cfg, mode, err := p.settle(c.Flags(), f, args)
+		if err != nil {
+			return status(settleFailed(c, err))
+		}
+		return status(soak(c, hard, cfg, mode, *sf))
+	}
+	return c
 }
 
 // finishSoak settles the flags that depend on each other: --duration and
 // --time-limit are one, --keep-going undoes the default stop, and a
 // workload without an online check keeps going unless told to stop (which
 // validation then refuses).
-func finishSoak(fs *flag.FlagSet, cfg *runner.Config, sf soakFlags) error {
-	if flagSet(fs, "duration") && flagSet(fs, "time-limit") {
+func finishSoak(fs *pflag.FlagSet, cfg *runner.Config, sf soakFlags) error {
+	if fs.Changed("duration") && fs.Changed("time-limit") {
 		return errors.New("--duration and --time-limit are the same setting: give one")
 	}
-	if sf.keepGoing && flagSet(fs, "stop-at-first") && cfg.StopAtFirst {
+	if sf.keepGoing && fs.Changed("stop-at-first") && cfg.StopAtFirst {
 		return errors.New("--keep-going and --stop-at-first contradict each other: give one")
 	}
-	if sf.keepGoing || (!flagSet(fs, "stop-at-first") && len(cfg.StopCheckers()) == 0) {
+	if sf.keepGoing || (!fs.Changed("stop-at-first") && len(cfg.StopCheckers()) == 0) {
 		cfg.StopAtFirst = false
 	}
 	if sf.metricsAddr != "" {
@@ -89,14 +121,14 @@ func finishSoak(fs *flag.FlagSet, cfg *runner.Config, sf soakFlags) error {
 
 // finishResume refuses, with --resume, every flag that would change the
 // soak's settings, and asks for the extra time.
-func finishResume(fs *flag.FlagSet, sf soakFlags) error {
+func finishResume(fs *pflag.FlagSet, sf soakFlags) error {
 	var bad error
-	fs.Visit(func(f *flag.Flag) {
+	fs.Visit(func(f *pflag.Flag) {
 		if bad == nil && !resumeFlags[f.Name] {
 			bad = fmt.Errorf("--%s cannot be given with --resume: the soak's settings come from its test.json (only --duration, the extra time, --progress and --metrics-addr)", f.Name)
 		}
 	})
-	if bad == nil && !flagSet(fs, "duration") {
+	if bad == nil && !fs.Changed("duration") {
 		bad = errors.New("--resume needs --duration: how much longer the soak runs")
 	}
 	if bad == nil && sf.metricsAddr != "" {
@@ -105,43 +137,43 @@ func finishResume(fs *flag.FlagSet, sf soakFlags) error {
 	return bad
 }
 
-// cmdSoak is one long run whose online checks stream, with resource
-// samples, a summary line a minute and, on request, Prometheus metrics.
-// Exit codes as chaos run's.
-func cmdSoak(ctx, hard context.Context, args []string) int {
-	cfg, mode, sf, err := parseSoakArgs(args, os.Stderr)
-	if errors.Is(err, errHelp) || errors.Is(err, errUsage) {
-		return parseExit(err)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos soak: %v\n", err)
+// soak runs (or resumes) one configured soak and returns its exit code.
+func soak(c *cobra.Command, hard context.Context, cfg runner.Config, mode progress.Mode, sf soakFlags) int {
+	fail := func(err error) int {
+		fmt.Fprintf(c.ErrOrStderr(), "chaos soak: %v\n", err)
 		return exitHarness
 	}
 	var rs *runner.Resumable
+	var err error
 	if sf.resume != "" {
 		// Read and refused before anything starts: bad input, exit 255.
 		if rs, err = runner.LoadResume(sf.resume); err != nil {
-			fmt.Fprintf(os.Stderr, "chaos soak: %v\n", err)
-			return exitHarness
+			return fail(err)
 		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos soak: find own executable: %v\n", err)
-		return exitHarness
+		return fail(fmt.Errorf("find own executable: %w", err))
 	}
 	var ln net.Listener
 	if sf.metricsAddr != "" {
 		// Bound before anything starts: a port in use is bad input.
 		if ln, err = metrics.Listen(sf.metricsAddr); err != nil {
-			fmt.Fprintf(os.Stderr, "chaos soak: %v\n", err)
-			return exitHarness
+			return fail(err)
 		}
 	}
 	if !cfg.StopAtFirst && !sf.keepGoing && rs == nil {
-		fmt.Fprintf(os.Stderr, "chaos soak: the %s workload has no online check; the soak runs its whole --duration (--keep-going)\n", cfg.Workload)
+		fmt.Fprintf(c.ErrOrStderr(), "chaos soak: the %s workload has no online check; the soak runs its whole --duration (--keep-going)\n", cfg.Workload)
 	}
+	out, err := soakRun(c.Context(), hard, cfg, mode, rs, ln, exe)
+	return finishRun("chaos soak", out, err)
+}
+
+// soakRun shows the soak's progress, serves its metrics on ln (when
+// given) and runs it, or carries on rs.
+func soakRun(ctx, hard context.Context, cfg runner.Config, mode progress.Mode, rs *runner.Resumable, ln net.Listener, exe string) (*runner.Outcome, error) {
 	track, stderr, stopShowing := showProgress(mode)
+	defer stopShowing()
 	if track == nil {
 		track = progress.NewTracker() // the summary line and the metrics read it
 	}
@@ -151,14 +183,10 @@ func cmdSoak(ctx, hard context.Context, args []string) int {
 		defer srv.Close()
 		fmt.Fprintf(stderr, "chaos soak: metrics at http://%s/metrics\n", srv.Addr())
 	}
-	var out *runner.Outcome
 	if rs != nil {
-		out, err = runner.Resume(ctx, hard, rs, cfg.TimeLimit, exe, os.Args, stderr, runner.WithProgress(track), runner.WithResources(last.set))
-	} else {
-		out, err = runner.Run(ctx, hard, cfg, exe, os.Args, stderr, runner.WithProgress(track), runner.WithResources(last.set))
+		return runner.Resume(ctx, hard, rs, cfg.TimeLimit, exe, os.Args, stderr, runner.WithProgress(track), runner.WithResources(last.set))
 	}
-	stopShowing()
-	return finishRun("chaos soak", out, err)
+	return runner.Run(ctx, hard, cfg, exe, os.Args, stderr, runner.WithProgress(track), runner.WithResources(last.set))
 }
 
 // latestSample is the resource sample the metrics serve.

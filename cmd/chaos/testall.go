@@ -1,79 +1,116 @@
 package main
 
 import (
-	"context"
-	"flag"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/zkchaos/zkchaos/observe/progress"
 	"github.com/zkchaos/zkchaos/run/matrix"
 )
 
-// cmdTestAll runs the matrix of cells; exit codes as Jepsen's test-all:
-// 0 every cell as expected, 1 a cell judged wrong, 2 a cell unknown, 255
-// the harness failed.
-func cmdTestAll(ctx context.Context, args []string) int {
-	fs := flag.NewFlagSet("chaos test-all", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	results := fs.String("results", "results", "results folder (runs go under <results>/test-all/<timestamp>/)")
-	repeat := fs.Int("repeat", 1, "run each cell N times; reports detection rates and median time to first violation")
-	passRate := fs.Float64("pass-rate", 1, "share of a cell's attempts that must come out as expected (0 < r <= 1)")
+// newTestAllCmd is `chaos test-all`: the matrix of cells; exit codes as
+// Jepsen's test-all: 0 every cell as expected, 1 a cell judged wrong, 2 a
+// cell unknown, 255 the harness failed.
+func newTestAllCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:     "test-all [flags]",
+		Short:   "run the matrix of recipes x faults x fencing against expected verdicts",
+		Long:    "Run the matrix of recipes x faults x fencing and compare each cell with its expected verdict.\n\n" + matrixExitHelp,
+		GroupID: groupMatrix,
+	}
+	fs := c.Flags()
+	m := matrixRun{cmd: "test-all"}
+	fs.IntVar(&m.repeat, "repeat", 1, "run each cell N times; reports detection rates and median time to first violation")
+	fs.Float64Var(&m.passRate, "pass-rate", 1, "share of a cell's attempts that must come out as expected (0 < r <= 1)")
 	cells := fs.String("cells", "", "comma-separated cell filters (globs or substrings of recipe/nemesis/fencing-X; !PATTERN leaves cells out)")
 	smoke := fs.Bool("smoke", false, "only the cells marked for CI")
-	junit := fs.String("junit", "", "write JUnit XML (one test case per cell) to this file")
-	list := fs.Bool("list", false, "list the cells and exit")
-	seed := fs.Int64("seed", 1, "seed of the first attempt (attempt i uses seed+i)")
-	limit := fs.Duration("time-limit", 0, "override every cell's --time-limit (0: the cell's own)")
-	prog := fs.String("progress", string(progress.Auto), "the current cell's "+progressUsage)
-	parallel := fs.Int("parallel", 1, parallelUsage)
-	if err := parseFlags(fs, args, os.Stderr); err != nil {
-		return parseExit(err)
+	list := defineMatrixFlags(fs, &m, "results folder (runs go under <results>/test-all/<timestamp>/)",
+		"seed of the first attempt (attempt i uses seed+i)", "override every cell's --time-limit (0: the cell's own)")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return status(mistake(c, "unexpected arguments: %s", strings.Join(args, " ")))
+		}
+		sel, err := testAllCells(&m, *cells, *smoke)
+		if err != nil {
+			fmt.Fprintf(c.ErrOrStderr(), "chaos test-all: %v\n", err)
+			return status(exitHarness)
+		}
+		return status(list.runOrList(c, withTimeLimit(sel, m.limit), m))
 	}
-	if fs.NArg() > 0 {
-		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
-	}
-	if err := checkParallel(*parallel); err != nil {
-		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
-		return exitHarness
-	}
-	mode, err := progress.ParseMode(*prog)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
-		return exitHarness
-	}
-	if *repeat < 1 || *passRate <= 0 || *passRate > 1 {
-		fmt.Fprintln(os.Stderr, "chaos test-all: --repeat must be >= 1 and --pass-rate in (0, 1]")
-		return exitHarness
-	}
-	exe0, _ := os.Executable()
-	all := matrix.Default(exe0)
-	if *smoke {
-		all = matrix.Smoke(all)
-	}
-	sel, err := matrix.Filter(all, splitList(*cells))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos test-all: %v\n", err)
-		return exitHarness
-	}
-	if *limit < 0 {
-		fmt.Fprintln(os.Stderr, "chaos test-all: --time-limit must not be negative")
-		return exitHarness
-	}
-	sel = withTimeLimit(sel, *limit)
-	if *list {
-		listCells(sel)
-		return 0
-	}
-	return runMatrix(ctx, sel, matrixRun{cmd: "test-all", results: *results, repeat: *repeat,
-		passRate: *passRate, seed: *seed, junit: *junit, mode: mode, parallel: *parallel})
+	return c
 }
 
-const parallelUsage = "cells run side by side, each in its own network slot and folder (rows still in cell order); 1 runs one at a time, each cell owning the machine (docs/architecture.md, \"Speed of the gate\")"
+// testAllCells checks test-all's flags and picks its cells.
+func testAllCells(m *matrixRun, cells string, smoke bool) ([]matrix.Cell, error) {
+	if err := checkParallel(m.parallel); err != nil {
+		return nil, err
+	}
+	mode, err := progress.ParseMode(m.prog)
+	if err != nil {
+		return nil, err
+	}
+	m.mode = mode
+	if m.repeat < 1 || m.passRate <= 0 || m.passRate > 1 {
+		return nil, errors.New("--repeat must be >= 1 and --pass-rate in (0, 1]")
+	}
+	exe, _ := os.Executable()
+	all := matrix.Default(exe)
+	if smoke {
+		all = matrix.Smoke(all)
+	}
+	sel, err := matrix.Filter(all, splitList(cells))
+	if err != nil {
+		return nil, err
+	}
+	return sel, m.check()
+}
+
+const matrixExitHelp = "Exit codes: 0 every cell as expected, 1 a cell judged wrong, 2 a cell unknown, 255 the harness\nfailed or the input was bad."
+
+// listFlag is --list of test-all and gate: list the cells instead of
+// running them.
+type listFlag struct{ list *bool }
+
+// defineMatrixFlags adds the flags test-all and gate share, with the
+// usage that differs between them.
+func defineMatrixFlags(fs *pflag.FlagSet, m *matrixRun, resultsUsage, seedUsage, limitUsage string) listFlag {
+	fs.StringVar(&m.results, "results", "results", resultsUsage)
+	fs.StringVar(&m.junit, "junit", "", "write JUnit XML (one test case per cell) to this file")
+	list := fs.Bool("list", false, "list the cells and exit")
+	fs.Int64Var(&m.seed, "seed", 1, seedUsage)
+	fs.DurationVar(&m.limit, "time-limit", 0, limitUsage)
+	fs.StringVar(&m.prog, "progress", string(progress.Auto), "the current cell's "+progressUsage)
+	fs.IntVar(&m.parallel, "parallel", 1, parallelUsage)
+	return listFlag{list}
+}
+
+// runOrList lists the cells (--list) or runs them.
+func (l listFlag) runOrList(c *cobra.Command, sel []matrix.Cell, m matrixRun) int {
+	if *l.list {
+		listCells(c.OutOrStdout(), sel)
+		return 0
+	}
+	return runMatrix(c, sel, m)
+}
+
+// check refuses the shared flags' values that make no sense.
+func (m *matrixRun) check() error {
+	if m.limit < 0 {
+		return errors.New("--time-limit must not be negative")
+	}
+	return checkParallel(m.parallel)
+}
+
+const parallelUsage = "cells run side by side, each in its own network slot and folder (rows still in cell order); 1 runs one at a time, each cell owning the machine (docs/measurements.md, \"Speed of the gate\")"
 
 // maxParallel bounds --parallel by the slots a machine has for local
 // runs (netns slots 0..55): more would wait for a slot or fail to claim
@@ -97,9 +134,9 @@ func withTimeLimit(sel []matrix.Cell, limit time.Duration) []matrix.Cell {
 	return sel
 }
 
-func listCells(sel []matrix.Cell) {
+func listCells(w io.Writer, sel []matrix.Cell) {
 	for _, c := range sel {
-		fmt.Printf("%-48s expect %-30s %s\n", c.Name(), c.ExpectString(), c.Why)
+		fmt.Fprintf(w, "%-48s expect %-30s %s\n", c.Name(), c.ExpectString(), c.Why)
 	}
 }
 
@@ -114,14 +151,18 @@ type matrixRun struct {
 	junit    string
 	mode     progress.Mode
 	parallel int
+	// prog and limit are --progress and --time-limit as given.
+	prog  string
+	limit time.Duration
 }
 
 // runMatrix runs the cells and writes the table, <cmd>.json, index.html
 // and the JUnit file; its exit code is test-all's.
-func runMatrix(ctx context.Context, sel []matrix.Cell, r matrixRun) int {
+func runMatrix(c *cobra.Command, sel []matrix.Cell, r matrixRun) int {
+	ctx, stdout, stderr := c.Context(), c.OutOrStdout(), c.ErrOrStderr()
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos %s: find own executable: %v\n", r.cmd, err)
+		fmt.Fprintf(stderr, "chaos %s: find own executable: %v\n", r.cmd, err)
 		return exitHarness
 	}
 	dir := filepath.Join(r.results, r.cmd, time.Now().UTC().Format("20060102T150405Z"))
@@ -129,11 +170,11 @@ func runMatrix(ctx context.Context, sel []matrix.Cell, r matrixRun) int {
 	if r.mode != progress.Off {
 		cell = &progress.Latest{}
 	}
-	shown := progress.Start(r.mode, os.Stderr, cell.Get)
+	shown := progress.Start(r.mode, os.Stderr, cell.Get) // a terminal line needs the file itself
 	rs, runErr := matrix.Run(ctx, sel, matrix.Options{Exe: exe, Results: dir, Repeat: r.repeat,
-		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(os.Stdout), Skip: matrix.Missing(ctx), Progress: cell, Parallel: r.parallel})
+		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(stdout), Skip: matrix.Missing(ctx), Progress: cell, Parallel: r.parallel})
 	shown.Stop()
-	code := matrix.Summary(os.Stdout, rs)
+	code := matrix.Summary(stdout, rs)
 	writes := []func() error{
 		func() error { return matrix.WriteJSON(filepath.Join(dir, r.cmd+".json"), rs) },
 		func() error { return matrix.WriteIndex(filepath.Join(dir, "index.html"), r.cmd, rs) },
@@ -143,13 +184,13 @@ func runMatrix(ctx context.Context, sel []matrix.Cell, r matrixRun) int {
 	}
 	for _, w := range writes {
 		if err := w(); err != nil {
-			fmt.Fprintf(os.Stderr, "chaos %s: %v\n", r.cmd, err)
+			fmt.Fprintf(stderr, "chaos %s: %v\n", r.cmd, err)
 			code = exitHarness
 		}
 	}
-	fmt.Printf("runs: %s (index: %s)\n", dir, filepath.Join(dir, "index.html"))
+	fmt.Fprintf(stdout, "runs: %s (index: %s)\n", dir, filepath.Join(dir, "index.html"))
 	if runErr != nil {
-		fmt.Fprintf(os.Stderr, "chaos %s: stopped: %v\n", r.cmd, runErr)
+		fmt.Fprintf(stderr, "chaos %s: stopped: %v\n", r.cmd, runErr)
 		if code == 0 {
 			code = exitUnknown
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/client/worker"
 	"github.com/zkchaos/zkchaos/resource/pgfence"
@@ -21,115 +23,143 @@ import (
 	"github.com/zkchaos/zkchaos/run/bench"
 )
 
-// cmdWorker runs one worker process: the protocol on stdin/stdout, logs on
-// stderr. The controller starts one per logical process.
-func cmdWorker(ctx context.Context, args []string) int {
-	return runWorker(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+// runWorker is `chaos worker` with args, input and outputs given.
+func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return execute(ctx, context.Background(), append([]string{"worker"}, args...), streams{in: stdin, out: stdout, err: stderr})
 }
 
-func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("chaos worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	zkList := fs.String("zk", "", "ZooKeeper servers, host:port,... (required on ZooKeeper)")
-	service := fs.String("service", recipes.ServiceZooKeeper, "lock service: "+recipes.ServiceZooKeeper+", "+recipes.ServiceRedis+" or "+recipes.ServiceEtcd+" (lock workload only)")
-	servers := fs.String("servers", "", "with --service redis|etcd: the service's servers, host:port,... (required there, instead of --zk)")
-	reg := fs.String("register", "", "register base URL, e.g. http://127.0.0.1:7000 (required)")
-	pg := fs.String("postgres", "", "PostgreSQL resource DSN, postgres://USER@HOST:PORT/DB (lock workload; instead of --register; password from "+register.SecretEnv+")")
-	process := fs.Int("process", 0, "logical process number (reported to the register)")
-	sessionTimeout := fs.Duration("session-timeout", 3*time.Second, "ZooKeeper session timeout")
-	workload := fs.String("workload", recipes.WorkloadLock, "workload: "+recipes.WorkloadLock+", "+recipes.WorkloadConfig+" or "+recipes.WorkloadElection)
-	recipe := fs.String("recipe", "seed", "recipe: for lock "+strings.Join(recipes.Names(), ", ")+
-		"; for config "+strings.Join(recipes.ConfigNames(), ", "))
-	token := fs.String("token", recipes.TokenCzxid, "fencing token: czxid or seq")
-	root := fs.String("root", recipes.DefaultRoot, "persistent parent of the lock nodes")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos worker (--zk HOST:PORT,... | --service redis|etcd --servers HOST:PORT,...) (--register URL | --postgres DSN) [--workload lock|config|election] [--process N] [--session-timeout D] [--recipe NAME] [--token czxid|seq] [--root PATH]")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return parseExit(err)
-	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "chaos worker: "+format+"\n", a...)
-		return 255
-	}
-	if fs.NArg() > 0 {
-		return bad("unexpected arguments %q", fs.Args())
-	}
-	addrs, names, msg := workerServers(*service, *zkList, *servers, *workload)
-	if msg != "" {
-		return bad("%s", msg)
-	}
-	// The config workload has no register; a lock worker cannot work
-	// without one.
-	needReg := *workload != recipes.WorkloadConfig && *pg == ""
-	if *pg != "" {
-		if *workload != recipes.WorkloadLock {
-			return bad("--postgres: only the %s workload", recipes.WorkloadLock)
-		}
-		if *reg != "" {
-			return bad("--postgres and --register: give one")
-		}
-		if _, err := pgfence.ConnConfig(*pg, "", time.Second); err != nil {
-			return bad("--postgres: %v", err)
-		}
-	}
-	if u, err := url.Parse(*reg); (*reg == "" && needReg) || (*reg != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
-		return bad("--register must be an http(s) URL, got %q", *reg)
-	}
-	if *process < 0 {
-		return bad("--process must be >= 0, got %d", *process)
-	}
-	if *sessionTimeout <= 0 {
-		return bad("--session-timeout must be positive, got %s", *sessionTimeout)
-	}
-	if !flagSet(fs, "recipe") && *service != recipes.ServiceZooKeeper {
-		*recipe = names[0]
-	}
-	if !contains(names, *recipe) {
-		return bad("unknown --recipe %q for workload %s (known: %s)", *recipe, *workload, strings.Join(names, ", "))
-	}
-	if *token != recipes.TokenCzxid && *token != recipes.TokenSeq {
-		return bad("--token must be czxid or seq, got %q", *token)
-	}
-	if !strings.HasPrefix(*root, "/") || (len(*root) > 1 && strings.HasSuffix(*root, "/")) {
-		return bad("--root must be an absolute ZooKeeper path, got %q", *root)
-	}
+// workerFlags are chaos worker's flags as parsed.
+type workerFlags struct {
+	zk, service, servers, register, postgres string
+	workload, recipe, token, root            string
+	process                                  int
+	sessionTimeout                           time.Duration
+}
 
+// newWorkerCmd is `chaos worker`: one worker process, the protocol on
+// stdin/stdout, logs on stderr. The controller starts one per logical
+// process.
+func newWorkerCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:    "worker (--zk HOST:PORT,... | --service redis|etcd --servers HOST:PORT,...) (--register URL | --postgres DSN) [flags]",
+		Short:  "a worker process speaking the worker protocol (started by chaos run)",
+		Hidden: true,
+	}
+	f := defineWorkerFlags(c.Flags())
+	c.RunE = func(c *cobra.Command, args []string) error {
+		cfg, err := f.config(c.Flags(), args)
+		if err != nil {
+			fmt.Fprintf(c.ErrOrStderr(), "chaos worker: %v\n", err)
+			return status(exitHarness)
+		}
+		return status(work(c, cfg))
+	}
+	return c
+}
+
+func defineWorkerFlags(fs *pflag.FlagSet) *workerFlags {
+	f := &workerFlags{}
+	fs.StringVar(&f.zk, "zk", "", "ZooKeeper servers, host:port,... (required on ZooKeeper)")
+	fs.StringVar(&f.service, "service", recipes.ServiceZooKeeper, "lock service: "+recipes.ServiceZooKeeper+", "+recipes.ServiceRedis+" or "+recipes.ServiceEtcd+" (lock workload only)")
+	fs.StringVar(&f.servers, "servers", "", "with --service redis|etcd: the service's servers, host:port,... (required there, instead of --zk)")
+	fs.StringVar(&f.register, "register", "", "register base URL, e.g. http://127.0.0.1:7000 (required)")
+	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL resource DSN, postgres://USER@HOST:PORT/DB (lock workload; instead of --register; password from "+register.SecretEnv+")")
+	fs.IntVar(&f.process, "process", 0, "logical process number (reported to the register)")
+	fs.DurationVar(&f.sessionTimeout, "session-timeout", 3*time.Second, "ZooKeeper session timeout")
+	fs.StringVar(&f.workload, "workload", recipes.WorkloadLock, "workload: "+recipes.WorkloadLock+", "+recipes.WorkloadConfig+" or "+recipes.WorkloadElection)
+	fs.StringVar(&f.recipe, "recipe", "seed", "recipe: for lock "+strings.Join(recipes.Names(), ", ")+
+		"; for config "+strings.Join(recipes.ConfigNames(), ", "))
+	fs.StringVar(&f.token, "token", recipes.TokenCzxid, "fencing token: czxid or seq")
+	fs.StringVar(&f.root, "root", recipes.DefaultRoot, "persistent parent of the lock nodes")
+	return f
+}
+
+// config checks the flags together and makes the worker's configuration
+// (without its logger), or says what is wrong.
+func (f *workerFlags) config(fs *pflag.FlagSet, args []string) (worker.Config, error) {
+	if len(args) > 0 {
+		return worker.Config{}, fmt.Errorf("unexpected arguments %q", args)
+	}
+	addrs, names, msg := workerServers(f.service, f.zk, f.servers, f.workload)
+	if msg != "" {
+		return worker.Config{}, errors.New(msg)
+	}
+	if err := f.checkResource(); err != nil {
+		return worker.Config{}, err
+	}
+	recipe := f.recipe
+	if !fs.Changed("recipe") && f.service != recipes.ServiceZooKeeper {
+		recipe = names[0]
+	}
+	if err := f.checkClient(names, recipe); err != nil {
+		return worker.Config{}, err
+	}
 	// Credentials come from the environment, never from flags (see
 	// docs/worker-protocol.md, "Credentials").
 	auth, err := recipes.ParseAuth(os.Getenv(recipes.AuthEnv))
 	if err != nil {
-		return bad("%v", err)
+		return worker.Config{}, err
 	}
+	return worker.Config{ZK: addrs, Register: f.register, Postgres: f.postgres, Process: f.process,
+		SessionTimeout: f.sessionTimeout, Workload: f.workload, Recipe: recipe, Token: f.token, Root: f.root,
+		ZKAuth: auth, RegisterSecret: os.Getenv(register.SecretEnv)}, nil
+}
 
-	regSecret := os.Getenv(register.SecretEnv)
+// checkResource checks --register and --postgres: the config workload
+// has no register; a lock worker cannot work without one (or PostgreSQL).
+func (f *workerFlags) checkResource() error {
+	needReg := f.workload != recipes.WorkloadConfig && f.postgres == ""
+	if f.postgres != "" {
+		if f.workload != recipes.WorkloadLock {
+			return fmt.Errorf("--postgres: only the %s workload", recipes.WorkloadLock)
+		}
+		if f.register != "" {
+			return errors.New("--postgres and --register: give one")
+		}
+		if _, err := pgfence.ConnConfig(f.postgres, "", time.Second); err != nil {
+			return fmt.Errorf("--postgres: %w", err)
+		}
+	}
+	reg := f.register
+	if u, err := url.Parse(reg); (reg == "" && needReg) || (reg != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "")) {
+		return fmt.Errorf("--register must be an http(s) URL, got %q", reg)
+	}
+	return nil
+}
 
-	log := slog.New(slog.NewTextHandler(stderr, nil)).With("process", *process, "pid", os.Getpid())
+// checkClient checks the flags of the client itself.
+func (f *workerFlags) checkClient(names []string, recipe string) error {
+	switch {
+	case f.process < 0:
+		return fmt.Errorf("--process must be >= 0, got %d", f.process)
+	case f.sessionTimeout <= 0:
+		return fmt.Errorf("--session-timeout must be positive, got %s", f.sessionTimeout)
+	case !contains(names, recipe):
+		return fmt.Errorf("unknown --recipe %q for workload %s (known: %s)", recipe, f.workload, strings.Join(names, ", "))
+	case f.token != recipes.TokenCzxid && f.token != recipes.TokenSeq:
+		return fmt.Errorf("--token must be czxid or seq, got %q", f.token)
+	case !strings.HasPrefix(f.root, "/") || (len(f.root) > 1 && strings.HasSuffix(f.root, "/")):
+		return fmt.Errorf("--root must be an absolute ZooKeeper path, got %q", f.root)
+	}
+	return nil
+}
+
+// work runs the worker on the command's input and outputs.
+func work(c *cobra.Command, cfg worker.Config) int {
+	stderr := c.ErrOrStderr()
+	log := slog.New(slog.NewTextHandler(stderr, nil)).With("process", cfg.Process, "pid", os.Getpid())
 	if dir := os.Getenv(bench.WorkerProfileEnv); dir != "" {
 		// chaos bench --profile: where a worker's time goes.
-		stop, err := bench.StartProfile(filepath.Join(dir, fmt.Sprintf("worker-%d.cpu.pprof", *process)))
+		stop, err := bench.StartProfile(filepath.Join(dir, fmt.Sprintf("worker-%d.cpu.pprof", cfg.Process)))
 		if err != nil {
-			return bad("%v", err)
+			fmt.Fprintf(stderr, "chaos worker: %v\n", err)
+			return exitHarness
 		}
 		defer stop()
 	}
-	log.Info("credentials from the environment", "zk_auth", auth, "register_secret", regSecret != "")
-	err = worker.Run(ctx, worker.Config{
-		ZK:             addrs,
-		Register:       *reg,
-		Postgres:       *pg,
-		Process:        *process,
-		SessionTimeout: *sessionTimeout,
-		Workload:       *workload,
-		Recipe:         *recipe,
-		Token:          *token,
-		Root:           *root,
-		ZKAuth:         auth,
-		RegisterSecret: regSecret,
-		Logger:         log,
-	}, stdin, stdout)
-	if err != nil {
+	log.Info("credentials from the environment", "zk_auth", cfg.ZKAuth, "register_secret", cfg.RegisterSecret != "")
+	cfg.Logger = log
+	if err := worker.Run(c.Context(), cfg, c.InOrStdin(), c.OutOrStdout()); err != nil {
 		log.Error("worker stopped", "err", err)
 		return 1
 	}
