@@ -58,6 +58,8 @@ func CandidateNames() []string {
 	return names
 }
 
+func init() { RegisterWorkload(WorkloadElection, CandidateNames) }
+
 // NewCandidate builds the candidate registered as name: its lock and its
 // leader policy.
 func NewCandidate(name string, cfg Config) (Lock, Leader, error) {

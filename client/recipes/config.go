@@ -96,6 +96,8 @@ func NewConfig(name string, cfg Config) (ConfigClient, error) {
 	return f(cfg)
 }
 
+func init() { RegisterWorkload(WorkloadConfig, ConfigNames) }
+
 func init() { registerConfigZoo(configBugs{}) }
 
 // configBugs are the config zoo's switches; the zero value is the correct

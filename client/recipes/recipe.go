@@ -10,6 +10,7 @@
 package recipes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -231,17 +232,28 @@ const (
 	WorkloadElection = "election"
 )
 
+// workloadRecipes maps each workload the built-in worker serves to the
+// names of its recipes; the file of each workload's recipes registers it
+// (RegisterWorkload), so a new workload adds no case here.
+var workloadRecipes = newRegistry[func() []string]("workload")
+
+// RegisterWorkload declares a workload the built-in recipes serve, with
+// the function that lists its recipes. It panics on a name registered
+// twice.
+func RegisterWorkload(name string, names func() []string) { workloadRecipes.add(name, names) }
+
+func init() { RegisterWorkload(WorkloadLock, Names) }
+
+// Workloads lists the workloads the built-in recipes serve, sorted.
+func Workloads() []string { return workloadRecipes.names() }
+
 // NamesFor lists the recipes of workload ("" is the lock workload).
 func NamesFor(workload string) ([]string, error) {
-	switch workload {
-	case "", WorkloadLock:
-		return Names(), nil
-	case WorkloadElection:
-		return CandidateNames(), nil
-	case WorkloadConfig:
-		return ConfigNames(), nil
+	names, err := workloadRecipes.get(cmp.Or(workload, WorkloadLock))
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown workload %q (known: %s, %s, %s)", workload, WorkloadLock, WorkloadConfig, WorkloadElection)
+	return names(), nil
 }
 
 // registry maps names to the factories of one workload's recipes; recipes

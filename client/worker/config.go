@@ -90,6 +90,8 @@ func (w *worker) configMessage(ev recipes.ConfigEvent) Message {
 	return w.sessionMessage(ev.Session)
 }
 
+func init() { registerSubject(recipes.WorkloadConfig, (*worker).newConfigSubject) }
+
 // newConfigSubject builds the config client of cfg.Recipe.
 func (w *worker) newConfigSubject(rc recipes.Config) error {
 	c, err := recipes.NewConfig(w.cfg.Recipe, rc)

@@ -25,6 +25,9 @@ import (
 // the retry finds the stored result, without it the task runs again.
 const taskRetries = 3
 
+func init() { registerSubject(recipes.WorkloadElection, (*worker).newElectionSubject) }
+
+// newElectionSubject builds the candidate of cfg.Recipe.
 func (w *worker) newElectionSubject(rc recipes.Config) error {
 	rc.Root = recipes.ElectionRoot
 	lock, leader, err := recipes.NewCandidate(w.cfg.Recipe, rc)

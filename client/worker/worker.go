@@ -3,6 +3,7 @@ package worker
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -80,18 +81,7 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		Auth:           cfg.ZKAuth,
 		Logger:         log,
 	}
-	var err error
-	switch cfg.Workload {
-	case "", recipes.WorkloadLock:
-		err = w.newLockSubject(rc)
-	case recipes.WorkloadConfig:
-		err = w.newConfigSubject(rc)
-	case recipes.WorkloadElection:
-		err = w.newElectionSubject(rc)
-	default:
-		err = fmt.Errorf("unknown workload %q", cfg.Workload)
-	}
-	if err != nil {
+	if err := w.newSubject(rc); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 
@@ -167,6 +157,31 @@ type worker struct {
 	// since lost), for the release reply. Only the serving goroutine
 	// touches it.
 	grants map[string]recipes.Grant
+}
+
+// subjectBuilders make the worker's subject for each workload it serves;
+// the file of each workload's requests registers its builder
+// (registerSubject), so a new workload adds no case here.
+var subjectBuilders = map[string]func(*worker, recipes.Config) error{}
+
+// registerSubject declares how the worker serves workload; called from
+// init.
+func registerSubject(workload string, build func(*worker, recipes.Config) error) {
+	if _, dup := subjectBuilders[workload]; dup {
+		panic("worker: duplicate workload " + workload)
+	}
+	subjectBuilders[workload] = build
+}
+
+func init() { registerSubject(recipes.WorkloadLock, (*worker).newLockSubject) }
+
+// newSubject builds the subject of the worker's workload ("" is the lock).
+func (w *worker) newSubject(rc recipes.Config) error {
+	build, ok := subjectBuilders[cmp.Or(w.cfg.Workload, recipes.WorkloadLock)]
+	if !ok {
+		return fmt.Errorf("unknown workload %q", w.cfg.Workload)
+	}
+	return build(w, rc)
 }
 
 // newLockSubject builds the lock recipe of cfg.Recipe.
