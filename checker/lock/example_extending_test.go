@@ -14,31 +14,31 @@ import (
 // verbatim (docs/extending_test.go keeps the two identical). A real
 // checker is the same code in a file of its own, without the test.
 
-// NameExamplePositiveToken is the example checker's name, the name a
+// NameExampleGrantToken is the example checker's name, the name a
 // gate uses.
-const NameExamplePositiveToken = "example-positive-token"
+const NameExampleGrantToken = "example-grant-token"
 
-// ZeroToken is one grant whose token cannot fence: zero or below, or none.
-type ZeroToken struct {
+// NoToken is one grant without a token to fence with: none, or negative.
+type NoToken struct {
 	Index   int64  `json:"index"`
 	Process int    `json:"process"`
 	Key     string `json:"key"`
 }
 
-// PositiveTokenDetails is the evidence: what was looked at and what was
+// GrantTokenDetails is the evidence: what was looked at and what was
 // found, bounded (Keep) with the count exact.
-type PositiveTokenDetails struct {
-	Grants      int         `json:"grants"`
-	Zero        []ZeroToken `json:"zero"`
-	ZeroCount   int         `json:"zero_count"`
-	ZeroOmitted int         `json:"zero_omitted,omitempty"`
+type GrantTokenDetails struct {
+	Grants         int       `json:"grants"`
+	Missing        []NoToken `json:"missing"`
+	MissingCount   int       `json:"missing_count"`
+	MissingOmitted int       `json:"missing_omitted,omitempty"`
 }
 
-// CheckExamplePositiveToken: every granted lock carries a token above
-// zero. The register's fence admits a token not below the key's fence,
-// so a recipe that presents no token (0) is only ever fenced by luck.
-func CheckExamplePositiveToken(ctx context.Context, in checker.Input) checker.Result {
-	var d PositiveTokenDetails
+// CheckExampleGrantToken: every granted lock carries a token, and not a
+// negative one (czxids and sequence numbers never are): a grant without
+// one leaves its holder nothing to present to the fenced resource.
+func CheckExampleGrantToken(ctx context.Context, in checker.Input) checker.Result {
+	var d GrantTokenDetails
 	for i, e := range in.History {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return checker.Cancelled(ctx)
@@ -47,17 +47,17 @@ func CheckExamplePositiveToken(ctx context.Context, in checker.Input) checker.Re
 			continue
 		}
 		d.Grants++
-		if e.Value == nil || e.Value.Token == nil || *e.Value.Token <= 0 {
-			d.ZeroCount++
-			checker.Keep(&d.Zero, &d.ZeroOmitted, ZeroToken{e.Index, int(e.Process), e.Key}, in.Limit())
+		if e.Value == nil || e.Value.Token == nil || *e.Value.Token < 0 {
+			d.MissingCount++
+			checker.Keep(&d.Missing, &d.MissingOmitted, NoToken{e.Index, int(e.Process), e.Key}, in.Limit())
 		}
 	}
 	switch {
-	case d.ZeroCount > 0:
-		z := d.Zero[0]
+	case d.MissingCount > 0:
+		z := d.Missing[0]
 		return checker.Result{Valid: checker.Invalid, Details: d,
-			Error: fmt.Sprintf("%d of %d grants had no usable token, first history #%d (process %d, %s)",
-				d.ZeroCount, d.Grants, z.Index, z.Process, z.Key)}
+			Error: fmt.Sprintf("%d of %d grants had no token, first history #%d (process %d, %s)",
+				d.MissingCount, d.Grants, z.Index, z.Process, z.Key)}
 	case d.Grants == 0:
 		// No grant is no evidence: a run that never got a lock must not
 		// pass this checker.
@@ -66,27 +66,29 @@ func CheckExamplePositiveToken(ctx context.Context, in checker.Input) checker.Re
 	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
-// TestExamplePositiveToken runs the example as checker.Run runs every
+// TestExampleGrantToken runs the example as checker.Run runs every
 // checker: on a good history, a bad one, and one with no grant.
-func TestExamplePositiveToken(t *testing.T) {
-	ex := checker.Checker{Name: NameExamplePositiveToken, Check: CheckExamplePositiveToken}
-	gate := []string{NameExamplePositiveToken}
+func TestExampleGrantToken(t *testing.T) {
+	ex := checker.Checker{Name: NameExampleGrantToken, Check: CheckExampleGrantToken}
+	gate := []string{NameExampleGrantToken}
 	for _, c := range []struct {
-		name string
-		h    *checktest.Hist
-		want checker.Validity
-		zero int
+		name    string
+		h       *checktest.Hist
+		want    checker.Validity
+		missing int
 	}{
 		{"tokens", new(checktest.Hist).Acquire(0, "SKU-1", 5).Release(0, "SKU-1").Acquire(1, "SKU-1", 7), checker.Valid, 0},
-		{"a zero token", new(checktest.Hist).Acquire(0, "SKU-1", 5).Release(0, "SKU-1").Acquire(1, "SKU-1", 0), checker.Invalid, 1},
+		{"sequence tokens from 0", new(checktest.Hist).Acquire(0, "SKU-1", 0).Release(0, "SKU-1").Acquire(1, "SKU-1", 1), checker.Valid, 0},
+		{"a grant without a token", new(checktest.Hist).Acquire(0, "SKU-1", 5).Release(0, "SKU-1").
+			Inv(1, history.FAcquire, "SKU-1").Ev(1, history.OK, history.FAcquire, "SKU-1", &history.Value{}, ""), checker.Invalid, 1},
 		{"no grant", new(checktest.Hist).Inv(0, history.FAcquire, "SKU-1").Info(0, history.FAcquire, "SKU-1"), checker.Unknown, 0},
 	} {
 		res := checker.Run(context.Background(), checker.Input{History: c.h.Events}, gate, []checker.Checker{ex})
 		if res.Valid != c.want {
 			t.Errorf("%s: verdict %s, want %s (%v)", c.name, res.Valid, c.want, res.Reasons)
 		}
-		if d := res.Checkers[NameExamplePositiveToken].Details.(PositiveTokenDetails); d.ZeroCount != c.zero {
-			t.Errorf("%s: %d zero tokens in the evidence, want %d", c.name, d.ZeroCount, c.zero)
+		if d := res.Checkers[NameExampleGrantToken].Details.(GrantTokenDetails); d.MissingCount != c.missing {
+			t.Errorf("%s: %d grants without a token in the evidence, want %d", c.name, d.MissingCount, c.missing)
 		}
 	}
 }
