@@ -15,9 +15,11 @@ func TestServiceFaults(t *testing.T) {
 	caps := func(svc string) Caps {
 		return Caps{Cluster: cluster.Capabilities{Backend: "local"}, WorkerNet: true, Workload: "lock", Service: svc}
 	}
+	// example-pause-newest-holder is the fault of docs/extending.md
+	// (example_extending_test.go): a client fault, usable on every service.
 	for svc, want := range map[string][]string{
-		cluster.Redis: {"isolate-holder", "kill-redis", "partition-redis", "pause-holder", "pause-redis", "pause-worker"},
-		cluster.Etcd: {"expire-holder", "isolate-holder", "kill-etcd", "partition-etcd-leader", "pause-etcd", "pause-etcd-leader",
+		cluster.Redis: {"example-pause-newest-holder", "isolate-holder", "kill-redis", "partition-redis", "pause-holder", "pause-redis", "pause-worker"},
+		cluster.Etcd: {"example-pause-newest-holder", "expire-holder", "isolate-holder", "kill-etcd", "partition-etcd-leader", "pause-etcd", "pause-etcd-leader",
 			"pause-holder", "pause-worker"},
 	} {
 		if got := Expand([]string{All}, caps(svc)); !slices.Equal(got, want) {

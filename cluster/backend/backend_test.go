@@ -10,7 +10,9 @@ import (
 // the help and the errors have always listed them, and found by name; an
 // unknown one is refused with the known ones named.
 func TestBackends(t *testing.T) {
-	want := []string{Local, Docker, External, SSH}
+	// example-loopback is the backend of docs/extending.md, registered by
+	// this package's tests only (example_extending_test.go).
+	want := []string{Local, Docker, External, SSH, ExampleLoopback}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -21,10 +23,10 @@ func TestBackends(t *testing.T) {
 		}
 	}
 	_, err := Lookup("vm")
-	if err == nil || err.Error() != `unknown backend "vm" (known: local, docker, external, ssh)` {
+	if err == nil || err.Error() != `unknown backend "vm" (known: local, docker, external, ssh, example-loopback)` {
 		t.Errorf("Lookup(vm): %v", err)
 	}
-	if err := Validate("vm", "netns"); err == nil || err.Error() != `unknown backend "vm" (known: local, docker, external, ssh)` {
+	if err := Validate("vm", "netns"); err == nil || err.Error() != `unknown backend "vm" (known: local, docker, external, ssh, example-loopback)` {
 		t.Errorf("Validate(vm): %v", err)
 	}
 	if err := Validate(Docker, "loopback"); err == nil || !strings.Contains(err.Error(), "docker needs --net netns") {
@@ -95,7 +97,7 @@ func TestBackendFlags(t *testing.T) {
 	if RunRoot(Local, "r1") != "" || !strings.Contains(RunRoot(External, "r1"), "r1") {
 		t.Errorf("RunRoot: local %q, external %q", RunRoot(Local, "r1"), RunRoot(External, "r1"))
 	}
-	if got := OnThisMachine(); !slices.Equal(got, []string{Local, Docker}) {
+	if got := OnThisMachine(); !slices.Equal(got, []string{Local, Docker, ExampleLoopback}) {
 		t.Errorf("OnThisMachine() = %v", got)
 	}
 	if got := Resumable(); !slices.Equal(got, []string{Local}) {
