@@ -11,10 +11,11 @@ import (
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/observe/progress"
 	"github.com/zkchaos/zkchaos/run/matrix"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // cmdGate is test-all with another cell list: the standard cells of a
-// correct lock (matrix.Gate), or a team's own (--matrix), against one
+// correct client of --workload (matrix.GateOf), or a team's own (--matrix), against one
 // subject, usually a team's own client (exec:CMD). Exit codes as
 // test-all's, so a CI job gates on them.
 func cmdGate(ctx context.Context, args []string) int {
@@ -22,7 +23,8 @@ func cmdGate(ctx context.Context, args []string) int {
 	fs.SetOutput(os.Stderr)
 	recipe := fs.String("recipe", "", "the subject to gate, usually exec:PATH [ARGS] (docs/worker-protocol.md); any --recipe of chaos run")
 	file := fs.String("matrix", "", "cells and expected verdicts from this JSON (or .yaml/.yml) file instead of the standard ones")
-	quick := fs.Bool("quick", false, "the smallest standard set: no fault fenced valid, unfenced pause-holder invalid (a PR job)")
+	quick := fs.Bool("quick", false, "the smallest standard set: no fault fenced valid, and one cell that proves the harness sees the client (a PR job)")
+	workload := fs.String("workload", "", "the standard cells of this workload's client: "+strings.Join(workloads.Names(), ", ")+" (default lock)")
 	results := fs.String("results", "results", "results folder (runs go under <results>/gate/<timestamp>/)")
 	junit := fs.String("junit", "", "write JUnit XML (one test case per cell) to this file")
 	list := fs.Bool("list", false, "list the cells and exit")
@@ -36,7 +38,7 @@ func cmdGate(ctx context.Context, args []string) int {
 	if fs.NArg() > 0 {
 		return parseExit(usageError(fs, os.Stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " ")))
 	}
-	sel, mode, err := gateCells(*recipe, *file, *quick, *prog)
+	sel, mode, err := gateCells(*recipe, *file, *workload, *quick, *prog)
 	if err == nil && *limit < 0 {
 		err = fmt.Errorf("--time-limit must not be negative")
 	}
@@ -59,7 +61,7 @@ func cmdGate(ctx context.Context, args []string) int {
 // gateCells checks the flags and builds the cells: every subject named,
 // by --recipe or in the file, must resolve (a missing executable is bad
 // input, found before anything starts).
-func gateCells(recipe, file string, quick bool, prog string) ([]matrix.Cell, progress.Mode, error) {
+func gateCells(recipe, file, workload string, quick bool, prog string) ([]matrix.Cell, progress.Mode, error) {
 	mode, err := progress.ParseMode(prog)
 	if err != nil {
 		return nil, "", err
@@ -77,12 +79,15 @@ func gateCells(recipe, file string, quick bool, prog string) ([]matrix.Cell, pro
 	}
 	var sel []matrix.Cell
 	switch {
+	case workload != "" && file != "":
+		err = fmt.Errorf("--workload picks the standard cells; a --matrix cell names its own workload")
 	case file != "":
 		sel, err = matrix.LoadFile(file, recipe, nemesis.ValidateList)
-	case quick:
-		sel = matrix.GateQuick(recipe)
 	default:
-		sel = matrix.Gate(recipe)
+		sel, err = matrix.GateOf(workload, recipe)
+	}
+	if quick {
+		sel = matrix.Smoke(sel)
 	}
 	if err != nil {
 		return nil, "", err
