@@ -152,10 +152,40 @@ func (w *Config) DefaultFaults() []string { return []string{"pause-worker"} }
 // DefaultTiming implements Workload: the timing this workload was calibrated with (calibrated).
 func (w *Config) DefaultTiming() Timing { return calibrated }
 
-// GateCells are none yet: chaos gate runs lock clients (its --recipe is a
-// lock subject), and a standard set for a config subject waits for a way to
-// name one there.
-func (w *Config) GateCells() []GateCell { return nil }
+// ConfigFaults are the faults a config client is tested under: a client
+// paused past its session or expired (it must resync), and ZooKeeper's
+// (it must reconnect and hear of every version). A correct client stays
+// valid under each.
+var ConfigFaults = []string{"pause-worker", "expire-holder", "pause-zk-leader", "kill-zk", "partition-zk-leader"}
+
+// configGateArgs: two admins, so that compare-and-set is contended and
+// config-cas has something to judge.
+var configGateArgs = []string{"--admins", "2"}
+
+// GateCells are the standard cells of a correct config client, each with
+// two admins, valid on every config checker: the baseline, and each fault
+// of ConfigFaults. The quick set is the baseline and pause-worker.
+//
+// There is no unfenced cell: the config's data is ZooKeeper's own node,
+// not the register, so the workload has no fence to take away. What
+// shows that the harness sees the client's effects instead is
+// config-convergence, judged in every cell: it needs every live watcher
+// to report (its watch answer or an applied event) the final version,
+// which the subject's own admin writes after the last heal and which
+// reaches the watchers only through their watches; a subject whose
+// updates or watches do nothing has no final version (unknown) or a
+// watcher that never applies it (invalid). config-consistent holds each
+// reported version to the digest of the data an admin wrote for it.
+func (w *Config) GateCells() []GateCell {
+	valid := func() map[string]checker.Validity { return validOn(configcheck.DefaultGate...) }
+	cells := []GateCell{{Nemesis: []string{"none"}, Fenced: true, Quick: true, Args: configGateArgs, Expect: valid(),
+		Why: "baseline: two admins, no faults: every watcher applies only versions the admins wrote, in order, and ends on the last"}}
+	for _, f := range ConfigFaults {
+		cells = append(cells, GateCell{Nemesis: []string{f}, Fenced: true, Quick: f == "pause-worker", Args: configGateArgs, Expect: valid(),
+			Why: "a correct config client stays consistent and converges under " + f})
+	}
+	return cells
+}
 
 // Traits: ZooKeeper and the register only; its znodes are at fixed paths.
 func (w *Config) Traits() Traits { return Traits{} }

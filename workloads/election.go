@@ -200,10 +200,99 @@ func (e *Election) DefaultFaults() []string { return []string{"pause-app-leader"
 // DefaultTiming implements Workload: the timing this workload was calibrated with (calibrated).
 func (e *Election) DefaultTiming() Timing { return calibrated }
 
-// GateCells are none yet: chaos gate runs lock clients (its --recipe is a
-// lock subject), and a standard set for a election subject waits for a way to
-// name one there.
-func (e *Election) GateCells() []GateCell { return nil }
+// ElectionFaults are the faults an election is tested under: those aimed
+// at the application leader (its own, nemesis/apps.go), a lost reply of
+// the resource, and ZooKeeper's. A correct candidate, fenced and
+// idempotent, stays valid under each.
+var ElectionFaults = []string{"pause-app-leader", "expire-app-leader", "isolate-app-leader", "lost-reply", "pause-zk-leader", "kill-zk"}
+
+// electionLeaderFaults are the faults aimed at the application leader:
+// their harm depends on where in its batch the leader is when they land.
+var electionLeaderFaults = []string{"pause-app-leader", "expire-app-leader", "isolate-app-leader"}
+
+// electionHeld are the leader faults that last (--pause): below the 3 s
+// session (calibrated) the leader keeps its session and its term, above
+// it the leader is deposed while it cannot know.
+var electionHeld = map[string]bool{"pause-app-leader": true, "isolate-app-leader": true}
+
+// electionTasks keeps the task table from running out in a cell's time.
+var electionTasks = []string{"--tasks", "1000"}
+
+// electionGateValid are the checkers a correct candidate can never fail,
+// fenced: every task once, no stale term accepted, one leader at a time
+// unless a session loss explains it, one leader per term and terms
+// growing, no task call after the leader knew it was deposed. Herd is
+// reported, never judged (a worker need not report wake-ups), and
+// election-stats only measures.
+func electionGateValid() map[string]checker.Validity {
+	return validOn(election.NameExactlyOnce, election.NameStaleTerm, election.NameLeaderOverlap,
+		election.NameTermOrder, election.NameDemotedWork)
+}
+
+// validOn expects each named checker valid.
+func validOn(names ...string) map[string]checker.Validity {
+	m := map[string]checker.Validity{}
+	for _, n := range names {
+		m[n] = checker.Valid
+	}
+	return m
+}
+
+// GateCells are the standard cells of a correct election candidate: the
+// baseline; fenced, each fault of ElectionFaults, the held ones at a pause
+// below and above the session timeout; each leader fault with long tasks
+// early and late in the first leader's batch; and unfenced, a paused
+// leader's stale-term write accepted, which proves the harness sees the
+// client's task calls (a subject whose calls never reach the register
+// would pass every fenced cell). The quick set is the baseline and the
+// unfenced cell.
+func (e *Election) GateCells() []GateCell {
+	cells := []GateCell{{Nemesis: []string{"none"}, Fenced: true, Quick: true, Args: electionTasks, Expect: electionGateValid(),
+		Why: "baseline: no faults, nothing to find"}}
+	for _, f := range ElectionFaults {
+		if !electionHeld[f] {
+			cells = append(cells, electionCell(f, "", nil, "a correct candidate, fenced, runs every task once under "+f))
+			continue
+		}
+		cells = append(cells,
+			electionCell(f, "pause-1s", []string{"--pause", "1s"},
+				f+" for 1 s, below the 3 s session: the leader keeps its session and its term, and must carry on without a false demotion or a second leader"),
+			electionCell(f, "pause-5s", []string{"--pause", "5s"},
+				f+" for 5 s, past the 3 s session: the leader is deposed while it cannot know, and fencing refuses what it sends after"))
+	}
+	cells = append(cells, electionBatchCells()...)
+	return append(cells, GateCell{Nemesis: []string{"pause-app-leader"}, Quick: true, Args: electionTasks,
+		Expect: map[string]checker.Validity{election.NameStaleTerm: checker.Invalid},
+		Why:    "without fencing the paused leader's call of an old term is accepted: the harness sees the client's task calls"})
+}
+
+// electionBatchCells aim each leader fault early and late in a leader's
+// batch. No run flag places a fault at a given task, so the cells use
+// what does: tasks of 1 s (--hold, the work of each complete) stretch the
+// first leader's batch of five over about 5 s from the workload's start,
+// and the first fault (--first-fault) lands in its first task (0 s) or
+// late in it (3.5 s: a pause takes the fourth task's work; an expiry or
+// an isolation, which wait for a task's work that has just begun, the
+// fifth's). The faults after the first land wherever the schedule meets
+// the leaders.
+func electionBatchCells() []GateCell {
+	var cells []GateCell
+	for _, f := range electionLeaderFaults {
+		cells = append(cells,
+			electionCell(f, "batch-start", []string{"--hold", "1s", "--first-fault", "0s"},
+				"tasks of 1 s, the first "+f+" in the first leader's first task (--first-fault 0s; later ones land anywhere): nothing of the batch done yet"),
+			electionCell(f, "batch-end", []string{"--hold", "1s", "--first-fault", "3500ms"},
+				"tasks of 1 s, the first "+f+" late in the first leader's batch of five (--first-fault 3.5s; later ones land anywhere): most of it done"))
+	}
+	return cells
+}
+
+// electionCell is a fenced cell of fault f with the table of
+// electionTasks and the given extra flags.
+func electionCell(f, variant string, args []string, why string) GateCell {
+	return GateCell{Nemesis: []string{f}, Fenced: true, Variant: variant, Args: append(slices.Clone(electionTasks), args...),
+		Expect: electionGateValid(), Why: why}
+}
 
 // Traits: ZooKeeper and the register only; its znodes are at fixed paths.
 func (e *Election) Traits() Traits { return Traits{} }

@@ -60,7 +60,13 @@ type GateCell struct {
 	Nemesis []string
 	// Fenced is --fencing on.
 	Fenced bool
-	Expect map[string]checker.Validity
+	// Args are the cell's own `chaos run` flags, after the gate's run
+	// length (a pause's hold, the work per task, the first fault).
+	Args []string
+	// Variant tells apart cells of one fault that differ only in Args; it
+	// ends the cell's name.
+	Variant string
+	Expect  map[string]checker.Validity
 	// Why says what the cell shows.
 	Why string
 	// Quick marks the cells of the smallest set (chaos gate --quick).

@@ -10,23 +10,25 @@ import (
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/observe/progress"
 	"github.com/zkchaos/zkchaos/run/matrix"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // newGateCmd is `chaos gate`: test-all with another cell list: the
-// standard cells of a correct lock (matrix.Gate), or a team's own
+// standard cells of a correct client of --workload (matrix.GateOf), or a team's own
 // (--matrix), against one subject, usually a team's own client
 // (exec:CMD). Exit codes as test-all's, so a CI job gates on them.
 func newGateCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "gate --recipe exec:CMD [flags]",
-		Short:   "run the standard cells of a correct lock (or --matrix FILE) against one subject, for CI",
-		Long:    "Run the standard cells of a correct lock, or the cells of --matrix FILE, against one subject,\nusually a team's own client (exec:CMD, docs/worker-protocol.md).\n\n" + matrixExitHelp,
+		Short:   "run the standard cells of a correct lock, election or config client (or --matrix FILE) against one subject, for CI",
+		Long:    "Run the standard cells of a correct client of --workload (lock by default), or the cells of --matrix FILE, against one subject,\nusually a team's own client (exec:CMD, docs/worker-protocol.md).\n\n" + matrixExitHelp,
 		GroupID: groupMatrix,
 	}
 	fs := c.Flags()
 	recipe := fs.String("recipe", "", "the subject to gate, usually exec:PATH [ARGS] (docs/worker-protocol.md); any --recipe of chaos run")
 	file := fs.String("matrix", "", "cells and expected verdicts from this JSON (or .yaml/.yml) file instead of the standard ones")
-	quick := fs.Bool("quick", false, "the smallest standard set: no fault fenced valid, unfenced pause-holder invalid (a PR job)")
+	quick := fs.Bool("quick", false, "the smallest standard set: the no-fault baseline fenced valid, and one cell that proves the harness sees the client's effects (a PR job)")
+	workload := fs.String("workload", "", "the standard cells of a correct client of this workload: "+strings.Join(workloads.Names(), ", ")+" (default lock)")
 	m := matrixRun{cmd: "gate", repeat: 1, passRate: 1}
 	list := defineMatrixFlags(fs, &m, "results folder (runs go under <results>/gate/<timestamp>/)",
 		"seed of each cell's run", "override every cell's --time-limit (0: the cell's own, 30s)")
@@ -34,7 +36,7 @@ func newGateCmd() *cobra.Command {
 		if len(args) > 0 {
 			return status(mistake(c, "unexpected arguments: %s", strings.Join(args, " ")))
 		}
-		sel, mode, err := gateCells(*recipe, *file, *quick, m.prog)
+		sel, mode, err := gateCells(*recipe, *file, *workload, *quick, m.prog)
 		if err == nil {
 			err = m.check()
 		}
@@ -51,7 +53,7 @@ func newGateCmd() *cobra.Command {
 // gateCells checks the flags and builds the cells: every subject named,
 // by --recipe or in the file, must resolve (a missing executable is bad
 // input, found before anything starts).
-func gateCells(recipe, file string, quick bool, prog string) ([]matrix.Cell, progress.Mode, error) {
+func gateCells(recipe, file, workload string, quick bool, prog string) ([]matrix.Cell, progress.Mode, error) {
 	mode, err := progress.ParseMode(prog)
 	if err != nil {
 		return nil, "", err
@@ -69,12 +71,15 @@ func gateCells(recipe, file string, quick bool, prog string) ([]matrix.Cell, pro
 	}
 	var sel []matrix.Cell
 	switch {
+	case workload != "" && file != "":
+		err = fmt.Errorf("--workload picks the standard cells; a --matrix cell names its own workload")
 	case file != "":
 		sel, err = matrix.LoadFile(file, recipe, nemesis.ValidateList)
-	case quick:
-		sel = matrix.GateQuick(recipe)
 	default:
-		sel = matrix.Gate(recipe)
+		sel, err = matrix.GateOf(workload, recipe)
+	}
+	if quick {
+		sel = matrix.Smoke(sel)
 	}
 	if err != nil {
 		return nil, "", err

@@ -220,7 +220,7 @@ func configCells() []Cell {
 	}
 	gate := []string{"config-consistent", "config-monotonic", "config-convergence", "config-cas"}
 	var cells []Cell
-	for _, f := range []string{"pause-worker", "expire-holder", "pause-zk-leader", "kill-zk", "partition-zk-leader"} {
+	for _, f := range workloads.ConfigFaults {
 		cells = append(cells, cfg(Cell{Nemesis: []string{f}, Args: withLong("--admins", "2"), Expect: valid(gate...),
 			Smoke: f == "pause-worker", Why: "a correct config client stays consistent and converges under " + f}))
 	}
@@ -271,7 +271,7 @@ func electionCells() []Cell {
 	}
 	gate := []string{"exactly-once", "stale-term"}
 	var cells []Cell
-	for _, f := range []string{"pause-app-leader", "expire-app-leader", "isolate-app-leader", "lost-reply", "pause-zk-leader", "kill-zk"} {
+	for _, f := range workloads.ElectionFaults {
 		cells = append(cells, el(Cell{Nemesis: []string{f}, Fencing: "on", Args: []string{"--tasks", "1000"}, Expect: valid(gate...),
 			Smoke: f == "pause-app-leader", Why: "fenced, idempotent leaders run every task once under " + f}))
 	}

@@ -11,8 +11,8 @@ import (
 // GateOf is the standard set of cells of a correct subject of the
 // workload ("" is the lock, the default), named by recipe (usually
 // exec:CMD): the workload's own gate cells (workloads.Spec's GateCells),
-// each run for the gate's length. The cells marked Smoke are the quick
-// set (GateQuick).
+// each run for the gate's length with the cell's own flags after. The
+// cells marked Smoke are the quick set (chaos gate --quick).
 func GateOf(workload, recipe string) ([]Cell, error) {
 	spec, err := workloads.Lookup(cmp.Or(workload, workloads.LockName))
 	if err != nil {
@@ -22,14 +22,20 @@ func GateOf(workload, recipe string) ([]Cell, error) {
 	if len(gcs) == 0 {
 		return nil, fmt.Errorf("the %s workload has no standard gate cells: give your own with --matrix", spec.Name())
 	}
+	// The lock is the cells' default workload: its cells keep names
+	// without a workload and runs without --workload.
+	name := spec.Name()
+	if name == workloads.LockName {
+		name = ""
+	}
 	cells := make([]Cell, 0, len(gcs))
 	for _, g := range gcs {
 		fencing := "off"
 		if g.Fenced {
 			fencing = "on"
 		}
-		cells = append(cells, Cell{Recipe: recipe, Label: "subject", Workload: workload, Nemesis: g.Nemesis, Fencing: fencing,
-			Args: long, Smoke: g.Quick, Expect: maps.Clone(g.Expect), Why: g.Why})
+		cells = append(cells, Cell{Recipe: recipe, Label: "subject", Workload: name, Nemesis: g.Nemesis, Fencing: fencing,
+			Variant: g.Variant, Args: withLong(g.Args...), Smoke: g.Quick, Expect: maps.Clone(g.Expect), Why: g.Why})
 	}
 	return cells, nil
 }

@@ -47,15 +47,49 @@ func TestGateCells(t *testing.T) {
 	}
 }
 
-// TestGateOf: the standard cells are the workload's own; a workload
-// without any is refused naming --matrix, an unknown one naming the known.
+// TestGateOf: the standard cells are the workload's own, each named by
+// its workload (the lock's by none) and run with --workload, the gate's
+// length and then the cell's own flags, under a unique name; an unknown
+// workload is refused naming the known.
 func TestGateOf(t *testing.T) {
 	cells, err := GateOf("", "exec:/bin/client")
 	if err != nil || len(cells) != len(Gate("exec:/bin/client")) || len(cells) < 3 {
 		t.Fatalf("GateOf(lock): %d cells, %v", len(cells), err)
 	}
-	if _, err := GateOf("config", "exec:/bin/client"); err == nil || !strings.Contains(err.Error(), "config workload has no standard gate cells: give your own with --matrix") {
-		t.Errorf("GateOf(config): %v", err)
+	if lock, err := GateOf("lock", "exec:/bin/client"); err != nil || lock[0].Name() != cells[0].Name() || lock[0].Workload != "" {
+		t.Errorf("GateOf(\"lock\") is not the default's cells: %v", err)
+	}
+	for _, wl := range []string{"election", "config"} {
+		cells, err := GateOf(wl, "exec:/bin/client")
+		if err != nil || len(cells) < 2 {
+			t.Fatalf("GateOf(%s): %d cells, %v", wl, len(cells), err)
+		}
+		seen := map[string]bool{}
+		for _, c := range cells {
+			args := strings.Join(c.RunArgs(1), " ")
+			if !strings.HasPrefix(c.Name(), wl+":subject/") || !strings.Contains(args, "--workload "+wl) ||
+				!strings.Contains(args, strings.Join(long, " ")) {
+				t.Errorf("cell %s runs %s", c.Name(), args)
+			}
+			if seen[c.Name()] {
+				t.Errorf("two cells named %s", c.Name())
+			}
+			seen[c.Name()] = true
+		}
+		quick := Smoke(cells)
+		if len(quick) != 2 || quick[0].Name() != wl+":subject/none/fencing-on" {
+			t.Errorf("GateOf(%s) quick set: %v", wl, quick)
+		}
+	}
+	el, _ := GateOf("election", "exec:/bin/client")
+	var short string
+	for _, c := range el {
+		if c.Variant == "pause-1s" && c.Nemesis[0] == "pause-app-leader" {
+			short = strings.Join(c.Args, " ")
+		}
+	}
+	if want := strings.Join(long, " ") + " --tasks 1000 --pause 1s"; short != want {
+		t.Errorf("election:subject/pause-app-leader/fencing-on/pause-1s args %q, want %q", short, want)
 	}
 	if _, err := GateOf("elect", "exec:/bin/client"); err == nil || !strings.Contains(err.Error(), "known: config, election, lock") {
 		t.Errorf("GateOf(elect): %v", err)

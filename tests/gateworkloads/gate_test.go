@@ -1,0 +1,179 @@
+package gateworkloads
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+)
+
+// python is Debian's interpreter, which has kazoo (python3-kazoo); -B
+// keeps it from writing bytecode beside the scripts.
+const python = "/usr/bin/python3"
+
+// gateTime is each cell's --time-limit: one fault cycle of the calibrated
+// timing (first fault at 2 s, a 6 s pause) with room after it, so the
+// unfenced election cell sees its paused leader's write land.
+const gateTime = "12s"
+
+// script is the exec: recipe of a Python worker at path (relative to this
+// package) with args.
+func script(t *testing.T, path string, args ...string) string {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		t.Fatal(err)
+	}
+	return "exec:" + strings.Join(append([]string{python, "-B", abs}, args...), " ")
+}
+
+// needKazoo skips where Debian's kazoo is missing: the subjects are
+// written with it.
+func needKazoo(t *testing.T) {
+	t.Helper()
+	if err := exec.Command(python, "-c", "import kazoo").Run(); err != nil {
+		t.Skipf("%s cannot import kazoo (python3-kazoo): %v", python, err)
+	}
+}
+
+// gate runs `chaos gate --quick` for workload against recipe and returns
+// its exit code, its output and the JUnit cases that failed.
+func gate(t *testing.T, workload, recipe string) (int, string, []string) {
+	t.Helper()
+	chaostest.NeedEnsemble(t)
+	needKazoo(t)
+	exe := chaostest.Binary(t)
+	dir := t.TempDir()
+	junit := filepath.Join(dir, "gate.xml")
+	cmd := exec.CommandContext(t.Context(), exe, "gate", "--workload", workload, "--quick", "--recipe", recipe,
+		"--time-limit", gateTime, "--junit", junit, "--results", filepath.Join(dir, "results"), "--progress", "off")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	code := chaostest.ExitOf(cmd.Run())
+	all, failed := junitCases(t, junit)
+	if len(all) != 2 {
+		t.Errorf("JUnit cases %v, want the quick set's 2:\n%s", all, chaostest.Tail(out.String(), 3000))
+	}
+	return code, out.String(), failed
+}
+
+// junitCases reads the names of the test cases and of those that failed.
+func junitCases(t *testing.T, path string) (all, failed []string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			all = append(all, c.Name)
+			if c.Failure != nil {
+				failed = append(failed, c.Name)
+			}
+		}
+	}
+	return all, failed
+}
+
+// passes gates a correct subject: exit 0, no cell failed.
+func passes(t *testing.T, workload, recipe string) {
+	t.Helper()
+	code, out, failed := gate(t, workload, recipe)
+	if code != 0 || len(failed) != 0 {
+		t.Fatalf("gate of a correct %s client exited %d (failed %v), want 0:\n%s", workload, code, failed, chaostest.Tail(out, 3000))
+	}
+}
+
+// caught gates a buggy subject: exit 1, and cell named as wrong in the
+// summary and failed in the JUnit file.
+func caught(t *testing.T, workload, recipe, cell string) {
+	t.Helper()
+	code, out, failed := gate(t, workload, recipe)
+	if code != 1 {
+		t.Fatalf("gate of a buggy %s client exited %d, want 1:\n%s", workload, code, chaostest.Tail(out, 3000))
+	}
+	if !strings.Contains(out, "  "+cell+": wrong") {
+		t.Errorf("the summary does not name the failing cell %s:\n%s", cell, chaostest.Tail(out, 2000))
+	}
+	if !slices.Contains(failed, cell) {
+		t.Errorf("JUnit failures %v, want %s among them", failed, cell)
+	}
+}
+
+// electionWorker is the repository's third-party election worker, written
+// from docs/worker-protocol.md alone: a correct candidate.
+const electionWorker = "../../client/subjects/conformance/testdata/election_worker.py"
+
+// TestElectionGatePasses: a correct candidate is valid without faults,
+// and unfenced its paused leader's stale-term call is caught.
+func TestElectionGatePasses(t *testing.T) {
+	passes(t, "election", script(t, electionWorker))
+}
+
+// TestElectionGateCatchesZeroTerm: the same candidate presenting term 0
+// fails the baseline on term-order.
+func TestElectionGateCatchesZeroTerm(t *testing.T) {
+	caught(t, "election", script(t, "testdata/election_zero_term.py"), "election:subject/none/fencing-on")
+}
+
+// TestConfigGatePasses: a correct config client, two admins, is valid
+// without faults and with a client paused past its session.
+func TestConfigGatePasses(t *testing.T) {
+	passes(t, "config", script(t, "testdata/config_worker.py"))
+}
+
+// TestConfigGateCatchesStaleApply: a client that applies a notified
+// version with the data read when its watch was set fails the baseline
+// on config-consistent.
+func TestConfigGateCatchesStaleApply(t *testing.T) {
+	caught(t, "config", script(t, "testdata/config_worker.py", "--bug", "stale-apply"), "config:subject/none/fencing-on")
+}
+
+// TestGateWorkloadBadInput: an unknown workload is bad input, reported on
+// the first line with the known ones, exit 255, nothing started.
+func TestGateWorkloadBadInput(t *testing.T) {
+	exe := chaostest.Binary(t)
+	dir := t.TempDir()
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--workload", "elect", "--recipe", "seed"}, []string{`unknown workload "elect"`, "config, election, lock"}},
+		{[]string{"--workload", "election", "--matrix", filepath.Join(dir, "m.json"), "--recipe", "seed"}, []string{"--workload", "--matrix"}},
+	}
+	for _, tc := range cases {
+		cmd := exec.CommandContext(t.Context(), exe, append([]string{"gate", "--results", filepath.Join(dir, "results")}, tc.args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		code := chaostest.ExitOf(cmd.Run())
+		first, _, _ := strings.Cut(stderr.String(), "\n")
+		for _, w := range tc.want {
+			if code != 255 || !strings.Contains(first, w) {
+				t.Errorf("gate %v: exit %d, first line %q; want 255 and %q", tc.args, code, first, w)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results")); err == nil {
+		t.Error("bad input started a run: results/ exists")
+	}
+}
