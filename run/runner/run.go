@@ -129,10 +129,6 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 		// Shown nowhere, but the online check must run to stop the run.
 		o.track = progress.NewTracker()
 	}
-	wl, err := cfg.NewWorkload()
-	if err != nil {
-		return nil, err
-	}
 	// What the backend needs of this machine, before anything is made:
 	// a failure here leaves nothing behind.
 	if err := backend.Preflight(hard, cfg.Cluster, cfg.service(), cfg.Image, cfg.NoBuild, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
@@ -151,11 +147,12 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	t0 := time.Now()
 	runID := uuid.NewString()[:8]
 	// On an ensemble the run does not own, its znodes go under a subtree
-	// of its own (removed in teardown).
-	if cfg.RunRoot = backend.RunRoot(cfg.Cluster, runID); cfg.RunRoot != "" {
-		if wl, err = cfg.NewWorkload(); err != nil {
-			return nil, err
-		}
+	// of its own (removed in teardown); the workload, built once, puts
+	// its root there.
+	cfg.RunRoot = backend.RunRoot(cfg.Cluster, runID)
+	wl, err := cfg.NewWorkload()
+	if err != nil {
+		return nil, err
 	}
 	origin, logFlags, segment := t0, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0
 	var run *store.Run
