@@ -25,7 +25,7 @@ func (c *controller) startMonitor() {
 		c.log.Info("runbook monitor off: it reads ZooKeeper only", "service", c.cfg.service())
 		return
 	}
-	m, err := monitor.Start(c.runCtx, monitor.Config{Nodes: c.zk.Nodes(), Dirs: workloads.Dirs(c.wl),
+	m, err := monitor.Start(c.runCtx, monitor.Config{Nodes: c.net.zk.Nodes(), Dirs: workloads.Dirs(c.wl),
 		Interval: c.cfg.MonitorInterval, SessionTimeout: c.cfg.SessionTimeout, Clock: c.hist.Since,
 		Path: c.run.Path(store.MonitorFile), Append: c.resume != nil, Logger: c.log})
 	if err != nil {
@@ -60,9 +60,25 @@ func readMonitor(path string) ([]monitor.Sample, string) {
 	f, err := monitor.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, "Not recorded: the run has no monitor.jsonl (run with --monitor-interval 0, or before the monitor existed)."
+		return nil, "Not recorded: the run has no monitor.jsonl (run with " + Setting("MonitorInterval") + " 0, or before the monitor existed)."
 	case err != nil:
 		return nil, "Not recorded: " + err.Error() + "."
 	}
 	return f.Samples, ""
+}
+
+// validateObservers checks the observers' settings: the runbook
+// monitor's interval, and a soak's resource sampling and summary line.
+func validateObservers(c Config) []error {
+	var errs []error
+	if c.ResourcesInterval != 0 && c.ResourcesInterval < MinResourcesInterval {
+		errs = append(errs, fieldErrf("ResourcesInterval", c.ResourcesInterval.String(), "must be 0 (none) or at least %s", MinResourcesInterval))
+	}
+	if c.SummaryInterval < 0 {
+		errs = append(errs, fieldErrf("SummaryInterval", c.SummaryInterval.String(), "must not be negative"))
+	}
+	if c.MonitorInterval != 0 && c.MonitorInterval < MinMonitorInterval {
+		errs = append(errs, fieldErrf("MonitorInterval", c.MonitorInterval.String(), "must be 0 (no monitor) or at least %s", MinMonitorInterval))
+	}
+	return errs
 }

@@ -60,7 +60,7 @@ func (c *controller) startSoak() (stop func()) {
 // container's JVM by its host PID) and the live workers.
 func (c *controller) resourceTargets(ctx context.Context) []resources.Target {
 	var out []resources.Target
-	for _, n := range c.zk.Nodes() {
+	for _, n := range c.net.zk.Nodes() {
 		if p, err := n.Process(ctx); err == nil && p.PID > 0 {
 			out = append(out, resources.Target{Role: resources.RoleZooKeeper, ID: n.ID(), PID: p.PID})
 		}
@@ -79,14 +79,14 @@ func (c *controller) resourceTargets(ctx context.Context) []resources.Target {
 func (c *controller) serverCounts(ctx context.Context) []resources.Server {
 	if !c.cfg.zooKeeper() {
 		var out []resources.Server
-		for _, n := range c.zk.Nodes() {
-			out = append(out, resources.Server{ID: n.ID(), CountsError: "not ZooKeeper (--service " + c.cfg.service() + "): no znode counts"})
+		for _, n := range c.net.zk.Nodes() {
+			out = append(out, resources.Server{ID: n.ID(), CountsError: "not ZooKeeper (" + Setting("Service") + " " + c.cfg.service() + "): no znode counts"})
 		}
 		return out
 	}
 	svs, ok := c.mon.LastServers()
 	if !ok {
-		for _, n := range c.zk.Nodes() {
+		for _, n := range c.net.zk.Nodes() {
 			sv := monitor.Server{ID: n.ID()}
 			ans, err := cluster.FourLetter(ctx, n.ClientAddr(), "mntr")
 			if err == nil {
