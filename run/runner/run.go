@@ -19,7 +19,6 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/proc"
-	"github.com/zkchaos/zkchaos/observe/monitor"
 	"github.com/zkchaos/zkchaos/observe/progress"
 	"github.com/zkchaos/zkchaos/observe/resources"
 	"github.com/zkchaos/zkchaos/run/janitor"
@@ -260,11 +259,7 @@ type controller struct {
 	rec   history.Recorder // hist, as the run's parts record: the progress tracker sees every event
 	td    *teardown
 	first *firstStop
-
-	// mon is the runbook monitor while the workload and the final phase
-	// last (nil without one); resourcesSink is given a soak's resource
-	// samples (WithResources).
-	mon           *monitor.Monitor
+	// resourcesSink is given a soak's resource samples (WithResources).
 	resourcesSink func(resources.Sample)
 }
 
@@ -352,12 +347,13 @@ func (c *controller) workload(ctx context.Context) {
 	defer stop(nil)
 	defer context.AfterFunc(c.runCtx, func() { stop(nil) })()
 	defer context.AfterFunc(c.first.found, func() { stop(errStoppedAtFirst) })()
-	c.startMonitor()
-	defer c.stopMonitor()
-	defer c.startSoak()()
+	obs := &observers{cfg: c.cfg, st: c.runState, zk: c.net.zk, wl: c.wl, fleet: c.fleet, clock: c.hist.Since,
+		resumed: c.resume != nil, rec: c.rec, sink: c.resourcesSink}
+	obs.start()
+	defer obs.stop()
 
 	faults, err := newFaultLoop(c.cfg, faultEnv{zk: c.net.zk, workerNet: c.net.net != nil, workload: c.wl.Name(),
-		targets: c.fleet, resource: c.svc.nemesisResource(), hist: c.nemesisHistory()}, c.log)
+		targets: c.fleet, resource: c.svc.nemesisResource(), hist: obs.nemesisHistory()}, c.log)
 	if err != nil {
 		c.abort(err)
 		return
@@ -375,7 +371,7 @@ func (c *controller) workload(ctx context.Context) {
 		s.Phase, s.StoppedBecause, s.WorkloadNS = store.PhaseFinal, why, int64(reached)
 	})
 	fin := &finalPhase{st: c.runState, runID: c.runID, net: c.net.net, zk: c.net.zk, fleet: c.fleet, svc: c.svc, wl: c.wl,
-		rec: c.rec, nemHist: c.nemesisHistory(), recovery: c.cfg.Recovery}
+		rec: c.rec, nemHist: obs.nemesisHistory(), recovery: c.cfg.Recovery}
 	fin.run(why)
 }
 
