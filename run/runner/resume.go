@@ -175,33 +175,33 @@ func appendHistory(path string, origin time.Time) (*history.Writer, appended, er
 // writeResumeTestFile records the segments in test.json: the dead
 // controller's closed at its history's last event, with the phase its
 // status.json last recorded, and this one's opened.
-func (c *controller) writeResumeTestFile(a appended) error {
-	r := c.resume
-	segs := r.segments()
+func (r *record) writeResumeTestFile(a appended, connect string) error {
+	rs := r.resume
+	segs := rs.segments()
 	last := &segs[len(segs)-1]
-	last.End = r.origin().Add(time.Duration(a.lastNS)).UTC()
-	last.Ended = fmt.Sprintf("controller died in phase %q (killed?); end is its history's last event", r.status.Phase)
-	segs = append(segs, Segment{RunID: c.runID, Start: c.t0, ControllerPID: os.Getpid(),
-		Connect: c.net.zk.ConnectString(), FirstProcess: a.first, Interrupted: a.interrupted})
-	r.test.Segments = segs
-	return c.saveResumeTestFile()
+	last.End = rs.origin().Add(time.Duration(a.lastNS)).UTC()
+	last.Ended = fmt.Sprintf("controller died in phase %q (killed?); end is its history's last event", rs.status.Phase)
+	segs = append(segs, Segment{RunID: r.runID, Start: r.t0, ControllerPID: os.Getpid(),
+		Connect: connect, FirstProcess: a.first, Interrupted: a.interrupted})
+	rs.test.Segments = segs
+	return r.saveResumeTestFile()
 }
 
 // endSegment records why this segment ended.
-func (c *controller) endSegment() error {
-	segs := c.resume.test.Segments
+func (r *record) endSegment() error {
+	segs := r.resume.test.Segments
 	last := &segs[len(segs)-1]
 	last.End = time.Now()
-	last.Ended = c.stoppedBecause()
-	return c.saveResumeTestFile()
+	last.Ended = r.st.stoppedBecause()
+	return r.saveResumeTestFile()
 }
 
-func (c *controller) saveResumeTestFile() error {
-	b, err := json.MarshalIndent(c.resume.test, "", "  ")
+func (r *record) saveResumeTestFile() error {
+	b, err := json.MarshalIndent(r.resume.test, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode test.json: %w", err)
 	}
-	if err := store.WriteFileAtomic(c.run.Path(store.TestFile), append(b, '\n')); err != nil {
+	if err := store.WriteFileAtomic(r.st.run.Path(store.TestFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("write test.json: %w", err)
 	}
 	return nil

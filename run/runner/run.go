@@ -2,21 +2,17 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/user"
-	"runtime"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/zkchaos/zkchaos/client/subjects"
 	"github.com/zkchaos/zkchaos/cluster/backend"
-	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/observe/progress"
@@ -175,8 +171,9 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	st, endRun := newRunState(hard, run, log, o.track, store.Status{TimeLimitNS: int64(cfg.TimeLimit), ControllerPID: os.Getpid(), Segment: segment})
 	defer endRun()
 	td := newTeardown(st, jan)
-	c := &controller{runState: st, cfg: cfg, wl: wl, exe: exe, runID: runID, jan: jan, t0: t0, td: td,
-		resourcesSink: o.resources, env: proc.Env(runID, os.Getpid()), resume: rs, origin: origin, first: newFirstStop(cfg, log)}
+	c := &controller{runState: st, cfg: cfg, wl: wl, exe: exe, runID: runID, jan: jan, td: td,
+		resourcesSink: o.resources, env: proc.Env(runID, os.Getpid()), first: newFirstStop(cfg, log),
+		rec: &record{st: st, exe: exe, runID: runID, t0: t0, resume: rs, origin: origin}}
 	defer c.first.stop()
 	defer td.run()
 	if err := c.setPhase(store.PhaseSetup); err != nil {
@@ -187,7 +184,7 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	}
 	stopOnline := startOnline(hard, c.track, run.Path(store.ApplyLogFile), checkerNames(wl), cfg.Fencing, c.first.violation, log)
 	defer stopOnline()
-	go c.watch(c.hist, c.svc.resource(), td.started)
+	go c.watch(c.rec.hist, c.svc.resource(), td.started)
 	out.Timings.Setup = time.Since(t0)
 	out.Timings.Ensemble = c.svc.ready
 
@@ -204,7 +201,7 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	out.Timings.Teardown = time.Since(tdStart)
 	out.Timings.Processes = c.fleet.spawned
 	if rs != nil {
-		if err := c.endSegment(); err != nil {
+		if err := c.rec.endSegment(); err != nil {
 			return out, err
 		}
 	}
@@ -243,20 +240,12 @@ type controller struct {
 	exe   string
 	runID string
 	jan   *janitor.Handle
-	t0    time.Time
 	env   []string
 
-	// resume is the soak this controller resumes (nil: a new run);
-	// origin is the history's clock origin (t0, or the first segment's
-	// start).
-	resume *Resumable
-	origin time.Time
-
+	rec   *record
 	net   *network
 	svc   *services
 	fleet *fleet
-	hist  *history.Writer
-	rec   history.Recorder // hist, as the run's parts record: the progress tracker sees every event
 	td    *teardown
 	first *firstStop
 	// resourcesSink is given a soak's resource samples (WithResources).
@@ -272,7 +261,9 @@ func (c *controller) setup(args []string) error {
 		return err
 	}
 	c.cfg.Nodes = n.nodes(c.cfg)
-	firstProcess, err := c.openHistory(args, n.mode)
+	c.rec.cfg = c.cfg
+	firstProcess, err := c.rec.open(args, n.mode, n.zk.ConnectString())
+	c.td.hist = c.rec.hist
 	if err != nil {
 		return err
 	}
@@ -282,53 +273,10 @@ func (c *controller) setup(args []string) error {
 		return err
 	}
 	where := c.svc.where()
-	c.fleet = newFleet(c.cfg, c.exe, c.svc.workerEnv(c.env), where.ZK, where.Register, placement{net: n.net}, c.run, c.rec, c.log, c.runCtx, c.abort)
+	c.fleet = newFleet(c.cfg, c.exe, c.svc.workerEnv(c.env), where.ZK, where.Register, placement{net: n.net}, c.run, c.rec.rec, c.log, c.runCtx, c.abort)
 	c.fleet.pg = where.Postgres
 	c.fleet.startAt(firstProcess)
 	c.td.fleet = c.fleet
-	return nil
-}
-
-// openHistory writes test.json and opens the history: both new, or for a
-// resumed soak the segments recorded and the history appended to, its
-// interrupted operations completed as info.
-func (c *controller) openHistory(args []string, netMode string) (firstProcess int, err error) {
-	if c.resume == nil {
-		if err := c.writeTestFile(args, netMode); err != nil {
-			return 0, err
-		}
-		hist, err := history.Create(c.run.Path(store.HistoryFile), c.t0)
-		if err != nil {
-			return 0, err
-		}
-		c.hist, c.td.hist, c.rec = hist, hist, c.track.Recorder(hist)
-		return 0, nil
-	}
-	hist, a, err := appendHistory(c.run.Path(store.HistoryFile), c.origin)
-	if err != nil {
-		return 0, err
-	}
-	c.hist, c.td.hist, c.rec = hist, hist, c.track.Recorder(hist)
-	c.log.Info("soak resumed", "segment", c.resume.segmentNo(), "interrupted_completed_info", a.interrupted, "first_process", a.first)
-	return a.first, c.writeResumeTestFile(a)
-}
-
-func (c *controller) writeTestFile(args []string, netMode string) error {
-	host, _ := os.Hostname()
-	u := ""
-	if cu, err := user.Current(); err == nil {
-		u = cu.Username
-	}
-	tf := testFile{Config: c.cfg, RunID: c.runID, Start: c.t0, StartWall: c.t0.UnixNano(),
-		ControllerPID: os.Getpid(), Executable: c.exe, Args: args, NetMode: netMode, Host: host,
-		User: u, GoVersion: runtime.Version()}
-	b, err := json.MarshalIndent(tf, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode test.json: %w", err)
-	}
-	if err := os.WriteFile(c.run.Path(store.TestFile), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write test.json: %w", err)
-	}
 	return nil
 }
 
@@ -347,8 +295,8 @@ func (c *controller) workload(ctx context.Context) {
 	defer stop(nil)
 	defer context.AfterFunc(c.runCtx, func() { stop(nil) })()
 	defer context.AfterFunc(c.first.found, func() { stop(errStoppedAtFirst) })()
-	obs := &observers{cfg: c.cfg, st: c.runState, zk: c.net.zk, wl: c.wl, fleet: c.fleet, clock: c.hist.Since,
-		resumed: c.resume != nil, rec: c.rec, sink: c.resourcesSink}
+	obs := &observers{cfg: c.cfg, st: c.runState, zk: c.net.zk, wl: c.wl, fleet: c.fleet, clock: c.rec.hist.Since,
+		resumed: c.rec.resume != nil, rec: c.rec.rec, sink: c.resourcesSink}
 	obs.start()
 	defer obs.stop()
 
@@ -371,7 +319,7 @@ func (c *controller) workload(ctx context.Context) {
 		s.Phase, s.StoppedBecause, s.WorkloadNS = store.PhaseFinal, why, int64(reached)
 	})
 	fin := &finalPhase{st: c.runState, runID: c.runID, net: c.net.net, zk: c.net.zk, fleet: c.fleet, svc: c.svc, wl: c.wl,
-		rec: c.rec, nemHist: obs.nemesisHistory(), recovery: c.cfg.Recovery}
+		rec: c.rec.rec, nemHist: obs.nemesisHistory(), recovery: c.cfg.Recovery}
 	fin.run(why)
 }
 
