@@ -183,22 +183,27 @@ func reexport(ctx context.Context, run *store.Run) {
 	slog.Info("postgres run left its data directory: its audit table was exported again into the apply log", "entries", n)
 }
 
-// validateCheck checks what judges the run: the workload whose checkers
-// run, the gate among them, stopping at the first violation (which needs
-// a checker of the gate that runs online), and the checkers' budget.
+// validateCheck checks what judges the run: the gate among the
+// workload's checkers (an unknown workload is validateWorkload's to
+// report), stopping at the first violation (which needs a checker of the
+// gate that runs online), and the checkers' budget.
 func validateCheck(c Config) []error {
 	var errs []error
-	if wl, err := c.NewWorkload(); err != nil {
-		errs = append(errs, fieldErr("Workload", "", err))
-	} else if len(c.Gate) == 0 {
-		errs = append(errs, fieldMsg("Gate", "%s is empty: give one or more of %s", Setting("Gate"), strings.Join(workloads.CheckerNames(wl), ", ")))
-	} else if err := workloads.ValidateGate(wl, c.Gate); err != nil {
-		errs = append(errs, fieldErr("Gate", "", err))
-	} else if c.StopAtFirst && len(c.stopCheckers(wl)) == 0 {
-		errs = append(errs, fieldErrf("StopAtFirst", "", "no checker of the gate (%s) has an online check (%s have one)", strings.Join(c.Gate, ","), strings.Join(c.allOnline(), ", ")))
-	}
 	if c.CheckBudget < 0 {
 		errs = append(errs, fieldErrf("CheckBudget", c.CheckBudget.String(), "must not be negative"))
+	}
+	wl, err := c.NewWorkload()
+	if err != nil {
+		return errs // validateWorkload reports it
+	}
+	if len(c.Gate) == 0 {
+		return append(errs, fieldMsg("Gate", "%s is empty: give one or more of %s", Setting("Gate"), strings.Join(workloads.CheckerNames(wl), ", ")))
+	}
+	if err := workloads.ValidateGate(wl, c.Gate); err != nil {
+		return append(errs, fieldErr("Gate", "", err))
+	}
+	if c.StopAtFirst && len(c.stopCheckers(wl)) == 0 {
+		errs = append(errs, fieldErrf("StopAtFirst", "", "no checker of the gate (%s) has an online check (%s have one)", strings.Join(c.Gate, ","), strings.Join(c.allOnline(), ", ")))
 	}
 	return errs
 }

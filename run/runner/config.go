@@ -332,7 +332,7 @@ func (c Config) FaultCycle() time.Duration {
 // costs nothing and leaves nothing behind: each part of the run checks
 // its own settings. Every error names the setting at fault (FieldError).
 func (c Config) Validate() error {
-	var errs []error
+	errs := validateWorkload(c)
 	errs = append(errs, validateFolder(c)...)
 	errs = append(errs, validateFleet(c)...)
 	errs = append(errs, validateServices(c)...)
@@ -342,6 +342,16 @@ func (c Config) Validate() error {
 	errs = append(errs, validateObservers(c)...)
 	errs = append(errs, validateCheck(c)...)
 	return errors.Join(errs...)
+}
+
+// validateWorkload checks the workload, first: the other parts'
+// settings are judged against it, and an unknown one is the mistake the
+// user made, whatever else it makes the other parts refuse.
+func validateWorkload(c Config) []error {
+	if _, err := c.NewWorkload(); err != nil {
+		return []error{fieldErr("Workload", "", err)}
+	}
+	return nil
 }
 
 // validateFolder checks where the run's folder goes: its name, beneath

@@ -64,3 +64,14 @@ func TestValidateFieldErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownWorkloadFirst: an unknown workload is the first thing said,
+// before what it makes the other parts refuse (its subject, its gate).
+func TestUnknownWorkloadFirst(t *testing.T) {
+	c := Defaults()
+	c.Workload = "election-9"
+	err := c.Validate()
+	if err == nil || !strings.HasPrefix(err.Error(), `workload: unknown workload "election-9"`) {
+		t.Errorf("first line: %v", err)
+	}
+}
