@@ -118,7 +118,7 @@ func prepareNodes(ctx context.Context, connect string, nodes []workloads.Node, a
 			return fmt.Errorf("prepare znodes: %w", err)
 		}
 	}
-	acl := "world:anyone:cdrwa (--acl off)"
+	acl := "world:anyone:cdrwa (" + Setting("ACL") + " off)"
 	if auth.Enabled() {
 		acl = "digest:" + auth.User() + ":cdrwa, world:anyone:r"
 	}

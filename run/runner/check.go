@@ -148,11 +148,11 @@ func CheckGate(dir string, gate []string) error {
 		return fmt.Errorf("%s: %w", p, err)
 	}
 	if len(gate) == 0 {
-		return fmt.Errorf("--gate is empty: give one or more of %s, or leave it out for the run's own gate",
-			strings.Join(workloads.CheckerNames(spec), ", "))
+		return fieldMsg("Gate", "%s is empty: give one or more of %s, or leave it out for the run's own gate",
+			Setting("Gate"), strings.Join(workloads.CheckerNames(spec), ", "))
 	}
 	if err := workloads.ValidateGate(spec, gate); err != nil {
-		return fmt.Errorf("--gate: %w", err)
+		return fieldErr("Gate", "", err)
 	}
 	return nil
 }
@@ -181,4 +181,29 @@ func reexport(ctx context.Context, run *store.Run) {
 		return
 	}
 	slog.Info("postgres run left its data directory: its audit table was exported again into the apply log", "entries", n)
+}
+
+// validateCheck checks what judges the run: the gate among the
+// workload's checkers (an unknown workload is validateWorkload's to
+// report), stopping at the first violation (which needs a checker of the
+// gate that runs online), and the checkers' budget.
+func validateCheck(c Config) []error {
+	var errs []error
+	if c.CheckBudget < 0 {
+		errs = append(errs, fieldErrf("CheckBudget", c.CheckBudget.String(), "must not be negative"))
+	}
+	wl, err := c.NewWorkload()
+	if err != nil {
+		return errs // validateWorkload reports it
+	}
+	if len(c.Gate) == 0 {
+		return append(errs, fieldMsg("Gate", "%s is empty: give one or more of %s", Setting("Gate"), strings.Join(workloads.CheckerNames(wl), ", ")))
+	}
+	if err := workloads.ValidateGate(wl, c.Gate); err != nil {
+		return append(errs, fieldErr("Gate", "", err))
+	}
+	if c.StopAtFirst && len(c.stopCheckers(wl)) == 0 {
+		errs = append(errs, fieldErrf("StopAtFirst", "", "no checker of the gate (%s) has an online check (%s have one)", strings.Join(c.Gate, ","), strings.Join(c.allOnline(), ", ")))
+	}
+	return errs
 }

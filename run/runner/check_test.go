@@ -97,11 +97,11 @@ func TestCheckGate(t *testing.T) {
 		t.Errorf("config run, config-monotonic: %v", err)
 	}
 	err := CheckGate(dir, []string{fence.NameDoubleWriter})
-	if err == nil || !strings.Contains(err.Error(), `--gate: the config workload: unknown gating checker "double-writer" (known: integrity, config-monotonic`) {
+	if err == nil || !strings.Contains(err.Error(), `gate: the config workload: unknown gating checker "double-writer" (known: integrity, config-monotonic`) {
 		t.Errorf("config run, double-writer: %v", err)
 	}
 	err = CheckGate(dir, nil)
-	if err == nil || !strings.HasPrefix(err.Error(), "--gate is empty: give one or more of integrity, config-monotonic") {
+	if err == nil || !strings.HasPrefix(err.Error(), "gate is empty: give one or more of integrity, config-monotonic") {
 		t.Errorf("config run, empty gate: %v", err)
 	}
 }

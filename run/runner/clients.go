@@ -232,8 +232,8 @@ func (l *live) Event(m worker.Message) {
 	switch m.Event {
 	case worker.EventHello:
 		if spoken := cmp.Or(m.Workload, workloads.LockName); spoken != l.f.cfg.Workload {
-			l.f.fail(fmt.Errorf("worker pid %d (--recipe %s) speaks the %s workload's protocol, and this run is --workload %s: give a subject written for %s",
-				l.p.PID(), l.f.cfg.Recipe, spoken, l.f.cfg.Workload, l.f.cfg.Workload))
+			l.f.fail(fmt.Errorf("worker pid %d (%s %s) speaks the %s workload's protocol, and this run is %s %s: give a subject written for %s",
+				l.p.PID(), Setting("Recipe"), l.f.cfg.Recipe, spoken, Setting("Workload"), l.f.cfg.Workload, l.f.cfg.Workload))
 		}
 		// The hello's session goes into the history as a connected
 		// session: it is the session of the process's first grants, which
@@ -489,4 +489,54 @@ wait:
 			<-l.p.Done()
 		}
 	}
+}
+
+// drive runs every slot's loop, each with its own source drawn from the
+// run's seed, until gen ends; wait returns once every loop has.
+func (f *fleet) drive(gen context.Context, wl workloads.Workload, seed uint64) (wait func()) {
+	var clients sync.WaitGroup
+	for _, s := range f.slots {
+		clients.Add(1)
+		r := rand.New(rand.NewPCG(seed, uint64(s.index)+1))
+		go func() { defer clients.Done(); s.loop(gen, wl, r) }()
+	}
+	return clients.Wait
+}
+
+// Clients implements workloads.End: every slot.
+func (f *fleet) Clients() []workloads.Client {
+	out := make([]workloads.Client, len(f.slots))
+	for i, s := range f.slots {
+		out[i] = s
+	}
+	return out
+}
+
+// validateFleet checks the workers' part of c: how many, the keys they
+// lock, the token they present, the subject they run, their timing and
+// their logs' caps.
+func validateFleet(c Config) []error {
+	var errs []error
+	if c.Workers < 1 || c.Workers > 200 {
+		errs = append(errs, fieldErrf("Workers", fmt.Sprint(c.Workers), "must be 1..200"))
+	}
+	if c.Keys < 1 || c.Keys > 1000 {
+		errs = append(errs, fieldErrf("Keys", fmt.Sprint(c.Keys), "must be 1..1000"))
+	}
+	if !slices.Contains([]string{"czxid", "seq"}, c.Token) {
+		errs = append(errs, fieldErrf("Token", fmt.Sprintf("%q", c.Token), "must be czxid or seq"))
+	}
+	if err := subjects.ValidateService(c.workerWorkload(), c.service(), c.Recipe); err != nil {
+		errs = append(errs, fieldErr("Recipe", "", err))
+	}
+	if c.Hold < 0 || c.Think < 0 {
+		errs = append(errs, fieldMsg("Hold", "%s and %s must not be negative", Setting("Hold"), Setting("Think")))
+	}
+	if c.AcquireTimeout <= 0 || c.OpTimeout <= 0 {
+		errs = append(errs, fieldMsg("AcquireTimeout", "%s and %s must be positive", Setting("AcquireTimeout"), Setting("OpTimeout")))
+	}
+	if c.WorkerLogHead < 0 || c.WorkerLogTail < 0 {
+		errs = append(errs, fieldMsg("WorkerLogHead", "worker log cap %d+%d bytes: must not be negative", c.WorkerLogHead, c.WorkerLogTail))
+	}
+	return errs
 }

@@ -183,30 +183,6 @@ func (c Config) DefaultGate() []string {
 	return wl.DefaultGate()
 }
 
-// checkTimeLimit refuses a time limit that cannot hold one whole fault
-// cycle (a fault would be cut short, or never happen, and the run still
-// look like a run with faults), or, without faults, that is below
-// MinTimeLimit. The message names the value at fault and the numbers.
-func (c Config) checkTimeLimit() error {
-	if len(c.Nemesis) == 1 && c.Nemesis[0] == "none" {
-		if c.TimeLimit < MinTimeLimit {
-			return fmt.Errorf("--time-limit %s: too short; the minimum is %s", c.TimeLimit, MinTimeLimit)
-		}
-		return nil
-	}
-	cycle := c.FaultCycle()
-	if c.TimeLimit >= cycle {
-		return nil
-	}
-	hold, shorten := fmt.Sprintf("--pause %s", c.PauseFor), "--pause"
-	if c.PauseFor == 0 {
-		hold = fmt.Sprintf("pause %s (twice --session-timeout %s)", c.Pause(), c.SessionTimeout)
-		shorten = "--session-timeout (or set --pause)"
-	}
-	return fmt.Errorf("--time-limit %s is shorter than one fault cycle: the minimum is %s (--first-fault %s + %s to inject + %s); raise --time-limit or shorten %s",
-		c.TimeLimit, cycle, c.FirstFault, InjectAllowance, hold, shorten)
-}
-
 // Pause is the effective pause duration.
 func (c Config) Pause() time.Duration {
 	if c.PauseFor > 0 {
@@ -316,11 +292,11 @@ func (c Config) knownWorkload() bool {
 func (c Config) validateService() []error {
 	var errs []error
 	if err := backend.ValidateService(c.service(), c.Cluster); err != nil {
-		return []error{fmt.Errorf("--service: %w", err)}
+		return []error{fieldErr("Service", "", err)}
 	}
 	if c.knownWorkload() && !c.zooKeeper() && !workloads.TraitsOf(c.Workload).OtherServices {
-		errs = append(errs, fmt.Errorf("--service %s: only the %s workload runs on it (this run is --workload %s)", c.service(),
-			workloads.With(func(t traits) bool { return t.OtherServices }), c.Workload))
+		errs = append(errs, fieldErrf("Service", c.service(), "only the %s workload runs on it (this run is %s %s)",
+			workloads.With(func(t traits) bool { return t.OtherServices }), Setting("Workload"), c.Workload))
 	}
 	return errs
 }
@@ -353,138 +329,47 @@ func (c Config) FaultCycle() time.Duration {
 }
 
 // Validate checks everything before anything is started, so bad input
-// costs nothing and leaves nothing behind.
+// costs nothing and leaves nothing behind: each part of the run checks
+// its own settings. Every error names the setting at fault (FieldError).
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if err := store.ValidName(c.Name); err != nil {
-		errs = append(errs, fmt.Errorf("--name: %w", err))
-	}
-	if c.Workers < 1 || c.Workers > 200 {
-		bad("--workers %d: must be 1..200", c.Workers)
-	}
-	if c.Keys < 1 || c.Keys > 1000 {
-		bad("--keys %d: must be 1..1000", c.Keys)
-	}
-	if c.Nodes < 1 || c.Nodes > 9 {
-		bad("--nodes %d: must be 1..9", c.Nodes)
-	}
-	if c.TimeLimit <= 0 {
-		bad("--time-limit %s: must be positive", c.TimeLimit)
-	}
-	if c.TickTime < 10*time.Millisecond {
-		bad("--tick %s: must be at least 10ms", c.TickTime)
-	}
-	// ZooKeeper clamps a session timeout to [2, 20] ticks unless configured;
-	// we raise the maximum to fit, but below two ticks it cannot go.
-	if c.SessionTimeout < 2*c.TickTime {
-		bad("--session-timeout %s: must be at least two ticks (%s)", c.SessionTimeout, 2*c.TickTime)
-	}
-	if c.Idempotency != register.IdempotencyOn && c.Idempotency != register.IdempotencyOff {
-		bad("--idempotency %q: must be on or off", c.Idempotency)
-	}
-	if !slices.Contains([]string{register.ModeOn, register.ModeOff, register.ModeStrict}, c.Fencing) {
-		bad("--fencing %q: must be on, off or strict", c.Fencing)
-	}
-	errs = append(errs, c.validateService()...)
-	netOK := slices.Contains([]string{"auto", "netns", "loopback"}, c.Net)
-	clusterErr := backend.Validate(c.Cluster, c.NetMode())
-	if netOK && clusterErr != nil {
-		errs = append(errs, fmt.Errorf("--cluster: %w", clusterErr))
-	}
-	if err := backend.CheckZK(c.Cluster, c.ZK); err != nil {
-		errs = append(errs, err)
-	}
-	if err := backend.CheckHosts(c.Cluster, c.SSHFlags()); err != nil {
-		errs = append(errs, err)
-	}
-	if root := backend.RunRoot(c.Cluster, "<run id>"); root != "" && c.knownWorkload() && !workloads.TraitsOf(c.Workload).UnderRunRoot {
-		bad("--workload %s: not with --cluster %s: its znodes are at fixed paths outside the run's own subtree (%s), on an ensemble that is not the harness's to write at will; the %s workload's root goes under that subtree",
-			c.Workload, c.Cluster, root, workloads.With(func(t traits) bool { return t.UnderRunRoot }))
-	}
-	if err := backend.CheckImage(c.Cluster, c.Image); err != nil {
-		errs = append(errs, err)
-	}
-	if netOK && clusterErr == nil {
-		if err := nemesis.ValidateFor(c.Nemesis, c.Caps()); err != nil {
-			errs = append(errs, fmt.Errorf("--nemesis: %w", err))
-		}
-	}
-	if c.NemesisInterval <= 0 {
-		bad("--nemesis-interval %s: must be positive", c.NemesisInterval)
-	}
-	if c.FirstFault < 0 {
-		bad("--first-fault %s: must not be negative", c.FirstFault)
-	}
-	if c.PauseFor < 0 {
-		bad("--pause %s: must not be negative", c.PauseFor)
-	}
-	if c.ResourcesInterval != 0 && c.ResourcesInterval < MinResourcesInterval {
-		bad("--resources-interval %s: must be 0 (none) or at least %s", c.ResourcesInterval, MinResourcesInterval)
-	}
-	if c.SummaryInterval < 0 {
-		bad("--summary-interval %s: must not be negative", c.SummaryInterval)
-	}
-	if c.MonitorInterval != 0 && c.MonitorInterval < MinMonitorInterval {
-		bad("--monitor-interval %s: must be 0 (no monitor) or at least %s", c.MonitorInterval, MinMonitorInterval)
-	}
-	if wl, err := c.NewWorkload(); err != nil {
-		errs = append(errs, fmt.Errorf("--workload: %w", err))
-	} else if len(c.Gate) == 0 {
-		bad("--gate is empty: give one or more of %s", strings.Join(workloads.CheckerNames(wl), ", "))
-	} else if err := workloads.ValidateGate(wl, c.Gate); err != nil {
-		errs = append(errs, fmt.Errorf("--gate: %w", err))
-	} else if c.StopAtFirst && len(c.StopCheckers()) == 0 {
-		bad("--stop-at-first: no checker of the gate (%s) has an online check (%s have one)", strings.Join(c.Gate, ","), strings.Join(c.allOnline(), ", "))
-	}
+	errs := validateWorkload(c)
+	errs = append(errs, validateFolder(c)...)
+	errs = append(errs, validateFleet(c)...)
+	errs = append(errs, validateServices(c)...)
+	netErrs, capsKnown := validateNetwork(c)
+	errs = append(errs, netErrs...)
+	errs = append(errs, validateFaults(c, capsKnown)...)
+	errs = append(errs, validateObservers(c)...)
+	errs = append(errs, validateCheck(c)...)
+	return errors.Join(errs...)
+}
 
-	if c.TimeLimit > 0 && c.FirstFault >= 0 && c.PauseFor >= 0 {
-		if err := c.checkTimeLimit(); err != nil {
-			errs = append(errs, err)
-		}
+// validateWorkload checks the workload, first: the other parts'
+// settings are judged against it, and an unknown one is the mistake the
+// user made, whatever else it makes the other parts refuse.
+func validateWorkload(c Config) []error {
+	if _, err := c.NewWorkload(); err != nil {
+		return []error{fieldErr("Workload", "", err)}
+	}
+	return nil
+}
+
+// validateFolder checks where the run's folder goes: its name, beneath
+// the results folder.
+func validateFolder(c Config) []error {
+	var errs []error
+	nameErr := store.ValidName(c.Name)
+	if nameErr != nil {
+		errs = append(errs, fieldErr("Name", "", nameErr))
 	}
 	if c.ResultsDir == "" {
-		bad("--results: must not be empty")
-	} else if store.ValidName(c.Name) == nil {
+		errs = append(errs, fieldErrf("ResultsDir", "", "must not be empty"))
+	} else if nameErr == nil {
 		if err := store.CheckBase(filepath.Join(c.ResultsDir, c.Name)); err != nil {
-			bad("--results %s: %v", c.ResultsDir, err)
+			errs = append(errs, fieldErr("ResultsDir", c.ResultsDir, err))
 		}
 	}
-	if !slices.Contains([]string{"czxid", "seq"}, c.Token) {
-		bad("--token %q: must be czxid or seq", c.Token)
-	}
-	if err := subjects.ValidateService(c.workerWorkload(), c.service(), c.Recipe); err != nil {
-		errs = append(errs, fmt.Errorf("--recipe: %w", err))
-	}
-	if c.CheckBudget < 0 {
-		bad("--check-budget %s: must not be negative", c.CheckBudget)
-	}
-	if c.Hold < 0 || c.Think < 0 {
-		bad("--hold and --think must not be negative")
-	}
-	if c.AcquireTimeout <= 0 || c.OpTimeout <= 0 {
-		bad("--acquire-timeout and --op-timeout must be positive")
-	}
-	if !netOK {
-		bad("--net %q: must be auto, netns or loopback", c.Net)
-	} else if c.Net == "netns" {
-		if err := netns.Available(); err != nil {
-			bad("--net netns: %v", err)
-		}
-	}
-	if !strings.HasPrefix(c.LockRoot, "/") || strings.HasSuffix(c.LockRoot, "/") || len(c.LockRoot) < 2 {
-		bad("--lock-root %q: must be an absolute znode path without a trailing slash", c.LockRoot)
-	}
-	if c.ACL != ACLOn && c.ACL != ACLOff {
-		bad("--acl %q: must be on or off", c.ACL)
-	}
-	if err := c.checkResource(); err != nil {
-		errs = append(errs, err)
-	}
-	if c.WorkerLogHead < 0 || c.WorkerLogTail < 0 {
-		bad("worker log cap %d+%d bytes: must not be negative", c.WorkerLogHead, c.WorkerLogTail)
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // checkResource refuses a --resource this run cannot have, before
@@ -499,22 +384,25 @@ func (c Config) checkResource() error {
 		return nil
 	case ResourcePostgres:
 	default:
-		return fmt.Errorf("--resource %q: must be %s or %s", c.Resource, ResourceRegister, ResourcePostgres)
+		return fieldErrf("Resource", fmt.Sprintf("%q", c.Resource), "must be %s or %s", ResourceRegister, ResourcePostgres)
 	}
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("--resource postgres: "+format, a...)) }
+	bad := func(format string, a ...any) {
+		errs = append(errs, fieldErrf("Resource", ResourcePostgres, format, a...))
+	}
 	if pg := workloads.With(func(t traits) bool { return t.Postgres }); !workloads.TraitsOf(c.Workload).Postgres {
 		bad("only the %s workload (not %s): it serves the %s workload's reads and writes", pg, c.Workload, pg)
 	} else if !c.zooKeeper() {
-		bad("only with --service %s for now: the other services' recipes were not run against it", cluster.ZooKeeper)
+		bad("only with %s %s for now: the other services' recipes were not run against it", Setting("Service"), cluster.ZooKeeper)
 	} else if !subjects.Builtin(c.workerWorkload(), c.Recipe) {
 		bad("subject %q is not a built-in recipe: only chaos worker takes --postgres (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself", c.Recipe)
 	}
 	if hosts := backend.PostgresHosts(); !slices.Contains(hosts, c.Cluster) {
-		bad("only with --cluster %s", strings.Join(hosts, " or --cluster "))
+		cl := Setting("Cluster")
+		bad("only with %s %s", cl, strings.Join(hosts, " or "+cl+" "))
 	}
 	if c.NetMode() != "netns" {
-		bad("needs the run's network namespaces (root, --net auto or netns): the server gets a namespace of its own")
+		bad("needs the run's network namespaces (root, %s auto or netns): the server gets a namespace of its own", Setting("Net"))
 	}
 	if err := pgfence.Preflight(); err != nil {
 		bad("%v", err)
@@ -533,6 +421,11 @@ func (c Config) StopCheckers() []string {
 	if err != nil {
 		return nil
 	}
+	return c.stopCheckers(wl)
+}
+
+// stopCheckers are StopCheckers of the run's workload wl.
+func (c Config) stopCheckers(wl workloads.Workload) []string {
 	var out []string
 	for _, n := range onlineCheckers(wl) {
 		if slices.Contains(c.Gate, n) {

@@ -18,34 +18,34 @@ func TestValidateNamesTheBadValue(t *testing.T) {
 		mut  func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.Workers = 0 }, "--workers"},
-		{func(c *Config) { c.Keys = -1 }, "--keys"},
-		{func(c *Config) { c.TimeLimit = 0 }, "--time-limit"},
-		{func(c *Config) { c.SessionTimeout = 100 * time.Millisecond }, "--session-timeout"},
-		{func(c *Config) { c.Fencing = "sometimes" }, "--fencing"},
+		{func(c *Config) { c.Workers = 0 }, "workers 0: must be 1..200"},
+		{func(c *Config) { c.Keys = -1 }, "keys -1"},
+		{func(c *Config) { c.TimeLimit = 0 }, "time limit 0s: must be positive"},
+		{func(c *Config) { c.SessionTimeout = 100 * time.Millisecond }, "session timeout 100ms: must be at least two ticks"},
+		{func(c *Config) { c.Fencing = "sometimes" }, `fencing "sometimes"`},
 		{func(c *Config) { c.Nemesis = []string{"explode"} }, "explode"},
 		{func(c *Config) { c.Nemesis = []string{"none", "pause-holder"} }, "none"},
-		{func(c *Config) { c.Token = "uuid" }, "--token"},
-		{func(c *Config) { c.Net = "wifi" }, "--net"},
-		{func(c *Config) { c.Name = "../up" }, "--name"},
-		{func(c *Config) { c.LockRoot = "locks/" }, "--lock-root"},
-		{func(c *Config) { c.Nodes = 0 }, "--nodes"},
-		{func(c *Config) { c.Gate = nil }, "--gate is empty"},
+		{func(c *Config) { c.Token = "uuid" }, `token "uuid"`},
+		{func(c *Config) { c.Net = "wifi" }, `net "wifi"`},
+		{func(c *Config) { c.Name = "../up" }, "name: test name"},
+		{func(c *Config) { c.LockRoot = "locks/" }, `lock root "locks/"`},
+		{func(c *Config) { c.Nodes = 0 }, "nodes 0"},
+		{func(c *Config) { c.Gate = nil }, "gate is empty"},
 		{func(c *Config) { c.Gate = []string{"nonsense"} }, "nonsense"},
 		{func(c *Config) { c.SessionTimeout, c.TimeLimit = 10*time.Minute, 20*time.Second },
-			"--time-limit 20s is shorter than one fault cycle: the minimum is 20m1s (--first-fault 0s + 1s to inject + pause 20m0s (twice --session-timeout 10m0s))"},
+			"time limit 20s is shorter than one fault cycle: the minimum is 20m1s (first fault 0s + 1s to inject + pause 20m0s (twice session timeout 10m0s)); raise time limit or shorten session timeout (or set pause)"},
 		{func(c *Config) { c.PauseFor, c.TimeLimit = 30*time.Second, 20*time.Second },
-			"--time-limit 20s is shorter than one fault cycle: the minimum is 31s (--first-fault 0s + 1s to inject + --pause 30s); raise --time-limit or shorten --pause"},
+			"time limit 20s is shorter than one fault cycle: the minimum is 31s (first fault 0s + 1s to inject + pause 30s); raise time limit or shorten pause"},
 		{func(c *Config) { c.TimeLimit = time.Nanosecond },
-			"--time-limit 1ns is shorter than one fault cycle: the minimum is 3s (--first-fault 0s + 1s to inject + pause 2s (twice --session-timeout 1s))"},
-		{func(c *Config) { c.Nemesis, c.TimeLimit = []string{"none"}, time.Nanosecond }, "--time-limit 1ns: too short; the minimum is 1s"},
-		{func(c *Config) { c.ResultsDir = "/proc/forbidden" }, "--results /proc/forbidden: cannot create a folder in /proc"},
-		{func(c *Config) { c.ACL = "maybe" }, "--acl"},
-		{func(c *Config) { c.MonitorInterval = 10 * time.Millisecond }, "--monitor-interval 10ms: must be 0 (no monitor) or at least 100ms"},
-		{func(c *Config) { c.MonitorInterval = -time.Second }, "--monitor-interval -1s"},
-		{func(c *Config) { c.FirstFault = -time.Second }, "--first-fault -1s: must not be negative"},
-		{func(c *Config) { c.ResourcesInterval = 100 * time.Millisecond }, "--resources-interval 100ms: must be 0 (none) or at least 500ms"},
-		{func(c *Config) { c.SummaryInterval = -time.Second }, "--summary-interval -1s"},
+			"time limit 1ns is shorter than one fault cycle: the minimum is 3s (first fault 0s + 1s to inject + pause 2s (twice session timeout 1s))"},
+		{func(c *Config) { c.Nemesis, c.TimeLimit = []string{"none"}, time.Nanosecond }, "time limit 1ns: too short; the minimum is 1s"},
+		{func(c *Config) { c.ResultsDir = "/proc/forbidden" }, "results folder /proc/forbidden: cannot create a folder in /proc"},
+		{func(c *Config) { c.ACL = "maybe" }, `acl "maybe"`},
+		{func(c *Config) { c.MonitorInterval = 10 * time.Millisecond }, "monitor interval 10ms: must be 0 (no monitor) or at least 100ms"},
+		{func(c *Config) { c.MonitorInterval = -time.Second }, "monitor interval -1s"},
+		{func(c *Config) { c.FirstFault = -time.Second }, "first fault -1s: must not be negative"},
+		{func(c *Config) { c.ResourcesInterval = 100 * time.Millisecond }, "resources interval 100ms: must be 0 (none) or at least 500ms"},
+		{func(c *Config) { c.SummaryInterval = -time.Second }, "summary interval -1s"},
 	}
 	for _, tc := range cases {
 		c := Defaults()
@@ -100,7 +100,7 @@ func TestStopCheckers(t *testing.T) {
 		t.Errorf("gate %v: stop checkers %v, want [token-order]", c.Gate, got)
 	}
 	c.Gate, c.StopAtFirst = []string{"liveness"}, true
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--stop-at-first: no checker of the gate (liveness)") {
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "stopping at the first violation: no checker of the gate (liveness)") {
 		t.Errorf("gate without an online checker: %v", err)
 	}
 }
@@ -123,8 +123,8 @@ func TestServiceValidation(t *testing.T) {
 		mut  func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.Service = "memcached" }, `--service: unknown service "memcached"`},
-		{func(c *Config) { redis(c); c.Workload = "config" }, "--service redis: only the lock workload runs on it"},
+		{func(c *Config) { c.Service = "memcached" }, `service: unknown service "memcached"`},
+		{func(c *Config) { redis(c); c.Workload = "config" }, "service redis: only the lock workload runs on it (this run is workload config)"},
 		{func(c *Config) { redis(c); c.Cluster, c.Net = "docker", "netns" }, "redis runs on the local backend only"},
 		{func(c *Config) { redis(c); c.Nemesis = []string{"kill-zk"} }, "kill-zk: it acts on zookeeper, and this run is --service redis"},
 		{func(c *Config) { redis(c); c.Recipe = "seed" }, `subject "seed" does not run on redis`},
@@ -145,7 +145,7 @@ func TestServiceValidation(t *testing.T) {
 func TestValidateResource(t *testing.T) {
 	c := Defaults()
 	c.Resource = "sqlite"
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `--resource "sqlite": must be register or postgres`) {
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `resource "sqlite": must be register or postgres`) {
 		t.Errorf("unknown resource: %v", err)
 	}
 	c.Resource = ""
@@ -161,7 +161,7 @@ func TestValidateResource(t *testing.T) {
 		{func(c *Config) { c.Recipe = "curator" }, `subject "curator" is not a built-in recipe`},
 		{func(c *Config) { c.Workload, c.Recipe, c.Gate = "config", "seed", nil }, "only the lock workload (not config)"},
 		{func(c *Config) { c.Net = "loopback" }, "needs the run's network namespaces"},
-		{func(c *Config) { c.Service, c.Recipe = "redis", "redis-lock" }, "only with --service zookeeper"},
+		{func(c *Config) { c.Service, c.Recipe = "redis", "redis-lock" }, "only with service zookeeper"},
 	}
 	for _, tc := range cases {
 		c := Defaults()
@@ -171,7 +171,7 @@ func TestValidateResource(t *testing.T) {
 			c.Gate = c.DefaultGate()
 		}
 		err := c.Validate()
-		if err == nil || !strings.Contains(err.Error(), "--resource postgres: "+tc.want) {
+		if err == nil || !strings.Contains(err.Error(), "resource postgres: "+tc.want) {
 			t.Errorf("want %q, got %v", tc.want, err)
 		}
 	}

@@ -32,7 +32,7 @@ func TestExternalValidation(t *testing.T) {
 		{func(c *Config) { c.Nemesis = []string{"kill-zk"} }, "kill-zk: the external backend cannot kill and restart a server"},
 		{func(c *Config) { c.Nemesis = []string{"pause-zk-majority"} }, "pause-zk-majority: the external backend cannot pause a server"},
 		{func(c *Config) { c.Workload, c.Nemesis, c.Admins = workloads.ConfigName, []string{"pause-worker"}, 1 },
-			"--workload config: not with --cluster external"},
+			"workload config: not with cluster external"},
 	}
 	for _, tc := range cases {
 		c := external()

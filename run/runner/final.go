@@ -7,11 +7,55 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/host/proc"
+	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/resource/register"
 	"github.com/zkchaos/zkchaos/workloads"
 )
+
+// finalPhase is what a run does once its workload ended: every fault
+// goes (restore), and after the recovery time the workload's last
+// operations (final reads) and the resource's final state are recorded.
+// It implements workloads.End for the workload's Final.
+type finalPhase struct {
+	st    *runState
+	runID string
+	net   *netns.Network  // nil on loopback
+	zk    cluster.Cluster // nil: no ensemble to restore
+	// fleet is the run's workers (nil: none, nothing to read finally),
+	// svc its services (the fenced resource the final reads go to).
+	fleet *fleet
+	svc   *services
+	wl    workloads.Workload
+	// rec is the run's history; nemHist where the nemesis records (the
+	// restore is the nemesis's last operation).
+	rec, nemHist history.Recorder
+	recovery     time.Duration
+}
+
+// run heals everything, then, unless the run was aborted (why says what
+// stopped the workload), waits the recovery time and reads finally.
+func (p *finalPhase) run(why string) {
+	// Every fault goes, whatever stopped the run.
+	p.restore()
+	if p.st.aborted() {
+		p.st.log.Warn("run aborted: no final reads, no verdict", "why", why)
+		return
+	}
+	p.st.log.Info("workload over; recovering", "for", p.recovery.String())
+	ctxsleep.Sleep(p.st.runCtx, p.recovery)
+	p.final()
+	if p.svc.resource() != nil {
+		p.svc.finalState(p.st.hard)
+	}
+	if p.st.runCtx.Err() == nil {
+		_ = p.st.updateStatus(func(s *store.Status) { s.FinalPhase = true })
+	}
+}
 
 // restoreWait bounds the wait for the ensemble to serve again at the end.
 const restoreWait = 60 * time.Second
@@ -26,16 +70,16 @@ const restoreWait = 60 * time.Second
 // (the results folder or the register failed) the servers are neither
 // restarted nor waited for: teardown stops them next, and a server that
 // died of the same full disk would hold the run for a minute.
-func (c *controller) restore() {
-	aborted := c.aborted()
-	ctx, cancel := context.WithTimeout(c.hard, restoreWait+30*time.Second)
+func (p *finalPhase) restore() {
+	aborted := p.st.aborted()
+	ctx, cancel := context.WithTimeout(p.st.hard, restoreWait+30*time.Second)
 	defer cancel()
-	c.nemesisOp(history.Invoke, history.FRestore, &history.Value{Target: "every fault of the run"}, "")
+	p.nemesisOp(history.Invoke, history.FRestore, &history.Value{Target: "every fault of the run"}, "")
 	start := time.Now()
 	var did []string
 	var errs []error
-	if c.net != nil {
-		for _, h := range c.net.Hosts() {
+	if p.net != nil {
+		for _, h := range p.net.Hosts() {
 			rules, err := h.Rules(ctx)
 			if err != nil {
 				errs = append(errs, err)
@@ -51,8 +95,8 @@ func (c *controller) restore() {
 			did = append(did, fmt.Sprintf("%s: removed %d rules", h.Name, len(rules)))
 		}
 	}
-	if c.zk != nil && !aborted {
-		d, err := c.zk.Restore(ctx)
+	if p.zk != nil && !aborted {
+		d, err := p.zk.Restore(ctx)
 		did = append(did, d...)
 		if err != nil {
 			errs = append(errs, err)
@@ -60,7 +104,7 @@ func (c *controller) restore() {
 	}
 	// Workers and the register are found by their tag, like the janitor
 	// finds them: the controller's own bookkeeping may be what failed.
-	if tagged, err := proc.FindTagged(c.runID); err != nil {
+	if tagged, err := proc.FindTagged(p.runID); err != nil {
 		errs = append(errs, err)
 	} else {
 		for _, t := range tagged {
@@ -76,11 +120,11 @@ func (c *controller) restore() {
 	detail := "nothing left to undo"
 	if len(did) > 0 {
 		detail = strings.Join(did, "; ")
-		c.log.Warn("final phase: faults were still in effect", "undone", detail)
+		p.st.log.Warn("final phase: faults were still in effect", "undone", detail)
 	}
-	if c.zk != nil && !aborted {
+	if p.zk != nil && !aborted {
 		wctx, wcancel := context.WithTimeout(ctx, restoreWait)
-		err := c.zk.WaitReady(wctx)
+		err := p.zk.WaitReady(wctx)
 		wcancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ensemble not serving again: %w", err))
@@ -91,78 +135,63 @@ func (c *controller) restore() {
 	v := &history.Value{Target: "every fault of the run", Detail: detail}
 	if err := errors.Join(errs...); err != nil {
 		v.Verified = history.Bool(false)
-		c.nemesisOp(history.Info, history.FRestore, v, err.Error())
-		c.log.Error("final phase: restore incomplete", "err", err)
+		p.nemesisOp(history.Info, history.FRestore, v, err.Error())
+		p.st.log.Error("final phase: restore incomplete", "err", err)
 		return
 	}
 	v.Verified = history.Bool(true)
-	c.nemesisOp(history.OK, history.FRestore, v, "")
-	c.log.Info("final phase: everything healed", "detail", detail)
+	p.nemesisOp(history.OK, history.FRestore, v, "")
+	p.st.log.Info("final phase: everything healed", "detail", detail)
 }
 
 // final is the second half: the workload's last operations (see
 // workloads.Workload.Final), bounded by 30 s, after the recovery time, so
 // that a paused worker's stale write that lands late is already in what
 // they see.
-func (c *controller) final() {
-	if c.fleet == nil {
+func (p *finalPhase) final() {
+	if p.fleet == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.hard, 30*time.Second)
+	ctx, cancel := context.WithTimeout(p.st.hard, 30*time.Second)
 	defer cancel()
-	c.wl.Final(ctx, c)
+	p.wl.Final(ctx, p)
 }
 
-// Clients implements workloads.End: every slot.
-func (c *controller) Clients() []workloads.Client {
-	out := make([]workloads.Client, len(c.fleet.slots))
-	for i, s := range c.fleet.slots {
-		out[i] = s
-	}
-	return out
-}
-
-// InitTasks implements workloads.Resource through the register.
-func (c *controller) InitTasks(ctx context.Context, service string, tasks []string) error {
-	if c.reg == nil {
-		return fmt.Errorf("the task table is the register's: --resource %s has none", c.cfg.Resource)
-	}
-	_, err := c.reg.client(10*time.Second).InitTasks(ctx, register.InitRequest{Service: service, Tasks: tasks})
-	return err
-}
+// Clients implements workloads.End: every worker slot.
+func (p *finalPhase) Clients() []workloads.Client { return p.fleet.Clients() }
 
 // FinalRead implements workloads.End. The read goes to the register
 // directly, without a token, rather than through the worker protocol,
 // because a worker may read only under the lock: a final read must show
 // what the resource holds whether or not the lock service still grants
 // locks, and a token-less read moves no fence (resource/register/types.go).
-func (c *controller) FinalRead(ctx context.Context, cl workloads.Client, key string) {
-	res := c.resource()
+func (p *finalPhase) FinalRead(ctx context.Context, cl workloads.Client, key string) {
+	res := p.svc.resource()
 	if res == nil {
 		return
 	}
-	p := cl.Process()
-	c.record(history.Event{Process: history.Process(p), Type: history.Invoke, F: history.FFinalRead, Key: key})
-	rep, err := res.reader(3*time.Second).Read(ctx, register.ReadRequest{Key: key, Process: p})
+	process := cl.Process()
+	p.record(history.Event{Process: history.Process(process), Type: history.Invoke, F: history.FFinalRead, Key: key})
+	rep, err := res.reader(3*time.Second).Read(ctx, register.ReadRequest{Key: key, Process: process})
 	switch {
 	case err != nil && register.IsDefinite(err):
-		c.record(history.Event{Process: history.Process(p), Type: history.Fail, F: history.FFinalRead, Key: key, Error: err.Error()})
+		p.record(history.Event{Process: history.Process(process), Type: history.Fail, F: history.FFinalRead, Key: key, Error: err.Error()})
 	case err != nil:
-		c.record(history.Event{Process: history.Process(p), Type: history.Info, F: history.FFinalRead, Key: key, Error: err.Error()})
+		p.record(history.Event{Process: history.Process(process), Type: history.Info, F: history.FFinalRead, Key: key, Error: err.Error()})
 	default:
-		c.record(history.Event{Process: history.Process(p), Type: history.OK, F: history.FFinalRead, Key: key,
+		p.record(history.Event{Process: history.Process(process), Type: history.OK, F: history.FFinalRead, Key: key,
 			Value: &history.Value{N: history.Int64(rep.Value), Token: history.Int64(rep.Token)}})
 	}
 }
 
-func (c *controller) nemesisOp(t history.Type, f string, v *history.Value, errText string) {
-	if _, err := c.nemesisHistory().Append(history.Event{Process: history.Nemesis, Type: t, F: f, Value: v, Error: errText}); err != nil {
-		c.log.Error("record", "err", err)
+func (p *finalPhase) nemesisOp(t history.Type, f string, v *history.Value, errText string) {
+	if _, err := p.nemHist.Append(history.Event{Process: history.Nemesis, Type: t, F: f, Value: v, Error: errText}); err != nil {
+		p.st.log.Error("record", "err", err)
 	}
 }
 
-func (c *controller) record(e history.Event) {
-	if _, err := c.rec.Append(e); err != nil {
-		c.log.Error("record", "err", err)
+func (p *finalPhase) record(e history.Event) {
+	if _, err := p.rec.Append(e); err != nil {
+		p.st.log.Error("record", "err", err)
 	}
 }

@@ -437,3 +437,38 @@ func TestWaitFirstTries(t *testing.T) {
 		t.Fatal("still waiting after both slots tried")
 	}
 }
+
+// TestFleetDrive: every slot runs the workload against its own worker
+// until the workload's context ends, and wait returns after all have.
+func TestFleetDrive(t *testing.T) {
+	hist := history.NewMemory()
+	tf := newTestFleet(t, fakeworker.Script{}, hist, func(c *Config) { c.Workers = 2 })
+	cfg := tf.cfg
+	wl, err := cfg.NewWorkload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, stop := context.WithTimeout(context.Background(), time.Second)
+	defer stop()
+	wait := tf.drive(gen, wl, 1)
+	returned := make(chan struct{})
+	go func() { wait(); close(returned) }()
+	select {
+	case <-returned:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slots' loops did not end with the workload")
+	}
+	tf.shutdown(5 * time.Second)
+	acquired := map[history.Process]int{}
+	for _, e := range hist.Events() {
+		if e.F == history.FAcquire && e.Type == history.OK {
+			acquired[e.Process]++
+		}
+	}
+	if acquired[0] == 0 || acquired[1] == 0 {
+		t.Errorf("acquisitions by process: %v, want both slots'", acquired)
+	}
+	if f := tf.failures(); len(f) != 0 {
+		t.Errorf("failures: %v", f)
+	}
+}

@@ -82,23 +82,23 @@ const exportPoll = 200 * time.Millisecond
 
 // startPostgres starts the server in a namespace named pg and the export
 // of its audit table into the run's apply log.
-func (c *controller) startPostgres(ctx context.Context, password string) (*pgResource, error) {
-	if c.net == nil {
-		return nil, fmt.Errorf("--resource postgres needs the run's network namespaces")
+func (s *services) startPostgres(ctx context.Context, password string) (*pgResource, error) {
+	if s.net == nil {
+		return nil, fmt.Errorf("%s %s needs the run's network namespaces", Setting("Resource"), ResourcePostgres)
 	}
-	host, err := c.net.AddHost(ctx, "pg")
+	host, err := s.net.AddHost(ctx, "pg")
 	if err != nil {
 		return nil, fmt.Errorf("namespace for postgres: %w", err)
 	}
-	srv, err := pgfence.Start(ctx, pgfence.ServerConfig{Dir: c.run.Path(store.PostgresDir), Host: host, Env: c.env,
-		Password: password, Mode: c.cfg.Fencing})
+	srv, err := pgfence.Start(ctx, pgfence.ServerConfig{Dir: s.run.Path(store.PostgresDir), Host: host, Env: s.env,
+		Password: password, Mode: s.cfg.Fencing})
 	if err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	p := &pgResource{srv: srv, password: password, down: make(chan struct{}), exDone: make(chan struct{})}
 	cfg, err := srv.ConnConfig(5 * time.Second)
 	if err == nil {
-		p.exp, err = pgfence.NewExporter(ctx, cfg, c.run.Path(store.ApplyLogFile))
+		p.exp, err = pgfence.NewExporter(ctx, cfg, s.run.Path(store.ApplyLogFile))
 	}
 	if err != nil {
 		srv.Stop(5 * time.Second)

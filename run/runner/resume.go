@@ -80,13 +80,15 @@ func LoadResume(dir string) (*Resumable, error) {
 	case !r.test.Soak:
 		return nil, bad("not a soak (test.json has no \"soak\": true); only chaos soak runs resume")
 	case !slices.Contains(backend.Resumable(), r.Config.Cluster):
-		return nil, bad("the soak ran on the %s backend; --resume is built for the %s backend only (the docker image keeps the old slot's zoo.cfg)",
-			r.Config.Cluster, strings.Join(backend.Resumable(), ", "))
+		return nil, bad("the soak ran on the %s backend; %s is built for the %s backend only (the docker image keeps the old slot's zoo.cfg)",
+			r.Config.Cluster, Setting("Resume"), strings.Join(backend.Resumable(), ", "))
 	case r.Config.ACL == ACLOn:
-		return nil, bad("the soak ran with --acl on: its digest secrets were kept nowhere, so a new controller cannot open the protected lock tree (soak with --acl off to be able to resume)")
+		acl := Setting("ACL")
+		return nil, bad("the soak ran with %s on: its digest secrets were kept nowhere, so a new controller cannot open the protected lock tree (soak with %s off to be able to resume)", acl, acl)
 	}
 	if r.Config.Resource == ResourcePostgres {
-		return nil, bad("the soak ran with --resource postgres: a new controller would have to restart its server on the old data directory and carry its export on, which is not built; --resume is built for the register")
+		return nil, bad("the soak ran with %s %s: a new controller would have to restart its server on the old data directory and carry its export on, which is not built; %s is built for the register",
+			Setting("Resource"), ResourcePostgres, Setting("Resume"))
 	}
 	if r.status, err = store.ReadStatus(r.path(store.StatusFile)); err != nil {
 		return nil, bad("%v", err)
@@ -173,35 +175,33 @@ func appendHistory(path string, origin time.Time) (*history.Writer, appended, er
 // writeResumeTestFile records the segments in test.json: the dead
 // controller's closed at its history's last event, with the phase its
 // status.json last recorded, and this one's opened.
-func (c *controller) writeResumeTestFile(a appended) error {
-	r := c.resume
-	segs := r.segments()
+func (r *record) writeResumeTestFile(a appended, connect string) error {
+	rs := r.resume
+	segs := rs.segments()
 	last := &segs[len(segs)-1]
-	last.End = r.origin().Add(time.Duration(a.lastNS)).UTC()
-	last.Ended = fmt.Sprintf("controller died in phase %q (killed?); end is its history's last event", r.status.Phase)
-	segs = append(segs, Segment{RunID: c.runID, Start: c.t0, ControllerPID: os.Getpid(),
-		Connect: c.zk.ConnectString(), FirstProcess: a.first, Interrupted: a.interrupted})
-	r.test.Segments = segs
-	return c.saveResumeTestFile()
+	last.End = rs.origin().Add(time.Duration(a.lastNS)).UTC()
+	last.Ended = fmt.Sprintf("controller died in phase %q (killed?); end is its history's last event", rs.status.Phase)
+	segs = append(segs, Segment{RunID: r.runID, Start: r.t0, ControllerPID: os.Getpid(),
+		Connect: connect, FirstProcess: a.first, Interrupted: a.interrupted})
+	rs.test.Segments = segs
+	return r.saveResumeTestFile()
 }
 
 // endSegment records why this segment ended.
-func (c *controller) endSegment() error {
-	segs := c.resume.test.Segments
+func (r *record) endSegment() error {
+	segs := r.resume.test.Segments
 	last := &segs[len(segs)-1]
 	last.End = time.Now()
-	c.statusMu.Lock()
-	last.Ended = c.status.StoppedBecause
-	c.statusMu.Unlock()
-	return c.saveResumeTestFile()
+	last.Ended = r.st.stoppedBecause()
+	return r.saveResumeTestFile()
 }
 
-func (c *controller) saveResumeTestFile() error {
-	b, err := json.MarshalIndent(c.resume.test, "", "  ")
+func (r *record) saveResumeTestFile() error {
+	b, err := json.MarshalIndent(r.resume.test, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode test.json: %w", err)
 	}
-	if err := store.WriteFileAtomic(c.run.Path(store.TestFile), append(b, '\n')); err != nil {
+	if err := store.WriteFileAtomic(r.st.run.Path(store.TestFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("write test.json: %w", err)
 	}
 	return nil

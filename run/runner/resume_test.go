@@ -55,7 +55,7 @@ func TestLoadResume(t *testing.T) {
 	}{
 		{"not a soak", func(tf *testFile, _ *store.Status) { tf.Soak = false }, "not a soak"},
 		{"docker", func(tf *testFile, _ *store.Status) { tf.Cluster = "docker" }, "local backend only"},
-		{"acl on", func(tf *testFile, _ *store.Status) { tf.ACL = ACLOn }, "--acl on"},
+		{"acl on", func(tf *testFile, _ *store.Status) { tf.ACL = ACLOn }, "ran with acl on"},
 		{"finished", func(_ *testFile, st *store.Status) {
 			st.Phase, st.StoppedBecause = store.PhaseDone, store.StopTimeLimit
 		}, "finished"},

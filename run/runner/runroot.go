@@ -7,7 +7,6 @@ import (
 
 	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/cluster/backend"
-	"github.com/zkchaos/zkchaos/run/janitor"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
@@ -49,17 +48,4 @@ func removeRunRoot(ctx context.Context, connect, root string, auth recipes.Auth,
 	}
 	log.Info("run's znodes removed", "root", root, "znodes", n)
 	return nil
-}
-
-// tellJanitorRunRoot hands the janitor what it needs to remove the run's
-// subtree should the controller die: the user's own addresses (the
-// relays die with the controller), the root, and the run's identity,
-// which goes through the janitor's stdin pipe only (never a flag, a file
-// or a log line), as it goes to the workers through their environment.
-func (c *controller) tellJanitorRunRoot(auth recipes.Auth) error {
-	cred := ""
-	if auth.Enabled() {
-		cred = strings.TrimPrefix(auth.Env(), recipes.AuthEnv+"=")
-	}
-	return c.jan.Tell(janitor.Message{ZNodes: &janitor.ZNodes{ZK: c.cfg.ZK, Root: c.cfg.RunRoot, Auth: cred}})
 }

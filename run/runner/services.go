@@ -1,206 +1,263 @@
 package runner
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"sync/atomic"
-	"syscall"
+	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/zkchaos/zkchaos/client/recipes"
+	"github.com/zkchaos/zkchaos/client/subjects"
+	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/cluster/backend"
+	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/netns"
-	"github.com/zkchaos/zkchaos/internal/logcap"
+	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/resource/register"
+	"github.com/zkchaos/zkchaos/run/janitor"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
-// placement says where a process of the run lives: its own namespace on
-// the run's bridge (root), or the host's loopback (no root).
-type placement struct {
+// services are the run's servers: the ensemble the network part opened
+// (started here), the fenced resource the locks protect (the register or
+// PostgreSQL, --resource), the run's secrets, and the workload's znodes
+// and resource state, prepared before any worker starts.
+type services struct {
+	cfg Config
+	exe string
+	env []string
+	run *store.Run
+	log *slog.Logger
+	zk  cluster.Cluster
 	net *netns.Network
+	jan slotTeller
+
+	sec runSecrets
+	// res is the run's fenced resource; reg is it when it is the register
+	// (the election's task table and the lost-reply fault are the
+	// register's alone), else nil.
+	res fencedResource
+	reg *registerProc
+	// ready is how long the ensemble took to serve.
+	ready time.Duration
 }
 
-// command builds the command for a process named name (a namespace is made
-// for it in netns mode) and returns the host, which is nil in loopback mode.
-func (p placement) command(ctx context.Context, name, exe string, env []string, args ...string) (*exec.Cmd, *netns.Host, error) {
-	var cmd *exec.Cmd
-	var host *netns.Host
-	if p.net != nil {
-		h, err := p.net.AddHost(ctx, name)
+// newServices are the services of a run on n's ensemble; nothing starts
+// before start.
+func newServices(cfg Config, exe string, env []string, run *store.Run, n *network, jan slotTeller, log *slog.Logger) *services {
+	return &services{cfg: cfg, exe: exe, env: env, run: run, log: log, zk: n.zk, net: n.net, jan: jan}
+}
+
+// start draws the run's secrets, starts the fenced resource and the
+// ensemble, waits for the ensemble to serve, and prepares what the
+// workload needs of both.
+func (s *services) start(ctx context.Context, wl workloads.Workload) error {
+	sec, err := newRunSecrets(s.cfg.ACL == ACLOn)
+	if err != nil {
+		return err
+	}
+	s.sec = sec
+	if err := s.startResource(ctx); err != nil {
+		return err
+	}
+	if err := s.startEnsemble(ctx); err != nil {
+		return err
+	}
+	if s.cfg.zooKeeper() {
+		if err := s.prepareZNodes(ctx, wl); err != nil {
+			return err
+		}
+	}
+	if err := wl.Prepare(ctx, s); err != nil {
+		return fmt.Errorf("prepare the %s workload: %w", wl.Name(), err)
+	}
+	return nil
+}
+
+// startEnsemble starts the servers and waits until they serve.
+func (s *services) startEnsemble(ctx context.Context) error {
+	zkStart := time.Now()
+	if err := s.zk.Start(ctx); err != nil {
+		return fmt.Errorf("start ensemble: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := s.zk.WaitReady(rctx); err != nil {
+		return fmt.Errorf("ensemble not ready: %w", err)
+	}
+	s.ready = time.Since(zkStart)
+	s.log.Info("ensemble ready", "service", s.cfg.service(), "backend", s.cfg.Cluster, "nodes", s.cfg.Nodes, "connect", s.zk.ConnectString(),
+		"took", s.ready.Round(time.Millisecond).String())
+	return nil
+}
+
+// prepareZNodes creates the workload's znodes, the run's own subtree
+// first on an ensemble the run does not own (runroot.go).
+func (s *services) prepareZNodes(ctx context.Context, wl workloads.Workload) error {
+	open, nodes := splitRunRoot(wl.Nodes(), s.cfg.RunRoot)
+	if len(open) > 0 {
+		// World-open whatever the ACL setting says (runroot.go), so not
+		// logged as world-writable by prepareNodes.
+		if err := prepareNodes(ctx, s.zk.ConnectString(), open, recipes.Auth{}, slog.New(slog.DiscardHandler)); err != nil {
+			return err
+		}
+		s.log.Info("run's own subtree on the external ensemble", "root", s.cfg.RunRoot, "acl", "world:anyone:cdrwa", "lock_root", s.cfg.lockRoot())
+		if err := s.tellJanitorRunRoot(); err != nil {
+			return err
+		}
+	}
+	return prepareNodes(ctx, s.zk.ConnectString(), nodes, s.sec.zk, s.log)
+}
+
+// startResource starts the run's fenced resource (Config.Resource).
+func (s *services) startResource(ctx context.Context) error {
+	if s.cfg.Resource == ResourcePostgres {
+		pg, err := s.startPostgres(ctx, s.sec.register)
 		if err != nil {
-			return nil, nil, fmt.Errorf("namespace for %s: %w", name, err)
+			return err
 		}
-		host = h
-		cmd = h.Command(context.Background(), exe, args...)
-	} else {
-		cmd = exec.Command(exe, args...)
+		s.res = pg
+		s.log.Info("postgres listening", "dsn", pg.srv.DSN, "fencing", s.cfg.Fencing, "pid", pg.srv.PID())
+		return nil
 	}
-	cmd.Env = append(os.Environ(), env...)
-	// Own process group: a Ctrl-C at the terminal reaches the controller
-	// alone, which then stops everything in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return cmd, host, nil
-}
-
-// registerProc is the running `chaos register`.
-type registerProc struct {
-	cmd  *exec.Cmd
-	host *netns.Host
-	addr string
-	// secret is what every call must present (register.SecretEnv).
-	secret string
-	// stderr keeps the last lines of its log, so an exit during the run
-	// can say why even when its log file cannot be written (disk full).
-	stderr *logcap.Tail
-	done   chan struct{}
-	err    error // Wait's result, set before done is closed
-	// stopping is set before the controller stops it: an exit before
-	// that is a harness failure.
-	stopping atomic.Bool
-}
-
-// startRegister launches the register and waits for it to say where it
-// listens. The run's secret goes to it through its environment only.
-func startRegister(ctx context.Context, pl placement, exe string, env []string, sec runSecrets, applyLog, logPath, mode, idempotency string) (*registerProc, error) {
-	listen := "127.0.0.1:0"
-	cmd, host, err := pl.command(ctx, "reg", exe, sec.registerEnv(env), "register")
+	reg, err := startRegister(ctx, placement{net: s.net}, s.exe, s.env, s.sec, s.run.Path(store.ApplyLogFile), s.run.Path(store.RegisterLog), s.cfg.Fencing, s.cfg.Idempotency)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if host != nil {
-		listen = host.IP + ":8080"
+	s.res, s.reg = reg, reg
+	s.log.Info("register listening", "addr", reg.addr, "fencing", s.cfg.Fencing)
+	return nil
+}
+
+// resource is the run's fenced resource, nil before it started (a test
+// may set reg alone).
+func (s *services) resource() fencedResource {
+	switch {
+	case s == nil:
+		return nil
+	case s.res != nil:
+		return s.res
+	case s.reg != nil:
+		return s.reg
 	}
-	cmd.Args = append(cmd.Args, "--listen", listen, "--log", applyLog, "--fencing", mode, "--idempotency", idempotency)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	return nil
+}
+
+// workerEnv is base plus the secrets a worker needs.
+func (s *services) workerEnv(base []string) []string { return s.sec.workerEnv(base) }
+
+// where are the protocol flags that tell a worker where the ensemble and
+// the resource are.
+func (s *services) where() subjects.Flags {
+	f := subjects.Flags{ZK: s.zk.ConnectString()}
+	s.res.where(&f)
+	return f
+}
+
+// InitTasks implements workloads.Resource through the register.
+func (s *services) InitTasks(ctx context.Context, service string, tasks []string) error {
+	if s.reg == nil {
+		return fmt.Errorf("the task table is the register's: %s %s has none", Setting("Resource"), s.cfg.Resource)
+	}
+	_, err := s.reg.client(10*time.Second).InitTasks(ctx, register.InitRequest{Service: service, Tasks: tasks})
+	return err
+}
+
+// nemesisResource is the register for the faults of its own (lost-reply),
+// nil for another resource (those faults are refused before the run).
+func (s *services) nemesisResource() nemesis.Resource {
+	if s.reg == nil {
+		return nil
+	}
+	return s.reg.client(3 * time.Second)
+}
+
+// finalState reads the resource's final state into the controller log,
+// for the reader who wants to compare it with the counter's history.
+func (s *services) finalState(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := s.resource().reader(3 * time.Second).State(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("register log: %w", err)
-	}
-	r := &registerProc{cmd: cmd, host: host, secret: sec.register, stderr: logcap.NewTail(logf, 5), done: make(chan struct{})}
-	cmd.Stderr = r.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start register: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start register: %w", err)
-	}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		for sc.Scan() { // keep draining so the register never blocks on stdout
-		}
-	}()
-	go func() {
-		r.err = cmd.Wait()
-		logf.Close()
-		close(r.done)
-	}()
-	select {
-	case line, ok := <-lines:
-		if !ok {
-			<-r.done
-			return nil, fmt.Errorf("register exited before listening (see %s)", logPath)
-		}
-		var hello struct {
-			Listen string `json:"listen"`
-		}
-		if err := json.Unmarshal([]byte(line), &hello); err != nil || hello.Listen == "" {
-			r.stop(time.Second)
-			return nil, fmt.Errorf("register said %q instead of its address", line)
-		}
-		r.addr = hello.Listen
-		return r, nil
-	case <-time.After(15 * time.Second):
-		r.stop(time.Second)
-		return nil, fmt.Errorf("register did not listen within 15s (see %s)", logPath)
-	case <-ctx.Done():
-		r.stop(time.Second)
-		return nil, ctx.Err()
-	}
-}
-
-func (r *registerProc) url() string { return "http://" + r.addr }
-
-// client is a register client of the controller, presenting the secret.
-func (r *registerProc) client(timeout time.Duration) *register.Client {
-	return register.NewClient(r.url(), timeout, r.secret)
-}
-
-// exitError says that the register exited by itself, with its last words
-// (valid after done). The register exits during a run only when its apply
-// log cannot be written (see register.Serve), or when it crashes.
-func (r *registerProc) exitError() error {
-	why := "exit status 0"
-	if r.err != nil {
-		why = r.err.Error()
-	}
-	return fmt.Errorf("register exited during the run (%s): %s", why, r.stderr.Last())
-}
-
-// stop asks the register to shut down (SIGTERM lets it close its log
-// cleanly), then kills it if it does not.
-func (r *registerProc) stop(grace time.Duration) {
-	if r == nil || r.cmd.Process == nil {
+		s.log.Warn("final register state", "err", err)
 		return
 	}
-	r.stopping.Store(true)
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(grace):
-		_ = r.cmd.Process.Kill()
-		<-r.done
-	}
+	s.log.Info("final register state", "state", fmt.Sprint(st))
 }
 
-// ProcessCommand builds the command of a process that joins the ensemble's
-// network as a run's own processes do: in a namespace of its own named
-// name on net's bridge (host returned, for net.RemoveHost once it exits),
-// or on the host's loopback when net is nil. `chaos bench` starts its
-// workers with it, so they sit where a run's workers sit.
-func ProcessCommand(ctx context.Context, net *netns.Network, name, exe string, env []string, args ...string) (*exec.Cmd, *netns.Host, error) {
-	return placement{net: net}.command(ctx, name, exe, env, args...)
+// stop stops the fenced resource (its apply log is complete after it)
+// and removes the run's own subtree from an ensemble it does not own;
+// the ensemble itself is the network's to close.
+func (s *services) stop(ctx context.Context) []error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	if res := s.resource(); res != nil {
+		t := time.Now()
+		if err := res.shut(5 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+		s.log.Info("fenced resource stopped", "resource", s.cfg.Resource, "took", time.Since(t).Round(time.Millisecond).String())
+	}
+	if s.zk != nil && s.cfg.RunRoot != "" {
+		if err := removeRunRoot(ctx, s.zk.ConnectString(), s.cfg.RunRoot, s.sec.zk, s.log); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
-// Register is a `chaos register` started outside a run (by `chaos
-// bench`), with fresh secrets of its own and world-writable znodes
-// (--acl off).
-type Register struct {
-	p   *registerProc
-	sec runSecrets
+// tellJanitorRunRoot hands the janitor what it needs to remove the run's
+// subtree should the controller die: the user's own addresses (the
+// relays die with the controller), the root, and the run's identity,
+// which goes through the janitor's stdin pipe only (never a flag, a file
+// or a log line), as it goes to the workers through their environment.
+func (s *services) tellJanitorRunRoot() error {
+	cred := ""
+	if s.sec.zk.Enabled() {
+		cred = strings.TrimPrefix(s.sec.zk.Env(), recipes.AuthEnv+"=")
+	}
+	return s.jan.Tell(janitor.Message{ZNodes: &janitor.ZNodes{ZK: s.cfg.ZK, Root: s.cfg.RunRoot, Auth: cred}})
 }
 
-// StartRegister starts the register in net (nil: loopback) with the given
-// fencing mode, its apply log at applyLog and its stderr at logPath.
-func StartRegister(ctx context.Context, net *netns.Network, exe string, env []string, applyLog, logPath, fencing string) (*Register, error) {
-	sec, err := newRunSecrets(false)
-	if err != nil {
-		return nil, err
+// validateServices checks the services' part of c: the lock service, the
+// ensemble's size and timing, the fenced resource and its modes, the
+// ACL, and where the workload's znodes go.
+func validateServices(c Config) []error {
+	var errs []error
+	if c.Nodes < 1 || c.Nodes > 9 {
+		errs = append(errs, fieldErrf("Nodes", fmt.Sprint(c.Nodes), "must be 1..9"))
 	}
-	p, err := startRegister(ctx, placement{net: net}, exe, env, sec, applyLog, logPath, fencing, register.IdempotencyOn)
-	if err != nil {
-		return nil, err
+	if c.TickTime < 10*time.Millisecond {
+		errs = append(errs, fieldErrf("TickTime", c.TickTime.String(), "must be at least 10ms"))
 	}
-	return &Register{p: p, sec: sec}, nil
-}
-
-// URL is the register's base URL, the workers' --register.
-func (r *Register) URL() string { return r.p.url() }
-
-// WorkerEnv is base plus what a worker needs to call the register.
-func (r *Register) WorkerEnv(base []string) []string { return r.sec.workerEnv(base) }
-
-// Stop stops the register (SIGTERM, then a kill after grace).
-func (r *Register) Stop(grace time.Duration) {
-	if r != nil {
-		r.p.stop(grace)
+	// ZooKeeper clamps a session timeout to [2, 20] ticks unless configured;
+	// we raise the maximum to fit, but below two ticks it cannot go.
+	if c.SessionTimeout < 2*c.TickTime {
+		errs = append(errs, fieldErrf("SessionTimeout", c.SessionTimeout.String(), "must be at least two ticks (%s)", 2*c.TickTime))
 	}
+	if c.Idempotency != register.IdempotencyOn && c.Idempotency != register.IdempotencyOff {
+		errs = append(errs, fieldErrf("Idempotency", fmt.Sprintf("%q", c.Idempotency), "must be on or off"))
+	}
+	if !slices.Contains([]string{register.ModeOn, register.ModeOff, register.ModeStrict}, c.Fencing) {
+		errs = append(errs, fieldErrf("Fencing", fmt.Sprintf("%q", c.Fencing), "must be on, off or strict"))
+	}
+	errs = append(errs, c.validateService()...)
+	if root := backend.RunRoot(c.Cluster, "<run id>"); root != "" && c.knownWorkload() && !workloads.TraitsOf(c.Workload).UnderRunRoot {
+		errs = append(errs, fieldMsg("Workload", "%s %s: not with %s %s: its znodes are at fixed paths outside the run's own subtree (%s), on an ensemble that is not the harness's to write at will; the %s workload's root goes under that subtree",
+			Setting("Workload"), c.Workload, Setting("Cluster"), c.Cluster, root, workloads.With(func(t traits) bool { return t.UnderRunRoot })))
+	}
+	if !strings.HasPrefix(c.LockRoot, "/") || strings.HasSuffix(c.LockRoot, "/") || len(c.LockRoot) < 2 {
+		errs = append(errs, fieldErrf("LockRoot", fmt.Sprintf("%q", c.LockRoot), "must be an absolute znode path without a trailing slash"))
+	}
+	if c.ACL != ACLOn && c.ACL != ACLOff {
+		errs = append(errs, fieldErrf("ACL", fmt.Sprintf("%q", c.ACL), "must be on or off"))
+	}
+	if err := c.checkResource(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }

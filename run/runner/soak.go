@@ -21,25 +21,25 @@ import (
 
 // startSoak starts the resource sampler (Config.ResourcesInterval) and
 // the summary line (Config.SummaryInterval), and returns what stops them.
-func (c *controller) startSoak() (stop func()) {
+func (o *observers) startSoak() (stop func()) {
 	var smp *resources.Sampler
-	if c.cfg.ResourcesInterval > 0 {
-		s, err := resources.Start(c.runCtx, resources.Config{Interval: c.cfg.ResourcesInterval, Clock: c.hist.Since,
-			Path: c.run.Path(store.ResourcesFile), Targets: c.resourceTargets, Servers: c.serverCounts,
-			DataDirs: c.dataDirs, OnSample: c.onResources, Logger: c.log})
+	if o.cfg.ResourcesInterval > 0 {
+		s, err := resources.Start(o.st.runCtx, resources.Config{Interval: o.cfg.ResourcesInterval, Clock: o.clock,
+			Path: o.st.run.Path(store.ResourcesFile), Targets: o.resourceTargets, Servers: o.serverCounts,
+			DataDirs: o.dataDirs, OnSample: o.onResources, Logger: o.st.log})
 		if err != nil {
-			c.log.Warn("resource sampler not started; the run goes on without it", "err", err)
+			o.st.log.Warn("resource sampler not started; the run goes on without it", "err", err)
 		} else {
 			smp = s
-			c.log.Info("resources sampling", "every", c.cfg.ResourcesInterval.String(), "file", store.ResourcesFile)
+			o.st.log.Info("resources sampling", "every", o.cfg.ResourcesInterval.String(), "file", store.ResourcesFile)
 		}
 	}
-	ctx, cancel := context.WithCancel(c.runCtx)
+	ctx, cancel := context.WithCancel(o.st.runCtx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.track.Summarize(ctx, c.log, c.cfg.SummaryInterval, func() uint64 {
+		o.st.track.Summarize(ctx, o.st.log, o.cfg.SummaryInterval, func() uint64 {
 			last, ok := smp.Last()
 			if p, found := last.Controller(); ok && found {
 				return p.RSS
@@ -51,21 +51,21 @@ func (c *controller) startSoak() (stop func()) {
 		cancel()
 		wg.Wait()
 		if err := smp.Stop(); err != nil {
-			c.log.Warn("resource sampler", "err", err)
+			o.st.log.Warn("resource sampler", "err", err)
 		}
 	}
 }
 
 // resourceTargets are the servers' JVMs (as their backend sees them: a
 // container's JVM by its host PID) and the live workers.
-func (c *controller) resourceTargets(ctx context.Context) []resources.Target {
+func (o *observers) resourceTargets(ctx context.Context) []resources.Target {
 	var out []resources.Target
-	for _, n := range c.zk.Nodes() {
+	for _, n := range o.zk.Nodes() {
 		if p, err := n.Process(ctx); err == nil && p.PID > 0 {
 			out = append(out, resources.Target{Role: resources.RoleZooKeeper, ID: n.ID(), PID: p.PID})
 		}
 	}
-	for _, w := range c.fleet.Workers() {
+	for _, w := range o.fleet.Workers() {
 		if w.PID > 0 {
 			out = append(out, resources.Target{Role: resources.RoleWorker, ID: w.Process, PID: w.PID})
 		}
@@ -76,17 +76,17 @@ func (c *controller) resourceTargets(ctx context.Context) []resources.Target {
 // serverCounts are each server's znode, watch and ephemeral counts: the
 // runbook monitor's latest mntr when it runs (the servers are not asked
 // twice), else a mntr of their own.
-func (c *controller) serverCounts(ctx context.Context) []resources.Server {
-	if !c.cfg.zooKeeper() {
+func (o *observers) serverCounts(ctx context.Context) []resources.Server {
+	if !o.cfg.zooKeeper() {
 		var out []resources.Server
-		for _, n := range c.zk.Nodes() {
-			out = append(out, resources.Server{ID: n.ID(), CountsError: "not ZooKeeper (--service " + c.cfg.service() + "): no znode counts"})
+		for _, n := range o.zk.Nodes() {
+			out = append(out, resources.Server{ID: n.ID(), CountsError: "not ZooKeeper (" + Setting("Service") + " " + o.cfg.service() + "): no znode counts"})
 		}
 		return out
 	}
-	svs, ok := c.mon.LastServers()
+	svs, ok := o.mon.LastServers()
 	if !ok {
-		for _, n := range c.zk.Nodes() {
+		for _, n := range o.zk.Nodes() {
 			sv := monitor.Server{ID: n.ID()}
 			ans, err := cluster.FourLetter(ctx, n.ClientAddr(), "mntr")
 			if err == nil {
@@ -113,15 +113,15 @@ func (c *controller) serverCounts(ctx context.Context) []resources.Server {
 // dataDirs are server id's snapshot and transaction-log directories in
 // the run folder: zk/n<id>/data (local and docker) and zk/n<id>/datalog
 // (docker).
-func (c *controller) dataDirs(id int) []string {
-	n := filepath.Join(c.run.Path(store.ZKDir), "n"+strconv.Itoa(id))
+func (o *observers) dataDirs(id int) []string {
+	n := filepath.Join(o.st.run.Path(store.ZKDir), "n"+strconv.Itoa(id))
 	return []string{filepath.Join(n, "data"), filepath.Join(n, "datalog")}
 }
 
 // onResources hands a sample to whoever asked (WithResources).
-func (c *controller) onResources(s resources.Sample) {
-	if c.resourcesSink != nil {
-		c.resourcesSink(s)
+func (o *observers) onResources(s resources.Sample) {
+	if o.sink != nil {
+		o.sink(s)
 	}
 }
 

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,53 +10,22 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/internal/testkit/testlog"
 )
 
-// testController is a controller with only what abort, watch and the
+// testState is the state of a run with only what abort, watch and the
 // teardown's judgement use.
-func testController(t *testing.T, hard context.Context) *controller {
-	runCtx, abortRun := context.WithCancelCause(hard)
-	t.Cleanup(func() { abortRun(nil) })
-	return &controller{log: testlog.Logger(t), hard: hard, runCtx: runCtx, abortRun: abortRun, watchDone: make(chan struct{})}
-}
-
-// TestTeardownJudgesEachError: a cancelled context is excused only during
-// a hard stop, and never hides another failure joined with it (a failed
-// namespace removal used to be dropped whenever any error mentioned
-// "context canceled").
-func TestTeardownJudgesEachError(t *testing.T) {
-	cancelled := fmt.Errorf("stop ensemble: %w", context.Canceled)
-	netErr := errors.New("remove run network: ip netns del zkc3-w1: Device or resource busy")
-	hardStopped, stop := context.WithCancel(context.Background())
-	stop()
-	cases := []struct {
-		hard context.Context
-		errs []error
-		want string // "" for no failure
-	}{
-		{hardStopped, []error{cancelled}, ""},
-		{hardStopped, []error{cancelled, netErr}, "ip netns del"},
-		{context.Background(), []error{cancelled}, "context canceled"},
-		{context.Background(), []error{netErr}, "ip netns del"},
-		{context.Background(), nil, ""},
-	}
-	for i, tc := range cases {
-		c := testController(t, tc.hard)
-		err := c.teardownFailures(tc.errs)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("case %d: %v judged a failure", i, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("case %d: got %v, want a failure naming %q", i, err, tc.want)
-		}
-	}
+func testState(t *testing.T, hard context.Context) *runState {
+	st, cancel := newRunState(hard, nil, testlog.Logger(t), nil, store.Status{})
+	t.Cleanup(cancel)
+	return st
 }
 
 // TestAbortKeepsFirstFailure: the first failure is the one reported, and
 // the run's context ends with it.
 func TestAbortKeepsFirstFailure(t *testing.T) {
-	c := testController(t, context.Background())
+	c := testState(t, context.Background())
 	first := errors.New("results folder: write history: no space left on device")
 	c.abort(first)
 	c.abort(errors.New("register exited during the run"))
@@ -81,11 +49,10 @@ func TestWatchHistoryFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	c := testController(t, context.Background())
-	c.hist = w
-	c.reg = &registerProc{done: make(chan struct{})}
-	go c.watch()
-	defer close(c.watchDone)
+	c := testState(t, context.Background())
+	done := make(chan struct{})
+	go c.watch(w, &registerProc{done: make(chan struct{})}, done)
+	defer close(done)
 	if _, err := w.Append(history.Event{Process: history.Nemesis, Type: history.Invoke, F: "pause"}); err == nil {
 		t.Fatal("append to /dev/full succeeded")
 	}
@@ -122,27 +89,28 @@ func TestWatchRegisterExit(t *testing.T) {
 	}
 	defer w.Close()
 
-	c := testController(t, context.Background())
-	c.hist, c.reg = w, start()
-	go c.watch()
+	c := testState(t, context.Background())
+	done := make(chan struct{})
+	go c.watch(w, start(), done)
 	select {
 	case <-c.runCtx.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("run not stopped after the register exited")
 	}
-	close(c.watchDone)
+	close(done)
 	err = c.harnessError()
 	if err == nil || !strings.HasPrefix(err.Error(), "register exited during the run (exit status 1)") || !strings.Contains(err.Error(), words) {
 		t.Fatalf("harness error %v", err)
 	}
 
-	c = testController(t, context.Background())
-	c.hist, c.reg = w, start()
-	go c.watch()
-	c.reg.stop(5 * time.Second)
-	<-c.reg.done
+	c = testState(t, context.Background())
+	reg := start()
+	done = make(chan struct{})
+	go c.watch(w, reg, done)
+	reg.stop(5 * time.Second)
+	<-reg.done
 	time.Sleep(200 * time.Millisecond) // the watch has seen the exit
-	defer close(c.watchDone)
+	defer close(done)
 	if err := c.harnessError(); err != nil {
 		t.Fatalf("a register stopped by the controller is a failure: %v", err)
 	}
