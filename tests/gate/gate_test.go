@@ -3,7 +3,6 @@ package gate
 import (
 	"bufio"
 	"bytes"
-	"encoding/xml"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,35 +42,6 @@ func ciBlock(t *testing.T, repo string) string {
 	return strings.Join(block, "\n") + "\n"
 }
 
-// junitCases reads the names of the test cases and of those that failed.
-func junitCases(t *testing.T, path string) (all, failed []string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Suites []struct {
-			Cases []struct {
-				Name    string    `xml:"name,attr"`
-				Failure *struct{} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal(data, &doc); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	for _, s := range doc.Suites {
-		for _, c := range s.Cases {
-			all = append(all, c.Name)
-			if c.Failure != nil {
-				failed = append(failed, c.Name)
-			}
-		}
-	}
-	return all, failed
-}
-
 // TestCIJobPasses runs docs/ci.md's commands, exactly, from a team's
 // folder, with the chaos binary's own seed worker as the team's client:
 // a correct lock, so the gate must pass and leave its JUnit file and run
@@ -92,7 +62,7 @@ func TestCIJobPasses(t *testing.T) {
 	if code := chaostest.ExitOf(cmd.Run()); code != 0 {
 		t.Fatalf("the CI job exited %d, want 0:\n%s", code, chaostest.Tail(out.String(), 3000))
 	}
-	all, failed := junitCases(t, filepath.Join(team, "results", "gate.xml"))
+	all, failed := chaostest.JUnitCases(t, filepath.Join(team, "results", "gate.xml"))
 	if len(all) != 2 || len(failed) != 0 {
 		t.Errorf("JUnit: cases %v, failed %v; want the quick set's 2, none failed", all, failed)
 	}
@@ -126,7 +96,7 @@ func TestGateCatchesBrokenClient(t *testing.T) {
 	if !strings.Contains(out.String(), "  "+cell+": wrong") {
 		t.Errorf("the summary does not name the failing cell %s:\n%s", cell, chaostest.Tail(out.String(), 2000))
 	}
-	if _, failed := junitCases(t, junit); len(failed) != 1 || failed[0] != cell {
+	if _, failed := chaostest.JUnitCases(t, junit); len(failed) != 1 || failed[0] != cell {
 		t.Errorf("JUnit failures %v, want [%s]", failed, cell)
 	}
 }

@@ -2,7 +2,6 @@ package gateworkloads
 
 import (
 	"bytes"
-	"encoding/xml"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,40 +60,11 @@ func gate(t *testing.T, workload, recipe string) (int, string, []string) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	code := chaostest.ExitOf(cmd.Run())
-	all, failed := junitCases(t, junit)
+	all, failed := chaostest.JUnitCases(t, junit)
 	if len(all) != 2 {
 		t.Errorf("JUnit cases %v, want the quick set's 2:\n%s", all, chaostest.Tail(out.String(), 3000))
 	}
 	return code, out.String(), failed
-}
-
-// junitCases reads the names of the test cases and of those that failed.
-func junitCases(t *testing.T, path string) (all, failed []string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Suites []struct {
-			Cases []struct {
-				Name    string    `xml:"name,attr"`
-				Failure *struct{} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal(data, &doc); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	for _, s := range doc.Suites {
-		for _, c := range s.Cases {
-			all = append(all, c.Name)
-			if c.Failure != nil {
-				failed = append(failed, c.Name)
-			}
-		}
-	}
-	return all, failed
 }
 
 // passes gates a correct subject: exit 0, no cell failed.
