@@ -28,6 +28,25 @@ const (
 	WorkloadElection = "election"
 )
 
+// A view is how the timeline draws one kind of run: the history's grants
+// that make its tenures, and the apply-log entries that are its writes,
+// by lane. The first view whose grant the history holds draws it.
+type view struct {
+	workload string
+	grant    string
+	tenures  func(lockview.View) map[string][]Tenure
+	lane     func(register.Entry) (key string, ok bool)
+}
+
+var views = []view{
+	{workload: WorkloadLock, grant: history.FAcquire, tenures: lockTenures,
+		lane: func(e register.Entry) (string, bool) { return e.Key, e.Op == register.OpWrite }},
+	{workload: WorkloadElection, grant: history.FCampaign, tenures: electionTenures,
+		lane: func(e register.Entry) (string, bool) {
+			return e.Service, e.Op == register.OpClaim || e.Op == register.OpComplete
+		}},
+}
+
 // Input is what the model is built from: the whole history, the apply
 // log, the run's start on the register's wall clock (Unix ns; apply-log
 // Wall - StartWall is the run clock) and the checkers' results.
@@ -120,18 +139,14 @@ type Write struct {
 func Of(in Input) Model {
 	v := lockview.Of(in.History)
 	m := Model{Faults: v.Faults, End: v.End}
-	var tenures map[string][]Tenure
-	switch {
-	case hasGrant(v, history.FAcquire):
-		m.Workload = WorkloadLock
-		tenures = lockTenures(v)
-	case hasGrant(v, history.FCampaign):
-		m.Workload = WorkloadElection
-		tenures = electionTenures(v)
-	default:
+	i := slices.IndexFunc(views, func(vw view) bool { return hasGrant(v, vw.grant) })
+	if i < 0 {
 		return m
 	}
-	writes, unplaced := placeWrites(in.ApplyLog, in.StartWall, m.Workload)
+	vw := views[i]
+	m.Workload = vw.workload
+	tenures := vw.tenures(v)
+	writes, unplaced := placeWrites(in.ApplyLog, in.StartWall, vw.lane)
 	m.UnplacedWrites = unplaced
 	for _, k := range laneKeys(tenures, writes) {
 		l := &Lane{Key: k, Tenures: tenures[k], Writes: writes[k]}
@@ -211,16 +226,12 @@ func assignRows(ts []Tenure) int {
 // on the run's clock, by lane. Without StartWall nothing can be placed:
 // the register's wall clock and the history's run clock have no common
 // origin.
-func placeWrites(log []register.Entry, startWall int64, workload string) (map[string][]Write, int) {
+func placeWrites(log []register.Entry, startWall int64, lane func(register.Entry) (string, bool)) (map[string][]Write, int) {
 	out := map[string][]Write{}
 	unplaced := 0
 	for _, e := range log {
-		key := e.Key
-		switch {
-		case workload == WorkloadLock && e.Op == register.OpWrite:
-		case workload == WorkloadElection && (e.Op == register.OpClaim || e.Op == register.OpComplete):
-			key = e.Service
-		default:
+		key, ok := lane(e)
+		if !ok {
 			continue
 		}
 		if startWall == 0 || e.Wall == 0 {
