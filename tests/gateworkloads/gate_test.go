@@ -53,10 +53,8 @@ func gate(t *testing.T, workload, recipe string) (int, string, []string) {
 	exe := chaostest.Binary(t)
 	dir := t.TempDir()
 	junit := filepath.Join(dir, "gate.xml")
-	// The quick set's two cells side by side (--parallel 2), each in its
-	// own network slot, as .ci/run's smoke runs its cells.
 	cmd := exec.CommandContext(t.Context(), exe, "gate", "--workload", workload, "--quick", "--recipe", recipe,
-		"--time-limit", gateTime, "--parallel", "2", "--junit", junit, "--results", filepath.Join(dir, "results"), "--progress", "off")
+		"--time-limit", gateTime, "--junit", junit, "--results", filepath.Join(dir, "results"), "--progress", "off")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	code := chaostest.ExitOf(cmd.Run())
