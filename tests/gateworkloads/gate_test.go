@@ -16,10 +16,12 @@ import (
 // keeps it from writing bytecode beside the scripts.
 const python = "/usr/bin/python3"
 
-// gateTime is each cell's --time-limit: one fault cycle of the calibrated
-// timing (first fault at 2 s, a 6 s pause) with room after it, so the
-// unfenced election cell sees its paused leader's write land.
-const gateTime = "12s"
+// gateTime is each cell's --time-limit: two fault cycles of the
+// calibrated timing (first fault at 2 s, a 6 s pause, 2 s between), so
+// the unfenced election cell sees a paused leader's write land (whether
+// one pause makes it land is a race in the paused worker; with one cycle
+// of 12 s a CI run once saw none).
+const gateTime = "20s"
 
 // script is the exec: recipe of a Python worker at path (relative to this
 // package) with args.
