@@ -25,7 +25,7 @@ func layerOrder(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	text := strings.Join(strings.Fields(string(data)), " ")
-	m := regexp.MustCompile("Imports flow one way\\*\\*, top to bottom in the order ([^:]+):").FindStringSubmatch(text)
+	m := regexp.MustCompile(`Imports flow one way\*\*, top to bottom in the order ([^:]+):`).FindStringSubmatch(text)
 	if m == nil {
 		t.Fatal("architecture.md no longer states the import order (\"**Imports flow one way**, top to bottom in the order ...:\")")
 	}
