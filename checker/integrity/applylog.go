@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -29,35 +30,81 @@ type group struct {
 
 const final = "final-read"
 
-// invocations lists, per group, the run-clock times of the history's
-// invocations of reads, writes and final reads, in order.
-func invocations(h []history.Event) map[group][]int64 {
-	out := map[group][]int64{}
+// call is one invocation that can explain apply-log entries: when it was
+// invoked, and by when its worker had answered it (ok or fail). An
+// invocation left open or answered info has no end: its worker may still
+// be acting on it.
+type call struct {
+	at, end int64
+}
+
+const open = math.MaxInt64
+
+// invocations lists, per group, the invocations of reads, writes, final
+// reads, claims and completes, in order, each with the time its answer
+// was recorded. A process is sequential (the history check holds it to
+// that), so an invocation's answer is its process's next completion of
+// the same operation.
+func invocations(h []history.Event) map[group][]call {
+	out := map[group][]call{}
+	type pf struct {
+		p int
+		f string
+	}
+	pending := map[pf]group{}
 	for _, e := range h {
-		if e.Type != history.Invoke || e.Process < 0 {
+		if e.Process < 0 {
 			continue
 		}
-		g := group{p: int(e.Process), key: e.Key}
-		switch e.F {
-		case history.FWrite:
-			g.op = register.OpWrite
-			if e.Value != nil && e.Value.N != nil {
-				g.value = *e.Value.N
+		k := pf{int(e.Process), e.F}
+		if e.Type != history.Invoke {
+			if g, ok := pending[k]; ok && e.Type != history.Info {
+				out[g][len(out[g])-1].end = e.Time
 			}
-		case history.FRead:
-			g.op = register.OpRead
-		case history.FFinalRead:
-			g.op = final
-		case history.FClaim:
-			g.op = register.OpClaim
-		case history.FComplete:
-			g.op = register.OpComplete
-		default:
+			delete(pending, k)
 			continue
 		}
-		out[g] = append(out[g], e.Time)
+		g, ok := groupOf(e)
+		if !ok {
+			continue
+		}
+		out[g] = append(out[g], call{at: e.Time, end: open})
+		pending[k] = g
 	}
 	return out
+}
+
+// groupOf is the group of an invocation, false for operations that make
+// no apply-log entry.
+func groupOf(e history.Event) (group, bool) {
+	g := group{p: int(e.Process), key: e.Key}
+	switch e.F {
+	case history.FWrite:
+		g.op = register.OpWrite
+		if e.Value != nil && e.Value.N != nil {
+			g.value = *e.Value.N
+		}
+	case history.FRead:
+		g.op = register.OpRead
+	case history.FFinalRead:
+		g.op = final
+	case history.FClaim:
+		g.op = register.OpClaim
+	case history.FComplete:
+		g.op = register.OpComplete
+	default:
+		return g, false
+	}
+	return g, true
+}
+
+// retry is the last claim or complete of a group an invocation explained:
+// the worker may send the same call again while that invocation is
+// unanswered (register.MaxTaskRetries times), when a reply was lost.
+type retry struct {
+	call   call
+	token  int64
+	copies int
 }
 
 // attribute matches every apply-log entry to an invoked read or write of
@@ -67,7 +114,12 @@ func invocations(h []history.Event) map[group][]int64 {
 // not one committed before it was invoked. Entries are taken in commit
 // order, each by the earliest invocation still unused that it may follow,
 // which finds a full matching whenever one exists. A read without a token
-// is the controller's final read, else a worker's. False when ctx ended.
+// is the controller's final read, else a worker's. The one exception is
+// a task call whose reply was lost: the worker sends it again under the
+// same term (docs/worker-protocol.md, leader election), so a claim or
+// complete may also be a retry of the invocation that explained the
+// group's previous entry, as long as that invocation was unanswered when
+// the retry was committed. False when ctx ended.
 func attribute(ctx context.Context, in checker.Input, d *Details) bool {
 	invs := invocations(in.History)
 	known := map[int]bool{}
@@ -75,6 +127,7 @@ func attribute(ctx context.Context, in checker.Input, d *Details) bool {
 		known[int(e.Process)] = true
 	}
 	used := map[group]int{}
+	last := map[group]*retry{}
 	log := in.ApplyLog
 	if !slices.IsSortedFunc(log, bySeq) {
 		log = slices.SortedStableFunc(slices.Values(log), bySeq)
@@ -91,19 +144,37 @@ func attribute(ctx context.Context, in checker.Input, d *Details) bool {
 			d.Attributed++ // the controller's setup of the task table
 			continue
 		}
-		if e.ReplyDropped && peek(invs, used, candidates(e), at, timed) {
+		gs := candidates(e)
+		if e.ReplyDropped && peek(invs, used, gs, at, timed) {
 			// Its reply was dropped, so the worker sent the same call again:
 			// the invocation that explains the retry explains this one too.
 			d.Attributed++
 			continue
 		}
-		if take(invs, used, candidates(e), at, timed) {
+		if isRetry(last[gs[0]], e, at-2*int64(clockSlack), timed) {
+			last[gs[0]].copies++
+			d.Attributed++
+			continue
+		}
+		if c, ok := take(invs, used, gs, at, timed); ok {
+			if e.Op == register.OpClaim || e.Op == register.OpComplete {
+				last[gs[0]] = &retry{call: c, token: e.Token}
+			}
 			d.Attributed++
 			continue
 		}
 		d.add(Problem{Kind: KindUnattributed, Index: -1, Seq: e.Seq, Message: unattributed(e, known[e.Process])})
 	}
 	return true
+}
+
+// isRetry says e is the same task call again, under the same term, while
+// the invocation that explained the first was still unanswered (by the
+// register's clock, earliest is the least e's commit can lie on the run
+// clock), and within the retries a worker may make.
+func isRetry(r *retry, e register.Entry, earliest int64, timed bool) bool {
+	return r != nil && r.token == e.Token && r.copies < register.MaxTaskRetries &&
+		(!timed || earliest <= r.call.end)
 }
 
 func bySeq(a, b register.Entry) int { return cmp.Compare(a.Seq, b.Seq) }
@@ -129,22 +200,22 @@ func candidates(e register.Entry) []group {
 
 // take uses the first unused invocation of the first candidate group that
 // has one invoked by at (when timed).
-func take(invs map[group][]int64, used map[group]int, gs []group, at int64, timed bool) bool {
+func take(invs map[group][]call, used map[group]int, gs []group, at int64, timed bool) (call, bool) {
 	for _, g := range gs {
-		ts := invs[g]
-		if n := used[g]; n < len(ts) && (!timed || ts[n] <= at) {
+		cs := invs[g]
+		if n := used[g]; n < len(cs) && (!timed || cs[n].at <= at) {
 			used[g] = n + 1
-			return true
+			return cs[n], true
 		}
 	}
-	return false
+	return call{}, false
 }
 
 // peek reports whether take would find an invocation, without using it.
-func peek(invs map[group][]int64, used map[group]int, gs []group, at int64, timed bool) bool {
+func peek(invs map[group][]call, used map[group]int, gs []group, at int64, timed bool) bool {
 	for _, g := range gs {
-		ts := invs[g]
-		if n := used[g]; n < len(ts) && (!timed || ts[n] <= at) {
+		cs := invs[g]
+		if n := used[g]; n < len(cs) && (!timed || cs[n].at <= at) {
 			return true
 		}
 	}

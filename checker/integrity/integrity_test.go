@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/internal/checktest"
@@ -207,5 +208,49 @@ func TestOpenAtEnd(t *testing.T) {
 	}
 	if open[0].Process != 2 || open[0].F != history.FAcquire || open[1].Process != history.Nemesis || open[0].Index > open[1].Index {
 		t.Errorf("open at the end: %+v, want process 2's acquire then the nemesis pause", open)
+	}
+}
+
+// TestIntegrityTaskRetries: a claim or complete whose reply was lost is
+// sent again under the same term while its invocation is unanswered, and
+// the register logs every copy. Up to register.MaxTaskRetries copies are
+// the one invocation's; one more, a copy under another term, or one
+// committed after the answer, is not.
+func TestIntegrityTaskRetries(t *testing.T) {
+	const task, term = "billing:t1", 7
+	start := int64(1_000_000_000_000)
+	ms := int64(time.Millisecond)
+	// Process 1 invokes a complete at 10 ms and is answered at 20 s (it
+	// retried while the register stalled); it invokes nothing after.
+	h := []history.Event{
+		{Index: 0, Time: 10 * ms, Process: 1, Type: history.Invoke, F: history.FComplete, Key: task},
+		{Index: 1, Time: 20_000 * ms, Process: 1, Type: history.OK, F: history.FComplete, Key: task, Value: checktest.TokV(term)},
+	}
+	entry := func(seq int64, atMS int64, token int64) register.Entry {
+		return register.Entry{Seq: seq, Wall: start + atMS*ms, Op: register.OpComplete, Task: task, Token: token, HasToken: true, Process: 1, Accepted: true}
+	}
+	copies := func(n int, token int64, lastAtMS int64) []register.Entry {
+		var log []register.Entry
+		for i := range n {
+			log = append(log, entry(int64(i+1), int64(5_000*(i+1)), term))
+		}
+		log[n-1].Token, log[n-1].Wall = token, start+lastAtMS*ms
+		return log
+	}
+	in := func(log []register.Entry) checker.Input {
+		return checker.Input{History: h, ApplyLog: log, StartWall: start}
+	}
+	n := 1 + register.MaxTaskRetries
+	if r, d := run(t, in(copies(n, term, int64(5_000*n)))); r.Valid != checker.Valid || d.Attributed != n {
+		t.Fatalf("%d copies under one term before the answer: %v (%d attributed) %s", n, r.Valid, d.Attributed, r.Error)
+	}
+	wantProblem(t, "one copy too many", in(copies(n+1, term, int64(5_000*(n+1)))), KindUnattributed, 1)
+	wantProblem(t, "a copy under another term", in(copies(2, term+1, 10_000)), KindUnattributed, 1)
+	wantProblem(t, "a copy committed after the answer", in(copies(2, term, 22_000)), KindUnattributed, 1)
+	// Answered info, the invocation stays open: the worker may still be
+	// retrying when the controller has given up on it.
+	h[1].Type, h[1].Value = history.Info, nil
+	if r, _ := run(t, in(copies(2, term, 60_000))); r.Valid != checker.Valid {
+		t.Fatalf("a copy after an info answer: %v %s", r.Valid, r.Error)
 	}
 }

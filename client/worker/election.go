@@ -20,11 +20,6 @@ import (
 // in the register's task table under its term. A lost leadership is a
 // demoted event.
 
-// taskRetries is how many times a task call whose reply was lost is sent
-// again, as a real client retries a call that timed out: with idempotency
-// the retry finds the stored result, without it the task runs again.
-const taskRetries = 3
-
 func init() { registerSubject(recipes.WorkloadElection, (*worker).newElectionSubject) }
 
 // newElectionSubject builds the candidate of cfg.Recipe.
@@ -70,7 +65,7 @@ func (w *worker) leading() (string, recipes.Grant, bool) {
 // leadership is checked again before the call and before each retry: a
 // deposed leader sends nothing more. What remains is the window a pause
 // makes (a stopped process cannot check), which only fencing closes. A call
-// whose reply was lost is retried up to taskRetries times; the answer is
+// whose reply was lost is retried up to register.MaxTaskRetries times; the answer is
 // the last reply's.
 func (w *worker) taskCall(ctx context.Context, req Request) Message {
 	service, g, ok := w.leading()
@@ -105,7 +100,7 @@ func (w *worker) send(ctx context.Context, req Request, service string, g recipe
 	}
 	var rep register.TaskReply
 	var err error
-	for try := 0; try <= taskRetries; try++ {
+	for try := 0; try <= register.MaxTaskRetries; try++ {
 		if try > 0 && !w.stillLeading(service, g) {
 			w.log.Warn("task call: reply lost and leadership gone: not retrying", "f", req.F, "task", req.Key)
 			break

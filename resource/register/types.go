@@ -33,6 +33,14 @@ const (
 // NoToken is the Fence and Token of a key nothing has been written to.
 const NoToken int64 = -1
 
+// MaxTaskRetries is how many times a worker may send a claim or complete
+// again, under the same term, after its reply was lost (a timeout, a
+// reset), as a real client retries a call that timed out: with
+// idempotency the retry finds the stored result, without it the task runs
+// again. The integrity check attributes up to this many copies of a task
+// call to the one invocation that asked for it.
+const MaxTaskRetries = 3
+
 // WriteRequest is the body of POST /write.
 type WriteRequest struct {
 	Key     string `json:"key"`
