@@ -411,6 +411,10 @@ func (s *slot) Do(_ context.Context, op workloads.Op) workloads.Result {
 	if op.Value != nil || op.Expected != nil {
 		inv.Value = &history.Value{N: op.Value, Expected: op.Expected}
 	}
+	// Recorded, clock and all, before the request is written to the
+	// worker: a controller descheduled in between makes the invocation's
+	// time earlier than the worker's act, never later, so the history
+	// always explains what the register logs (TestElectionStalls).
 	s.f.record(inv)
 	req := worker.Request{F: op.F, Key: op.Key, Value: op.Value, ExpectedVersion: op.Expected}
 	timeout := s.f.cfg.OpTimeout
