@@ -1,6 +1,8 @@
 # The two commands of the README:
-#   make run   install what is missing, build, run a default chaos run
-#   make test  install what is missing, build, run every test
+#   make run   install what a default run uses when missing, build, run a
+#              default chaos run
+#   make test  install everything the tests use when missing, build, run
+#              every test, then the ten slowest packages and tests
 SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
@@ -8,15 +10,21 @@ BIN := bin/chaos
 RUN_ARGS ?=
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run test deps build image lint fmt-check bench clean cleanup man
+.PHONY: run test deps deps-run build image lint fmt-check bench clean cleanup man
+
+# The two sets of scripts/install-deps.sh: deps-run what a default chaos
+# run uses (Java, ZooKeeper's jars, iproute2, iptables), deps everything a
+# test, a benchmark or a non-default run uses.
+deps-run:
+	@./scripts/install-deps.sh run
 
 deps:
-	@./scripts/install-deps.sh
+	@./scripts/install-deps.sh test
 
 build:
 	$(GO) build -o $(BIN) ./cmd/chaos
 
-run: deps build
+run: deps-run build
 	./$(BIN) run $(RUN_ARGS)
 
 # The docker backend's image, built offline once per machine (skipped when
@@ -26,9 +34,16 @@ image: build
 	@if docker info >/dev/null 2>&1; then ./$(BIN) image build --quiet; \
 	else echo "image: no Docker engine here; the docker backend's tests will skip"; fi
 
+# The tests run with -json so that internal/testkit/slowest can print, as
+# go test would, each package's ok line and every failing test's output,
+# then the ten slowest packages and tests (a test over 60 s must say why
+# in a comment). pipefail: go test's own status counts as well as what
+# the stream showed.
+SLOWEST := bin/slowest
 test: deps build image fmt-check
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) build -o $(SLOWEST) ./internal/testkit/slowest/cmd
+	set -o pipefail; $(GO) test -json -count=1 -timeout 30m ./... | ./$(SLOWEST)
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

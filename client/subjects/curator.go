@@ -120,7 +120,7 @@ func compileCurator(classpath string) (string, error) {
 	}
 	javac, err := exec.LookPath("javac")
 	if err != nil {
-		return "", fmt.Errorf("no javac on PATH to compile the Curator worker (install a JDK, e.g. openjdk-17-jdk-headless): %w", err)
+		return "", fmt.Errorf("no javac on PATH to compile the Curator worker (install a JDK, e.g. Debian's openjdk-17-jdk-headless, or run scripts/install-deps.sh): %w", err)
 	}
 	tmp, err := os.MkdirTemp(root, ".build-")
 	if err != nil {

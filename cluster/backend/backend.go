@@ -55,6 +55,14 @@ type preflighter interface {
 	Preflight(ctx context.Context, tag string, noBuild bool, log *slog.Logger) error
 }
 
+// serverHost is a backend that starts the service's servers as programs
+// of this machine (local): what they need here (java and ZooKeeper's
+// jars, redis-server, etcd) is checked before anything of a run is made,
+// not when the first server fails to start.
+type serverHost interface {
+	checkServers(service string) error
+}
+
 // reacher is a backend whose servers run elsewhere and are reached before
 // anything of the run is made.
 type reacher interface {
@@ -287,11 +295,18 @@ func OnThisMachine() []string {
 
 // Preflight checks, before anything of a run starts, what the service and
 // the backend need on this machine: the server's binary of a service
-// other than ZooKeeper (Debian's redis-server or etcd-server), the docker
-// backend's engine and image (see its Preflight). Progress goes to log.
+// other than ZooKeeper (Debian's redis-server or etcd-server), the local
+// backend's server program (java and ZooKeeper's jars by default), the
+// docker backend's engine and image (see its Preflight). Progress goes to
+// log.
 func Preflight(ctx context.Context, name, service, tag string, noBuild bool, log *slog.Logger) error {
 	if err := PreflightService(service); err != nil {
 		return err
+	}
+	if h, ok := has[serverHost](name); ok {
+		if err := h.checkServers(service); err != nil {
+			return fmt.Errorf("the %s backend's servers: %w", name, err)
+		}
 	}
 	if p, ok := has[preflighter](name); ok {
 		return p.Preflight(ctx, tag, noBuild, log)

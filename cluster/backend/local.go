@@ -27,6 +27,10 @@ func (localBackend) Capabilities(netns bool) cluster.Capabilities {
 	return local.Capabilities(netns)
 }
 
+// checkServers: the program of the service (ZooKeeper's java and jars by
+// default) must be installed here.
+func (localBackend) checkServers(service string) error { return program(service).Check() }
+
 // Open claims a netns slot (netns mode) and puts one namespace per
 // server on it.
 func (localBackend) Open(ctx context.Context, e *Ensemble, o Options) error {

@@ -11,7 +11,7 @@ func (zooKeeper) Name() string           { return ZooKeeper }
 func (zooKeeper) Program() local.Program { return local.ZooKeeper{} }
 
 // Preflight asks nothing: each backend finds what its servers need (the
-// local one Java and ZooKeeper's jars when it starts them).
+// local one Java and ZooKeeper's jars, in its own preflight).
 func (zooKeeper) Preflight() error { return nil }
 
 // Recipe keeps the caller's default (the seed).

@@ -108,10 +108,10 @@ func (c *Config) defaults() error {
 func Available() error {
 	var errs []error
 	if _, err := exec.LookPath("java"); err != nil {
-		errs = append(errs, fmt.Errorf("java: %w", err))
+		errs = append(errs, fmt.Errorf("no java on PATH (install a JRE 11 or later, Debian's openjdk-17-jre-headless: scripts/install-deps.sh run): %w", err))
 	}
 	if _, err := DefaultClassPath(); err != nil {
-		errs = append(errs, fmt.Errorf("jars: %w", err))
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -129,7 +129,7 @@ func DefaultClassPath() (string, error) {
 	}
 	for _, p := range strings.Split(zkjvm.DebianClassPath, ":") {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("zookeeper jars not found (set ZOOKEEPER_HOME or install libzookeeper-java): %w", err)
+			return "", fmt.Errorf("ZooKeeper's jars not found (install Debian's libzookeeper-java and libslf4j-java: scripts/install-deps.sh run, or set ZOOKEEPER_HOME to a ZooKeeper tarball): %w", err)
 		}
 	}
 	return zkjvm.DebianClassPath, nil

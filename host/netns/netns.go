@@ -42,9 +42,9 @@ func Available() error {
 	if os.Geteuid() != 0 {
 		return errors.New("network namespaces need root (euid is not 0)")
 	}
-	for _, tool := range []string{"ip", "iptables"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("network namespaces need %s: %w", tool, err)
+	for _, t := range []struct{ tool, pkg string }{{"ip", "iproute2"}, {"iptables", "iptables"}} {
+		if _, err := exec.LookPath(t.tool); err != nil {
+			return fmt.Errorf("network namespaces need %s (install Debian's %s: scripts/install-deps.sh run): %w", t.tool, t.pkg, err)
 		}
 	}
 	return nil

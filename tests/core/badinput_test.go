@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
@@ -94,14 +95,106 @@ func TestFlagMistakesPointAtHelp(t *testing.T) {
 	}
 }
 
+// TestMissingPackageStartsNothing: a run (or bench) whose option needs a
+// package this machine lacks is refused as bad input, before anything is
+// made, naming the missing program and its Debian package on the first
+// line. `make run` installs only what a default run uses
+// (scripts/install-deps.sh run), so every other option's package may be
+// missing; the default run's own (java, ip) too, where the script could
+// not run. Each package is made missing by the environment: an empty
+// PATH, or an override that points at an empty folder.
+func TestMissingPackageStartsNothing(t *testing.T) {
+	for _, tc := range missingCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.needs != nil {
+				if err := tc.needs(); err != nil {
+					t.Skipf("not here: %v", err)
+				}
+			}
+			results := filepath.Join(t.TempDir(), "results")
+			args := append([]string{tc.args[0], "--results", results}, tc.args[1:]...)
+			if tc.args[0] == "run" {
+				// A run wrongly accepted costs seconds, not a minute.
+				args = append(args, "--nemesis", "none", "--time-limit", "2s")
+			}
+			code, stderr, pid := runBinaryEnv(t, tc.env, args...)
+			first, _, _ := strings.Cut(stderr, "\n")
+			if code != 255 || !strings.Contains(first, tc.first) {
+				t.Errorf("%s: exit %d, first line of stderr %q; want 255 and %q\n%s", tc.env, code, first, tc.first, chaostest.Tail(stderr, 2000))
+			}
+			if _, err := os.Lstat(results); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("results folder %s exists after a refused run (%v)", results, err)
+			}
+			chaostest.AssertNothingStarted(t, pid)
+		})
+	}
+}
+
+// missingCase is one option and the package it needs, made missing by env.
+type missingCase struct {
+	name  string
+	env   []string
+	args  []string // the subcommand, then its flags
+	first string   // must appear on the first line of stderr
+	needs func() error
+}
+
+// missingCases: each option whose package `make run` leaves out, and the
+// default run's own programs.
+func missingCases(t *testing.T) []missingCase {
+	empty := t.TempDir()
+	// java alone on PATH: the Curator worker is compiled (an empty cache)
+	// and javac is missing.
+	javaOnly := t.TempDir()
+	if java, err := exec.LookPath("java"); err == nil {
+		if err := os.Symlink(java, filepath.Join(javaOnly, "java")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	needJava := func() error { _, err := exec.LookPath("java"); return err }
+	needRoot := func() error {
+		if os.Geteuid() != 0 {
+			return errors.New("network namespaces need root")
+		}
+		return nil
+	}
+	return []missingCase{
+		{"no java", []string{"PATH=" + empty}, []string{"run"},
+			"the local backend's servers: no java on PATH (install a JRE 11 or later, Debian's openjdk-17-jre-headless", nil},
+		{"no ip for netns", []string{"PATH=" + empty}, []string{"run", "--net", "netns"},
+			"--net netns: network namespaces need ip (install Debian's iproute2", needRoot},
+		{"no redis-server", []string{"PATH=" + empty}, []string{"run", "--service", "redis"},
+			"--service redis: redis-server not found (install Debian's redis-server", nil},
+		{"no etcd", []string{"PATH=" + empty}, []string{"run", "--service", "etcd"},
+			"--service etcd: etcd not found (install Debian's etcd-server", nil},
+		{"no Curator jars", []string{"ZKCHAOS_JAVA_LIB=" + empty}, []string{"run", "--recipe", "curator"},
+			"--recipe curator: subject curator: missing " + empty + "/curator-recipes.jar (install libcurator-recipes-java", nil},
+		{"no javac", []string{"PATH=" + javaOnly, "XDG_CACHE_HOME=" + t.TempDir()}, []string{"run", "--recipe", "curator"},
+			"no javac on PATH to compile the Curator worker (install a JDK, e.g. Debian's openjdk-17-jdk-headless", needJava},
+		{"no kazoo", []string{"ZKCHAOS_PYTHON=" + empty + "/python3"}, []string{"run", "--recipe", "kazoo"},
+			"--recipe kazoo: subject kazoo: no Python interpreter at " + empty + "/python3 (install python3-kazoo", nil},
+		{"no PostgreSQL", []string{"ZKCHAOS_PG_BIN=" + empty}, []string{"run", "--resource", "postgres"},
+			"--resource postgres: PostgreSQL server binary " + empty + "/initdb missing or not executable (install Debian's postgresql-15", netns.Available},
+		{"bench without Curator jars", []string{"ZKCHAOS_JAVA_LIB=" + empty}, []string{"bench", "--quick"},
+			"--subjects curator: subject curator: missing " + empty + "/curator-recipes.jar (install libcurator-recipes-java", nil},
+	}
+}
+
 // runBinary runs the chaos binary (bounded: a binary that wrongly starts a
 // run is killed, and its janitor cleans up) and returns its exit code,
 // stderr and PID.
 func runBinary(t *testing.T, args ...string) (int, string, int) {
 	t.Helper()
+	return runBinaryEnv(t, nil, args...)
+}
+
+// runBinaryEnv is runBinary with env added to (and overriding) ours.
+func runBinaryEnv(t *testing.T, env []string, args ...string) (int, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chaostest.Binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = t.TempDir()
 	var se bytes.Buffer
 	cmd.Stderr = &se
