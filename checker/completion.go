@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Completion says whether the run behind a history finished: a run that
@@ -63,7 +64,7 @@ func CompletionOf(st store.Status, found bool, historyEndNS int64) Completion {
 		c.Why = fmt.Sprintf("the controller stopped in phase %q without finishing (killed?); %s", st.Phase, reached)
 	case atFirst && st.FinalPhase:
 		c.StoppedAtFirst = true
-		c.Why = fmt.Sprintf("stopped at its first violation (%s), as --stop-at-first asks; %s, then the final phase ran", first, reached)
+		c.Why = fmt.Sprintf("stopped at its first violation (%s), as %s asks; %s, then the final phase ran", first, setting.Name("StopAtFirst"), reached)
 	case st.StoppedBecause != store.StopTimeLimit:
 		c.Why = fmt.Sprintf("the workload stopped early (%s); %s", st.StoppedBecause, reached)
 	case !st.FinalPhase:

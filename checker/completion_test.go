@@ -38,7 +38,7 @@ func TestCompletionOf(t *testing.T) {
 			s.StoppedBecause = store.StoppedAtFirstBecause("double-writer")
 			s.WorkloadNS = int64(4200 * time.Millisecond)
 			return s
-		}(), true, false, "stopped at its first violation (double-writer), as --stop-at-first asks; workload reached 4.2s of 1m0s, then the final phase ran"},
+		}(), true, false, "stopped at its first violation (double-writer), as stopping at the first violation asks; workload reached 4.2s of 1m0s, then the final phase ran"},
 		{"stopped at first, final phase cut", func() store.Status {
 			s := done
 			s.StoppedBecause = store.StoppedAtFirstBecause("double-writer")

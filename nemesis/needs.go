@@ -1,12 +1,12 @@
 package nemesis
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Caps is what a run can do, against which each fault's needs are
@@ -50,7 +50,7 @@ func needWorkerNet(c Caps) error {
 	if c.WorkerNet {
 		return nil
 	}
-	return errors.New("the workers have no network namespaces of their own (this run is --net loopback: every process shares 127.0.0.1, and there is no traffic of one worker to cut)")
+	return fmt.Errorf("the workers have no network namespaces of their own (this run is %s loopback: every process shares 127.0.0.1, and there is no traffic of one worker to cut)", setting.Name("Net"))
 }
 
 // needWorkload is a fault's need of the named workload.
@@ -59,7 +59,7 @@ func needWorkload(name string) need {
 		if c.Workload == name {
 			return nil
 		}
-		return fmt.Errorf("it acts on the %s workload, and this run is --workload %s", name, c.Workload)
+		return fmt.Errorf("it acts on the %s workload, and this run is %s %s", name, setting.Name("Workload"), c.Workload)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Holder is a worker process that holds a lock right now.
@@ -146,7 +147,7 @@ func Names() []string {
 // ValidateList checks a --nemesis list by name alone.
 func ValidateList(list []string) error {
 	if len(list) == 0 {
-		return fmt.Errorf("--nemesis is empty: give %s", strings.Join(Names(), ", "))
+		return fmt.Errorf("%s is empty: give %s", setting.Name("Nemesis"), strings.Join(Names(), ", "))
 	}
 	known := Names()
 	for _, n := range list {

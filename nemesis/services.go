@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Lock services beyond ZooKeeper (--service). The server faults
@@ -61,7 +62,7 @@ func needService(names ...string) need {
 				return nil
 			}
 		}
-		return fmt.Errorf("it acts on %s, and this run is --service %s", strings.Join(names, " or "), svc)
+		return fmt.Errorf("it acts on %s, and this run is %s %s", strings.Join(names, " or "), setting.Name("Service"), svc)
 	}
 }
 

@@ -36,7 +36,7 @@ func TestServiceFaults(t *testing.T) {
 		t.Errorf("all on ZooKeeper lacks its faults: %v", zk)
 	}
 	err := ValidateFor([]string{"pause-zk", "pause-etcd"}, caps(cluster.Redis))
-	if err == nil || !strings.Contains(err.Error(), "pause-zk: it acts on zookeeper, and this run is --service redis") ||
+	if err == nil || !strings.Contains(err.Error(), "pause-zk: it acts on zookeeper, and this run is service redis") ||
 		!strings.Contains(err.Error(), "pause-etcd: it acts on etcd") {
 		t.Errorf("zk and etcd faults on redis: %v", err)
 	}

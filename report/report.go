@@ -24,6 +24,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/stats"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/observe/monitor"
 	"github.com/zkchaos/zkchaos/observe/resources"
 	"github.com/zkchaos/zkchaos/report/anchor"
@@ -146,7 +147,7 @@ figure.plot figcaption { color: #444; margin-top: 0.2em; }
 <p class="meta">run started {{if .Time}}{{.Time}}{{else}}(unknown){{end}}; report written {{.GeneratedAt}}; gate: {{.Gate}}{{if .Dir}}; folder <code>{{.Dir}}</code>{{end}}</p>
 {{if .Truncated}}<p><strong>Note:</strong> the history's last line was cut off (the run was killed mid-write) and was dropped before checking.</p>{{end}}
 <div class="verdict {{.VerdictClass}}" id="verdict">{{.Verdict}}</div>
-{{with .Completion}}<p id="completion">{{if and .Completed (gt .Segments 1)}}Run complete in <strong>{{.Segments}} segments</strong>: a controller died and the soak was resumed (chaos soak --resume; test.json lists the segments), so the run has a gap; the operations left open at each gap were completed as info. The last segment's workload ran {{.Reached}} of {{.Limit}}, stopped by its time limit, and the final phase ran.{{else if .Completed}}Run complete: the workload ran {{.Reached}} of {{.Limit}}, stopped by its time limit, and the final phase ran.{{else if .StoppedAtFirst}}<strong>Run stopped at its first violation</strong>: the online check of the apply log found one and the run was asked to stop there (--stop-at-first): the workload ran {{.Reached}} of {{.Limit}}, then the final phase ran. The verdict is the full check's: the violation makes it invalid; had the full check found none, it would be unknown, never valid.{{else}}<strong>Run incomplete</strong>: {{.Why}}. Phase reached: {{.Phase}}; workload {{.Reached}} of {{.Limit}}; final phase {{if .FinalPhase}}ran{{else}}did not run{{end}}. Finding no violation in part of a run proves nothing about the rest, so this run cannot be valid.{{end}}</p>{{end}}
+{{with .Completion}}<p id="completion">{{if and .Completed (gt .Segments 1)}}Run complete in <strong>{{.Segments}} segments</strong>: a controller died and the soak was resumed (chaos soak {{setting "Resume"}}; test.json lists the segments), so the run has a gap; the operations left open at each gap were completed as info. The last segment's workload ran {{.Reached}} of {{.Limit}}, stopped by its time limit, and the final phase ran.{{else if .Completed}}Run complete: the workload ran {{.Reached}} of {{.Limit}}, stopped by its time limit, and the final phase ran.{{else if .StoppedAtFirst}}<strong>Run stopped at its first violation</strong>: the online check of the apply log found one and the run was asked to stop there ({{setting "StopAtFirst"}}): the workload ran {{.Reached}} of {{.Limit}}, then the final phase ran. The verdict is the full check's: the violation makes it invalid; had the full check found none, it would be unknown, never valid.{{else}}<strong>Run incomplete</strong>: {{.Why}}. Phase reached: {{.Phase}}; workload {{.Reached}} of {{.Limit}}; final phase {{if .FinalPhase}}ran{{else}}did not run{{end}}. Finding no violation in part of a run proves nothing about the rest, so this run cannot be valid.{{end}}</p>{{end}}
 {{if .Reasons}}<ul>{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
 <nav id="contents"><strong>Contents:</strong> <a href="#checkers">checkers</a>{{with .Timeline}} &middot; <a href="#{{.ID}}">timeline</a>{{end}} &middot; <a href="#{{.StoriesID}}">stories</a> &middot; <a href="#{{.Runbook.ID}}">runbook evidence</a>{{if .Figures}} &middot; <a href="#{{.FiguresID}}">figures</a>{{end}}{{with .Soak}} &middot; <a href="#{{.ID}}">soak</a>{{end}} &middot; <a href="#double-writes">double writes</a> &middot; <a href="#linearizability">linearizability</a> &middot; <a href="#operations">operations</a> &middot; <a href="#{{.Metrics.ID}}">lock metrics</a> &middot; <a href="#nemesis">nemesis</a> &middot; <a href="#configuration">configuration</a> &middot; <a href="#raw-files">raw files</a></nav>
@@ -258,6 +259,9 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 		return strings.Join(s, ", ")
 	},
 	"joinStrings": func(xs []string) string { return strings.Join(xs, ", ") },
+	// setting names a setting as the command does, when the page is
+	// written (the command registers the names after this is parsed).
+	"setting": setting.Name,
 	"joinInts": func(xs []int) string {
 		s := make([]string, len(xs))
 		for i, x := range xs {

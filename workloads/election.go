@@ -15,6 +15,7 @@ import (
 	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // ElectionName is the election workload's --workload value.
@@ -50,7 +51,7 @@ type Election struct {
 func init() {
 	register(&Election{}, func(s Settings) (Workload, error) {
 		if s.Tasks < 1 {
-			return nil, fmt.Errorf("--tasks %d: must be at least 1", s.Tasks)
+			return nil, fmt.Errorf("%s %d: must be at least 1", setting.Name("Tasks"), s.Tasks)
 		}
 		return &Election{Tasks: TaskNames(s.Tasks), Batch: 5, Hold: s.Hold, Think: s.Think,
 			AcquireTimeout: s.AcquireTimeout, done: map[string]bool{}}, nil
@@ -280,9 +281,9 @@ func electionBatchCells() []GateCell {
 	for _, f := range electionLeaderFaults {
 		cells = append(cells,
 			electionCell(f, "batch-start", []string{"--hold", "1s", "--first-fault", "0s"},
-				"tasks of 1 s, the first "+f+" in the first leader's first task (--first-fault 0s; later ones land anywhere): nothing of the batch done yet"),
+				"tasks of 1 s, the first "+f+" in the first leader's first task ("+setting.Name("FirstFault")+" 0s; later ones land anywhere): nothing of the batch done yet"),
 			electionCell(f, "batch-end", []string{"--hold", "1s", "--first-fault", "3500ms"},
-				"tasks of 1 s, the first "+f+" late in the first leader's batch of five (--first-fault 3.5s; later ones land anywhere): most of it done"))
+				"tasks of 1 s, the first "+f+" late in the first leader's batch of five ("+setting.Name("FirstFault")+" 3.5s; later ones land anywhere): most of it done"))
 	}
 	return cells
 }

@@ -127,7 +127,7 @@ func TestRegistry(t *testing.T) {
 	if _, err := New("election-2", Settings{}); err == nil || !strings.Contains(err.Error(), "known: "+known) {
 		t.Errorf("unknown workload: %v", err)
 	}
-	if _, err := New(ConfigName, Settings{Workers: 3, Admins: 3}); err == nil || !strings.Contains(err.Error(), "--admins 3") {
+	if _, err := New(ConfigName, Settings{Workers: 3, Admins: 3}); err == nil || !strings.Contains(err.Error(), "admins 3: must be 1..2 with workers 3") {
 		t.Errorf("config with no watcher: %v", err)
 	}
 	for _, name := range Names() {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Spec is what a workload is before a run's settings build it: its name,
@@ -314,5 +315,6 @@ func ValidateGate(w Spec, gate []string) error {
 }
 
 func errAdmins(s Settings) error {
-	return fmt.Errorf("--admins %d: must be 1..%d with --workers %d (at least one client must watch)", s.Admins, max(s.Workers-1, 1), s.Workers)
+	return fmt.Errorf("%s %d: must be 1..%d with %s %d (at least one client must watch)",
+		setting.Name("Admins"), s.Admins, max(s.Workers-1, 1), setting.Name("Workers"), s.Workers)
 }

@@ -21,8 +21,8 @@ func TestServiceSubjects(t *testing.T) {
 		{"redis", "seed", `subject "seed" does not run on redis`},
 		{"etcd", "redis-lock", `subject "redis-lock" does not run on etcd`},
 		{"redis", "curator", `subject "curator" does not run on redis`},
-		{"", "etcd-mutex", "is a recipe of --service etcd"},
-		{"zookeeper", "redlock", "is a recipe of --service redis"},
+		{"", "etcd-mutex", "is a recipe of service etcd"},
+		{"zookeeper", "redlock", "is a recipe of service redis"},
 		{"memcached", "seed", `unknown service "memcached"`},
 	} {
 		err := ValidateService("", tc.service, tc.spec)

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/client/recipes"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Flags are the start-up flags of the worker protocol.
@@ -198,7 +199,7 @@ func parse(workload, service, spec string) (kind, []string, error) {
 		return 0, nil, fmt.Errorf("subject %q does not run on %s (its built-in recipes: %s; or %sPATH [ARGS])",
 			spec, service, strings.Join(builtin, ", "), ExecPrefix)
 	case zk && recipes.ServiceOf(spec) != recipes.ServiceZooKeeper:
-		return 0, nil, fmt.Errorf("subject %q is a recipe of --service %s, and this run is on zookeeper", spec, recipes.ServiceOf(spec))
+		return 0, nil, fmt.Errorf("subject %q is a recipe of %s %s, and this run is on zookeeper", spec, setting.Name("Service"), recipes.ServiceOf(spec))
 	case curatorSubjects[spec].serves != "":
 		c := curatorSubjects[spec]
 		if !slices.Contains(c.workloads, workload) {

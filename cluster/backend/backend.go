@@ -23,6 +23,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	zkssh "github.com/zkchaos/zkchaos/cluster/ssh"
 	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Backend is one --cluster value. What only some backends have (flags of
@@ -198,8 +199,8 @@ type SSHFlags struct {
 	Hosts   string
 	Auth    zkssh.Auth
 	Install bool
-	// Given names the ssh flags the user gave, for refusing them with
-	// another backend.
+	// Given names the ssh settings the user gave (runner.Config's fields:
+	// Hosts, SSHUser, ...), for refusing them with another backend.
 	Given []string
 }
 
@@ -221,7 +222,7 @@ func CheckHosts(name string, f SSHFlags) error {
 		return h.CheckHosts(f)
 	}
 	if len(f.Given) > 0 {
-		return fmt.Errorf("--%s: only with --cluster %s", strings.Join(f.Given, ", --"), takers[hostsTaker]())
+		return fmt.Errorf("%s: only with %s %s", setting.Names(", ", f.Given...), setting.Name("Cluster"), takers[hostsTaker]())
 	}
 	return nil
 }
@@ -234,7 +235,7 @@ func CheckZK(name, zk string) error {
 		return z.CheckZK(zk)
 	}
 	if strings.TrimSpace(zk) != "" {
-		return fmt.Errorf("--zk %s: only with --cluster %s (the %s backend makes its own ensemble)", zk, takers[zkTaker](), name)
+		return setting.Errorf("ZK", zk, "only with %s %s (the %s backend makes its own ensemble)", setting.Name("Cluster"), takers[zkTaker](), name)
 	}
 	return nil
 }
@@ -242,7 +243,7 @@ func CheckZK(name, zk string) error {
 // CheckImage refuses --image with a backend that runs no image.
 func CheckImage(name, image string) error {
 	if _, ok := has[imageTaker](name); !ok && image != "" {
-		return fmt.Errorf("--image %s: only with --cluster %s", image, takers[imageTaker]())
+		return setting.Errorf("Image", image, "only with %s %s", setting.Name("Cluster"), takers[imageTaker]())
 	}
 	return nil
 }

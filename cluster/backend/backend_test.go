@@ -29,7 +29,7 @@ func TestBackends(t *testing.T) {
 	if err := Validate("vm", "netns"); err == nil || err.Error() != `unknown backend "vm" (known: local, docker, external, ssh, example-loopback)` {
 		t.Errorf("Validate(vm): %v", err)
 	}
-	if err := Validate(Docker, "loopback"); err == nil || !strings.Contains(err.Error(), "docker needs --net netns") {
+	if err := Validate(Docker, "loopback"); err == nil || !strings.Contains(err.Error(), "docker needs net netns") {
 		t.Errorf("Validate(docker, loopback): %v", err)
 	}
 }
@@ -54,7 +54,7 @@ func TestServices(t *testing.T) {
 		if b == Local && err != nil {
 			t.Errorf("redis on local: %v", err)
 		}
-		wantErr := "redis runs on the local backend only (the " + b + " backend's image is ZooKeeper's); use --cluster local"
+		wantErr := "redis runs on the local backend only (the " + b + " backend's image is ZooKeeper's); use cluster local"
 		if b != Local && (err == nil || err.Error() != wantErr) {
 			t.Errorf("redis on %s: %v, want %q", b, err, wantErr)
 		}
@@ -67,19 +67,19 @@ func TestServices(t *testing.T) {
 // TestBackendFlags: a backend's own flags are checked by it and refused,
 // naming their backend, by every other.
 func TestBackendFlags(t *testing.T) {
-	if err := CheckZK(Local, "h:2181"); err == nil || err.Error() != "--zk h:2181: only with --cluster external (the local backend makes its own ensemble)" {
+	if err := CheckZK(Local, "h:2181"); err == nil || err.Error() != "zk h:2181: only with cluster external (the local backend makes its own ensemble)" {
 		t.Errorf("CheckZK(local): %v", err)
 	}
-	if err := CheckZK(External, ""); err == nil || !strings.Contains(err.Error(), "--cluster external needs --zk") {
+	if err := CheckZK(External, ""); err == nil || !strings.Contains(err.Error(), "cluster external needs zk") {
 		t.Errorf("CheckZK(external, none): %v", err)
 	}
 	if err := CheckZK(External, "h:2181"); err != nil {
 		t.Errorf("CheckZK(external): %v", err)
 	}
-	if err := CheckHosts(Docker, SSHFlags{Given: []string{"hosts", "ssh-user"}}); err == nil || err.Error() != "--hosts, --ssh-user: only with --cluster ssh" {
+	if err := CheckHosts(Docker, SSHFlags{Given: []string{"Hosts", "SSHUser"}}); err == nil || err.Error() != "hosts, ssh user: only with cluster ssh" {
 		t.Errorf("CheckHosts(docker): %v", err)
 	}
-	if err := CheckHosts(SSH, SSHFlags{}); err == nil || !strings.Contains(err.Error(), "--cluster ssh needs --hosts") {
+	if err := CheckHosts(SSH, SSHFlags{}); err == nil || !strings.Contains(err.Error(), "cluster ssh needs hosts") {
 		t.Errorf("CheckHosts(ssh, none): %v", err)
 	}
 	if n := HostCount(SSH, "a,b,c"); n != 3 {
@@ -88,7 +88,7 @@ func TestBackendFlags(t *testing.T) {
 	if n := HostCount(Local, "a,b,c"); n != 0 {
 		t.Errorf("HostCount(local) = %d", n)
 	}
-	if err := CheckImage(Local, "zk:1"); err == nil || err.Error() != "--image zk:1: only with --cluster docker" {
+	if err := CheckImage(Local, "zk:1"); err == nil || err.Error() != "image zk:1: only with cluster docker" {
 		t.Errorf("CheckImage(local): %v", err)
 	}
 	if err := CheckImage(Docker, "zk:1"); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
 	"github.com/zkchaos/zkchaos/cluster/docker/image"
 	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Docker runs each server in a container of the image `chaos image
@@ -41,7 +42,8 @@ func (dockerBackend) Available(ctx context.Context) error {
 // network's bridge from namespaces of their own.
 func (dockerBackend) Validate(netMode string) error {
 	if netMode != "netns" {
-		return fmt.Errorf("%s needs --net netns (root and network namespaces): the workers and the register join the Docker network's bridge in namespaces of their own, which is also where the client faults act; this run's network mode is %s", Docker, netMode)
+		return fmt.Errorf("%s needs %s netns (root and network namespaces): the workers and the register join the Docker network's bridge in namespaces of their own, which is also where the client faults act; this run's network mode is %s",
+			Docker, setting.Name("Net"), netMode)
 	}
 	return nil
 }
@@ -53,31 +55,31 @@ func (dockerBackend) Validate(netMode string) error {
 func (dockerBackend) Preflight(ctx context.Context, tag string, noBuild bool, log *slog.Logger) error {
 	cli, err := engine.Connect(ctx)
 	if err != nil {
-		return fmt.Errorf("--cluster docker: %w", err)
+		return setting.Err("Cluster", Docker, err)
 	}
 	defer cli.Close()
 	spec, err := image.Detect(ctx)
 	if err != nil {
-		return fmt.Errorf("--cluster docker: %w", err)
+		return setting.Err("Cluster", Docker, err)
 	}
 	if tag == "" {
 		tag = spec.Tag()
 	}
 	if _, _, found, err := image.Lookup(ctx, cli, tag); err != nil {
-		return fmt.Errorf("--cluster docker: %w", err)
+		return setting.Err("Cluster", Docker, err)
 	} else if found {
 		return nil
 	}
 	switch {
 	case tag != spec.Tag():
-		return fmt.Errorf("--image %s: no such image on this engine (images are never pulled; `chaos image build` makes %s)", tag, spec.Tag())
+		return setting.Errorf("Image", tag, "no such image on this engine (images are never pulled; `chaos image build` makes %s)", spec.Tag())
 	case noBuild:
-		return fmt.Errorf("--cluster docker: image %s not found and --no-build given: build it with `chaos image build` (images are never pulled)", tag)
+		return setting.Errorf("Cluster", Docker, "image %s not found and %s given: build it with `chaos image build` (images are never pulled)", tag, setting.Name("NoBuild"))
 	}
 	log.Info("docker image missing: building it once for this machine (offline, about a minute)", "tag", tag)
 	res, err := image.Build(ctx, cli, image.Options{Logger: log})
 	if err != nil {
-		return fmt.Errorf("--cluster docker: build image %s: %w", spec.Tag(), err)
+		return setting.Err("Cluster", Docker, fmt.Errorf("build image %s: %w", spec.Tag(), err))
 	}
 	log.Info("docker image built", "tag", res.Tag, "took", res.Took.Round(time.Second).String(), "mb", res.Size/1e6)
 	return nil

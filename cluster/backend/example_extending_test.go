@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/local"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // This file is the backend example of docs/extending.md, quoted there
@@ -31,7 +32,8 @@ func (exampleLoopback) OnThisMachine() bool { return true }
 // Validate refuses, by name alone, a run this backend cannot make.
 func (exampleLoopback) Validate(netMode string) error {
 	if netMode != "loopback" {
-		return fmt.Errorf("%s runs its servers on 127.0.0.1 only: give --net loopback (this run's network mode is %s)", ExampleLoopback, netMode)
+		return fmt.Errorf("%s runs its servers on 127.0.0.1 only: give %s loopback (this run's network mode is %s)",
+			ExampleLoopback, setting.Name("Net"), netMode)
 	}
 	return nil
 }

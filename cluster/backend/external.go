@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/external"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // External is an ensemble the user already runs (--zk), reached as a
@@ -33,10 +33,10 @@ func (externalBackend) RunsService(service string) bool { return service == ZooK
 // CheckZK requires --zk, every address host:port.
 func (externalBackend) CheckZK(zk string) error {
 	if strings.TrimSpace(zk) == "" {
-		return errors.New("--cluster external needs --zk host:port,... (the client addresses of the ensemble to test)")
+		return fmt.Errorf("%s %s needs %s host:port,... (the client addresses of the ensemble to test)", setting.Name("Cluster"), External, setting.Name("ZK"))
 	}
 	if _, err := external.ParseAddrs(zk); err != nil {
-		return fmt.Errorf("--zk: %w", err)
+		return setting.Err("ZK", "", err)
 	}
 	return nil
 }
@@ -47,19 +47,19 @@ func (externalBackend) CheckZK(zk string) error {
 func (externalBackend) Reach(ctx context.Context, zk string, session time.Duration, _ SSHFlags) error {
 	addrs, err := external.ParseAddrs(zk)
 	if err != nil {
-		return fmt.Errorf("--zk: %w", err)
+		return setting.Err("ZK", "", err)
 	}
 	if err := external.Probe(ctx, addrs); err != nil {
-		return fmt.Errorf("--cluster external: unreachable: %w", err)
+		return setting.Err("Cluster", External, fmt.Errorf("unreachable: %w", err))
 	}
 	granted, err := external.GrantedTimeout(ctx, addrs, session)
 	if err != nil {
-		return fmt.Errorf("--cluster external: %w", err)
+		return setting.Err("Cluster", External, err)
 	}
 	if granted.Milliseconds() != session.Milliseconds() {
-		return fmt.Errorf("--session-timeout %s: the ensemble at %s grants %s instead (its minSessionTimeout..maxSessionTimeout): "+
-			"pauses and expiries would be timed against a session it does not give; use --session-timeout %s",
-			session, zk, granted, granted)
+		return setting.Errorf("SessionTimeout", session.String(), "the ensemble at %s grants %s instead (its minSessionTimeout..maxSessionTimeout): "+
+			"pauses and expiries would be timed against a session it does not give; use %s %s",
+			zk, granted, setting.Name("SessionTimeout"), granted)
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func (externalBackend) Reach(ctx context.Context, zk string, session time.Durati
 func (externalBackend) Open(ctx context.Context, e *Ensemble, o Options) error {
 	addrs, err := external.ParseAddrs(o.ZK)
 	if err != nil {
-		return fmt.Errorf("--zk: %w", err)
+		return setting.Err("ZK", "", err)
 	}
 	relay, err := relayNet(ctx, e, o)
 	if err != nil {

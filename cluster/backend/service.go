@@ -6,6 +6,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/local"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // The lock services (--service): the ZooKeeper ensemble, and the other
@@ -53,8 +54,9 @@ func ValidateService(service, backendName string) error {
 	}
 	if b, ok := has[Backend](backendName); ok && !b.RunsService(service) {
 		runs := backends.where(func(b Backend) bool { return b.RunsService(service) })
-		return fmt.Errorf("%s runs on the %s backend only (the %s backend's image is ZooKeeper's); use --cluster %s",
-			service, strings.Join(runs, ", "), backendName, strings.Join(runs, " or --cluster "))
+		cl := setting.Name("Cluster")
+		return fmt.Errorf("%s runs on the %s backend only (the %s backend's image is ZooKeeper's); use %s %s",
+			service, strings.Join(runs, ", "), backendName, cl, strings.Join(runs, " or "+cl+" "))
 	}
 	return nil
 }
@@ -73,10 +75,10 @@ func program(service string) local.Program {
 func PreflightService(service string) error {
 	svc, err := LookupService(cluster.ServiceOf(service))
 	if err != nil {
-		return fmt.Errorf("--service: %w", err)
+		return setting.Err("Service", "", err)
 	}
 	if err := svc.Preflight(); err != nil {
-		return fmt.Errorf("--service %s: %w", service, err)
+		return setting.Err("Service", service, err)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	zkssh "github.com/zkchaos/zkchaos/cluster/ssh"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // SSH runs each server on a remote host of --hosts, driven over SSH;
@@ -42,20 +42,20 @@ func (sshBackend) HostCount(hosts string) int {
 // and checks the login's port and files.
 func (sshBackend) CheckHosts(f SSHFlags) error {
 	if strings.TrimSpace(f.Hosts) == "" {
-		return errors.New("--cluster ssh needs --hosts host1,host2,... (one ZooKeeper server per host)")
+		return fmt.Errorf("%s %s needs %s host1,host2,... (one ZooKeeper server per host)", setting.Name("Cluster"), SSH, setting.Name("Hosts"))
 	}
 	if _, err := zkssh.ParseHosts(f.Hosts); err != nil {
-		return fmt.Errorf("--hosts: %w", err)
+		return setting.Err("Hosts", "", err)
 	}
 	if f.Auth.Port < 0 || f.Auth.Port > 65535 {
-		return fmt.Errorf("--ssh-port %d: not 1..65535", f.Auth.Port)
+		return setting.Errorf("SSHPort", fmt.Sprint(f.Auth.Port), "not 1..65535")
 	}
-	for _, ff := range []struct{ flag, file string }{{"ssh-key", f.Auth.KeyFile}, {"ssh-known-hosts", f.Auth.KnownHosts}} {
+	for _, ff := range []struct{ field, file string }{{"SSHKey", f.Auth.KeyFile}, {"SSHKnownHosts", f.Auth.KnownHosts}} {
 		if ff.file == "" {
 			continue
 		}
 		if _, err := os.Stat(ff.file); err != nil {
-			return fmt.Errorf("--%s: %w", ff.flag, err)
+			return setting.Err(ff.field, "", err)
 		}
 	}
 	return nil
@@ -67,7 +67,7 @@ func (sshBackend) CheckHosts(f SSHFlags) error {
 func (sshBackend) Reach(ctx context.Context, _ string, _ time.Duration, sf SSHFlags) error {
 	hosts, err := zkssh.ParseHosts(sf.Hosts)
 	if err != nil {
-		return fmt.Errorf("--hosts: %w", err)
+		return setting.Err("Hosts", "", err)
 	}
 	return zkssh.Reach(ctx, hosts, sf.Auth, sf.Install)
 }
@@ -78,7 +78,7 @@ func (sshBackend) Reach(ctx context.Context, _ string, _ time.Duration, sf SSHFl
 func (sshBackend) Open(ctx context.Context, e *Ensemble, o Options) error {
 	hosts, err := zkssh.ParseHosts(o.SSH.Hosts)
 	if err != nil {
-		return fmt.Errorf("--hosts: %w", err)
+		return setting.Err("Hosts", "", err)
 	}
 	relay, err := relayNet(ctx, e, o)
 	if err != nil {

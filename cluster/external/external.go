@@ -20,6 +20,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/relay"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Name is the backend's --cluster value.
@@ -69,12 +70,14 @@ func ParseAddrs(s string) ([]string, error) {
 
 // why is the reason every server verb is missing, for the validation
 // message that refuses a server fault.
-const why = "the ensemble is the user's own (--cluster external): the harness never starts, stops, signals or partitions its servers; only client-side faults run against it"
+func why() string {
+	return "the ensemble is the user's own (" + setting.Name("Cluster") + " " + Name + "): the harness never starts, stops, signals or partitions its servers; only client-side faults run against it"
+}
 
 // Capabilities: none of the server verbs.
 func Capabilities() cluster.Capabilities {
 	return cluster.Capabilities{Backend: Name, Lacks: map[cluster.Capability]string{
-		cluster.CanPause: why, cluster.CanKill: why, cluster.CanPartition: why}}
+		cluster.CanPause: why(), cluster.CanKill: why(), cluster.CanPartition: why()}}
 }
 
 // probeTimeout bounds one reachability probe of one address.
@@ -245,7 +248,7 @@ func (n *Node) Status(ctx context.Context) (cluster.Status, error) { return clus
 func (n *Node) Rules(context.Context) ([]string, error) { return nil, nil }
 
 func (n *Node) unsupported(verb string) error {
-	return fmt.Errorf("%s server %s (%s): %w", verb, n.target, why, cluster.ErrUnsupported)
+	return fmt.Errorf("%s server %s (%s): %w", verb, n.target, why(), cluster.ErrUnsupported)
 }
 
 // Start implements cluster.Node: unsupported.

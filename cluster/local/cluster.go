@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/cluster"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Cluster is a service's servers as local processes (an ensemble of JVMs
@@ -136,7 +137,7 @@ func Capabilities(netns bool) cluster.Capabilities {
 	cs := cluster.Capabilities{Backend: "local"}
 	if !netns {
 		cs.Lacks = map[cluster.Capability]string{
-			cluster.CanPartition: "in loopback mode (--net loopback, or no network namespaces here) every server shares 127.0.0.1",
+			cluster.CanPartition: "in loopback mode (" + setting.Name("Net") + " loopback, or no network namespaces here) every server shares 127.0.0.1",
 		}
 	}
 	return cs

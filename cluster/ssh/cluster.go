@@ -14,6 +14,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/relay"
 	"github.com/zkchaos/zkchaos/cluster/zkjvm"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Name is the backend's --cluster value.
@@ -48,7 +49,7 @@ func ParseHosts(s string) ([]string, error) {
 			continue
 		}
 		if strings.ContainsAny(h, " /@:'\"\\") {
-			return nil, fmt.Errorf("%q: a host name or IP address (user with --ssh-user, port with --ssh-port)", h)
+			return nil, fmt.Errorf("%q: a host name or IP address (user with %s, port with %s)", h, setting.Name("SSHUser"), setting.Name("SSHPort"))
 		}
 		for _, o := range out {
 			if o == h {
@@ -88,7 +89,7 @@ check
 fi
 `
 	}
-	return s + `[ -z "$missing" ] || { echo "missing:$missing (Debian packages:$pkgs; --install installs them)"; exit 1; }`
+	return s + `[ -z "$missing" ] || { echo "missing:$missing (Debian packages:$pkgs; ` + setting.Name("Install") + ` installs them)"; exit 1; }`
 }
 
 // Reach checks, before anything of a run is made, that every host

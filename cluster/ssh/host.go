@@ -27,6 +27,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Auth is how the controller logs in to every host: a user, a port, a
@@ -50,7 +52,7 @@ func (a Auth) withDefaults() (Auth, error) {
 	if a.User == "" {
 		u := os.Getenv("USER")
 		if u == "" {
-			return a, errors.New("no --ssh-user and no $USER")
+			return a, fmt.Errorf("no %s and no $USER", setting.Name("SSHUser"))
 		}
 		a.User = u
 	}
@@ -79,17 +81,17 @@ func (a Auth) clientConfig() (*ssh.ClientConfig, func(), error) {
 	if a.KeyFile != "" {
 		pem, err := os.ReadFile(a.KeyFile)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--ssh-key: %w", err)
+			return nil, nil, fmt.Errorf("%s: %w", setting.Name("SSHKey"), err)
 		}
 		signer, err := ssh.ParsePrivateKey(pem)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--ssh-key %s: %w (a key with a passphrase must be loaded into ssh-agent instead)", a.KeyFile, err)
+			return nil, nil, fmt.Errorf("%s %s: %w (a key with a passphrase must be loaded into ssh-agent instead)", setting.Name("SSHKey"), a.KeyFile, err)
 		}
 		method = ssh.PublicKeys(signer)
 	} else {
 		sock := os.Getenv("SSH_AUTH_SOCK")
 		if sock == "" {
-			return nil, nil, errors.New("no --ssh-key and no SSH_AUTH_SOCK: give a private key file or run an ssh-agent")
+			return nil, nil, fmt.Errorf("no %s and no SSH_AUTH_SOCK: give a private key file or run an ssh-agent", setting.Name("SSHKey"))
 		}
 		conn, err := net.Dial("unix", sock)
 		if err != nil {

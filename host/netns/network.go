@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Network is one run's slot: a bridge in the root namespace holding the
@@ -219,7 +221,7 @@ func (n *Network) Close(ctx context.Context) error {
 	case swept:
 		n.log.Info("network closed", "slot", n.Slot)
 	case got == nil:
-		n.log.Warn("network already gone: its slot file was removed by someone else (chaos cleanup --all?)", "slot", n.Slot)
+		n.log.Warn("network already gone: its slot file was removed by someone else (chaos cleanup "+setting.Name("CleanupAll")+"?)", "slot", n.Slot)
 	default:
 		return fmt.Errorf("close slot %d: slot file names run %q, not ours (%q); not sweeping", n.Slot, got.RunID, n.RunID)
 	}

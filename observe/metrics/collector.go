@@ -2,9 +2,11 @@ package metrics
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/observe/resources"
 )
 
@@ -14,7 +16,6 @@ var (
 	descViolations = prometheus.NewDesc("zkchaos_violations_total", "Violations found by each online checker so far (a signal: the verdict is the check after the run).", []string{"checker"}, nil)
 	descStopped    = prometheus.NewDesc("zkchaos_online_check_stopped", "1 when the online checker stopped early (its log was damaged).", []string{"checker"}, nil)
 	descElapsed    = prometheus.NewDesc("zkchaos_workload_elapsed_seconds", "Time the workload has run.", nil, nil)
-	descLimit      = prometheus.NewDesc("zkchaos_workload_limit_seconds", "The workload's time limit (--duration).", nil, nil)
 	descRSS        = prometheus.NewDesc("zkchaos_process_resident_memory_bytes", "Resident set of the run's processes (workers summed).", []string{"role", "id"}, nil)
 	descCPU        = prometheus.NewDesc("zkchaos_process_cpu_seconds_total", "User and system CPU seconds of the run's processes (live workers summed).", []string{"role", "id"}, nil)
 	descFiles      = prometheus.NewDesc("zkchaos_process_open_fds", "Open file descriptors of the run's processes (workers summed).", []string{"role", "id"}, nil)
@@ -26,11 +27,18 @@ var (
 	descSampleAge  = prometheus.NewDesc("zkchaos_resources_sample_time_seconds", "When the latest resource sample was taken, on the run's clock.", nil, nil)
 )
 
+// descLimit's help names a setting, so it is made at its first use: the
+// command registers the settings' names after the package's variables are
+// set (setting.Register).
+var descLimit = sync.OnceValue(func() *prometheus.Desc {
+	return prometheus.NewDesc("zkchaos_workload_limit_seconds", "The workload's time limit ("+setting.Name("Duration")+").", nil, nil)
+})
+
 // collector reads the run's figures at each scrape.
 type collector struct{ src Sources }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descOps, descFaults, descViolations, descStopped, descElapsed, descLimit,
+	for _, d := range []*prometheus.Desc{descOps, descFaults, descViolations, descStopped, descElapsed, descLimit(),
 		descRSS, descCPU, descFiles, descWorkers, descZnodes, descWatches, descEphemerals, descData, descSampleAge} {
 		ch <- d
 	}
@@ -50,7 +58,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(descStopped, prometheus.GaugeValue, b2f(oc.Stopped != ""), oc.Name)
 			}
 			ch <- prometheus.MustNewConstMetric(descElapsed, prometheus.GaugeValue, st.Elapsed.Seconds())
-			ch <- prometheus.MustNewConstMetric(descLimit, prometheus.GaugeValue, st.Limit.Seconds())
+			ch <- prometheus.MustNewConstMetric(descLimit(), prometheus.GaugeValue, st.Limit.Seconds())
 		}
 	}
 	if c.src.Resources != nil {

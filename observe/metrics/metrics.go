@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/observe/progress"
 	"github.com/zkchaos/zkchaos/observe/resources"
 )
@@ -43,14 +44,14 @@ type Sources struct {
 func CheckAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--metrics-addr %q: want 127.0.0.1:PORT: %w", addr, err)
+		return fmt.Errorf("%s %q: want 127.0.0.1:PORT: %w", setting.Name("MetricsAddr"), addr, err)
 	}
 	ip := net.ParseIP(host)
 	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--metrics-addr %q: only a loopback address is served (127.0.0.1:PORT or [::1]:PORT)", addr)
+		return fmt.Errorf("%s %q: only a loopback address is served (127.0.0.1:PORT or [::1]:PORT)", setting.Name("MetricsAddr"), addr)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("--metrics-addr %q: port %q is not a number 0..65535", addr, port)
+		return fmt.Errorf("%s %q: port %q is not a number 0..65535", setting.Name("MetricsAddr"), addr, port)
 	}
 	return nil
 }
@@ -72,7 +73,7 @@ func Listen(addr string) (net.Listener, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+		return nil, fmt.Errorf("%s %s: %w", setting.Name("MetricsAddr"), addr, err)
 	}
 	return ln, nil
 }

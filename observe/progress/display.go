@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Mode is how the status is shown: --progress.
@@ -41,7 +43,7 @@ func ParseMode(s string) (Mode, error) {
 	case Auto, Line, Off:
 		return m, nil
 	}
-	return "", fmt.Errorf("--progress %q: want auto, line or off", s)
+	return "", fmt.Errorf("%s %q: want auto, line or off", setting.Name("Progress"), s)
 }
 
 // Resolve turns Auto into Terminal or Line for out.

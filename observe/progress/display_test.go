@@ -163,7 +163,7 @@ func TestParseMode(t *testing.T) {
 			t.Errorf("%s: %v %v", s, m, err)
 		}
 	}
-	if _, err := ParseMode("terminal"); err == nil || !strings.HasPrefix(err.Error(), "--progress \"terminal\"") {
+	if _, err := ParseMode("terminal"); err == nil || !strings.HasPrefix(err.Error(), "progress \"terminal\"") {
 		t.Errorf("terminal: %v", err)
 	}
 }

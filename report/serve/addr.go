@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // CheckAddr refuses a listen address that is not on loopback unless
@@ -13,10 +15,10 @@ import (
 func CheckAddr(addr string, allowRemote bool) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--addr %q: %w (want host:port, e.g. 127.0.0.1:8080)", addr, err)
+		return fmt.Errorf("%s %q: %w (want host:port, e.g. 127.0.0.1:8080)", setting.Name("Addr"), addr, err)
 	}
 	if port == "" {
-		return fmt.Errorf("--addr %q: no port (want host:port, e.g. 127.0.0.1:8080)", addr)
+		return fmt.Errorf("%s %q: no port (want host:port, e.g. 127.0.0.1:8080)", setting.Name("Addr"), addr)
 	}
 	if allowRemote || loopbackName(host) {
 		return nil
@@ -25,7 +27,8 @@ func CheckAddr(addr string, allowRemote bool) error {
 	if host == "" {
 		where = "every interface"
 	}
-	return fmt.Errorf("--addr %s listens on %s, not on loopback: the results would be readable from other machines; add --allow-remote if that is what you want", addr, where)
+	return fmt.Errorf("%s %s listens on %s, not on loopback: the results would be readable from other machines; add %s if that is what you want",
+		setting.Name("Addr"), addr, where, setting.Name("AllowRemote"))
 }
 
 // loopbackName says host (no port) is 127.0.0.0/8, ::1 or localhost.

@@ -23,6 +23,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // Server serves one results folder.
@@ -105,7 +107,7 @@ func (g guardFS) Open(name string) (fs.File, error) {
 func (s *Server) Run(ctx context.Context, addr string, ready func(net.Addr)) error {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("address %s is already in use (another chaos serve?); pick another with --addr", addr)
+		return fmt.Errorf("address %s is already in use (another chaos serve?); pick another with %s", addr, setting.Name("Addr"))
 	}
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/internal/logcap"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // BinDirEnv overrides DefaultBinDir, the directory of initdb and postgres.
@@ -120,7 +121,7 @@ func (c ServerConfig) absolute() (ServerConfig, error) {
 // is left running.
 func Start(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Host == nil {
-		return nil, errors.New("postgres: needs the run's network namespaces (--net netns)")
+		return nil, fmt.Errorf("postgres: needs the run's network namespaces (%s netns)", setting.Name("Net"))
 	}
 	cfg, err := cfg.absolute()
 	if err != nil {
@@ -195,7 +196,8 @@ func reachable(dir string, uid, gid int) error {
 			can = perm&0o001 != 0
 		}
 		if !can {
-			return fmt.Errorf("postgres: the %s user cannot reach %s: %s is mode %v; use a --results folder it can search", SystemUser, dir, d, st.Mode().Perm())
+			return fmt.Errorf("postgres: the %s user cannot reach %s: %s is mode %v; use a %s folder it can search",
+				SystemUser, dir, d, st.Mode().Perm(), setting.Name("ResultsDir"))
 		}
 		if d == "/" {
 			return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/zkchaos/zkchaos/client/subjects"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/run/runner"
 )
 
@@ -70,34 +71,34 @@ const (
 func (c Config) Validate() error {
 	switch {
 	case c.Clients < 1:
-		return fmt.Errorf("--clients %d: need at least 1", c.Clients)
+		return setting.Errorf("Clients", fmt.Sprint(c.Clients), "need at least 1")
 	case c.Nodes < 1:
-		return fmt.Errorf("--nodes %d: need at least 1", c.Nodes)
+		return setting.Errorf("Nodes", fmt.Sprint(c.Nodes), "need at least 1")
 	case c.Window <= 0:
-		return fmt.Errorf("--window %s: must be positive", c.Window)
+		return setting.Errorf("Window", c.Window.String(), "must be positive")
 	case c.Warmup < 0:
-		return fmt.Errorf("--warmup %s: must not be negative", c.Warmup)
+		return setting.Errorf("Warmup", c.Warmup.String(), "must not be negative")
 	case c.SessionTimeout <= 0 || c.TickTime <= 0:
-		return fmt.Errorf("--session-timeout and --tick must be positive")
+		return setting.Refused("SessionTimeout", "%s and %s must be positive", setting.Name("SessionTimeout"), setting.Name("TickTime"))
 	case len(c.Subjects) == 0:
-		return errors.New("--subjects: give at least one")
+		return setting.Errorf("Subjects", "", "give at least one")
 	}
 	if c.Net != "auto" && c.Net != "netns" && c.Net != "loopback" {
-		return fmt.Errorf("--net %q: auto, netns or loopback", c.Net)
+		return setting.Errorf("Net", fmt.Sprintf("%q", c.Net), "auto, netns or loopback")
 	}
 	if err := backend.Validate(c.Cluster, c.netMode()); err != nil {
-		return fmt.Errorf("--cluster: %w", err)
+		return setting.Err("Cluster", "", err)
 	}
 	if here := backend.OnThisMachine(); !slices.Contains(here, c.Cluster) {
-		return fmt.Errorf("--cluster %s: chaos bench measures an ensemble of its own on this machine: %s", c.Cluster, strings.Join(here, " or "))
+		return setting.Errorf("Cluster", c.Cluster, "chaos bench measures an ensemble of its own on this machine: %s", strings.Join(here, " or "))
 	}
 	for _, s := range c.Subjects {
 		if err := subjects.Validate(s); err != nil {
-			return fmt.Errorf("--subjects: %w", err)
+			return setting.Err("Subjects", "", err)
 		}
 	}
 	if err := store.ValidName(c.Name); err != nil {
-		return fmt.Errorf("--name: %w", err)
+		return setting.Err("Name", "", err)
 	}
 	return store.CheckBase(c.ResultsDir)
 }

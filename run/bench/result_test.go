@@ -3,12 +3,15 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 func TestMedian(t *testing.T) {
@@ -185,19 +188,20 @@ func TestValidate(t *testing.T) {
 	if err := base.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	for name, change := range map[string]func(*Config){
-		"--clients":  func(c *Config) { c.Clients = 0 },
-		"--window":   func(c *Config) { c.Window = 0 },
-		"--subjects": func(c *Config) { c.Subjects = []string{"nope"} },
-		"--net":      func(c *Config) { c.Net = "wifi" },
-		"--cluster":  func(c *Config) { c.Cluster = "cloud" },
-		"--name":     func(c *Config) { c.Name = "../x" },
+	for field, change := range map[string]func(*Config){
+		"Clients":  func(c *Config) { c.Clients = 0 },
+		"Window":   func(c *Config) { c.Window = 0 },
+		"Subjects": func(c *Config) { c.Subjects = []string{"nope"} },
+		"Net":      func(c *Config) { c.Net = "wifi" },
+		"Cluster":  func(c *Config) { c.Cluster = "cloud" },
+		"Name":     func(c *Config) { c.Name = "../x" },
 	} {
 		c := base
 		change(&c)
 		err := c.Validate()
-		if err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: error %v, want one naming the flag", name, err)
+		var fe setting.FieldError
+		if !errors.As(err, &fe) || fe.Field != field || !strings.HasPrefix(err.Error(), setting.Name(field)) {
+			t.Errorf("%s: error %v, want one naming the setting first", field, err)
 		}
 	}
 }

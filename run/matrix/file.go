@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
@@ -87,7 +88,7 @@ func (fc fileCell) cell(recipe string, knownNemesis func([]string) error) (Cell,
 		c.Recipe, c.Label = recipe, "subject"
 	}
 	if c.Recipe == "" {
-		return c, errors.New("cell has no \"recipe\" and no --recipe was given")
+		return c, fmt.Errorf("cell has no \"recipe\" and no %s was given", setting.Name("Recipe"))
 	}
 	if len(c.Nemesis) == 0 {
 		c.Nemesis = []string{"none"}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
@@ -20,7 +21,7 @@ func GateOf(workload, recipe string) ([]Cell, error) {
 	}
 	gcs := spec.GateCells()
 	if len(gcs) == 0 {
-		return nil, fmt.Errorf("the %s workload has no standard gate cells: give your own with --matrix", spec.Name())
+		return nil, fmt.Errorf("the %s workload has no standard gate cells: give your own with %s", spec.Name(), setting.Name("Matrix"))
 	}
 	// The lock is the cells' default workload: its cells keep names
 	// without a workload and runs without --workload.

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/observe/progress"
 )
 
@@ -153,7 +154,7 @@ func Filter(cells []Cell, patterns []string) ([]Cell, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--cells %s matches no cell (chaos test-all --list shows them)", strings.Join(patterns, ","))
+		return nil, fmt.Errorf("%s %s matches no cell (chaos test-all %s shows them)", setting.Name("Cells"), strings.Join(patterns, ","), setting.Name("List"))
 	}
 	return out, nil
 }
@@ -164,7 +165,7 @@ func matchesAny(name string, patterns []string) (bool, error) {
 	for _, p := range patterns {
 		ok, err := matchPrefix(p, name)
 		if err != nil {
-			return false, fmt.Errorf("--cells pattern %q: %w", p, err)
+			return false, fmt.Errorf("%s pattern %q: %w", setting.Name("Cells"), p, err)
 		}
 		if ok || strings.Contains(name, p) {
 			return true, nil

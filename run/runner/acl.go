@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkchaos/zkchaos/client/recipes"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/resource/register"
 	"github.com/zkchaos/zkchaos/workloads"
 )
@@ -118,7 +119,7 @@ func prepareNodes(ctx context.Context, connect string, nodes []workloads.Node, a
 			return fmt.Errorf("prepare znodes: %w", err)
 		}
 	}
-	acl := "world:anyone:cdrwa (" + Setting("ACL") + " off)"
+	acl := "world:anyone:cdrwa (" + setting.Name("ACL") + " off)"
 	if auth.Enabled() {
 		acl = "digest:" + auth.User() + ":cdrwa, world:anyone:r"
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/proc"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/report"
 	"github.com/zkchaos/zkchaos/report/runview"
 	"github.com/zkchaos/zkchaos/resource/pgfence"
@@ -148,11 +149,11 @@ func CheckGate(dir string, gate []string) error {
 		return fmt.Errorf("%s: %w", p, err)
 	}
 	if len(gate) == 0 {
-		return fieldMsg("Gate", "%s is empty: give one or more of %s, or leave it out for the run's own gate",
-			Setting("Gate"), strings.Join(workloads.CheckerNames(spec), ", "))
+		return setting.Refused("Gate", "%s is empty: give one or more of %s, or leave it out for the run's own gate",
+			setting.Name("Gate"), strings.Join(workloads.CheckerNames(spec), ", "))
 	}
 	if err := workloads.ValidateGate(spec, gate); err != nil {
-		return fieldErr("Gate", "", err)
+		return setting.Err("Gate", "", err)
 	}
 	return nil
 }
@@ -190,20 +191,20 @@ func reexport(ctx context.Context, run *store.Run) {
 func validateCheck(c Config) []error {
 	var errs []error
 	if c.CheckBudget < 0 {
-		errs = append(errs, fieldErrf("CheckBudget", c.CheckBudget.String(), "must not be negative"))
+		errs = append(errs, setting.Errorf("CheckBudget", c.CheckBudget.String(), "must not be negative"))
 	}
 	wl, err := c.NewWorkload()
 	if err != nil {
 		return errs // validateWorkload reports it
 	}
 	if len(c.Gate) == 0 {
-		return append(errs, fieldMsg("Gate", "%s is empty: give one or more of %s", Setting("Gate"), strings.Join(workloads.CheckerNames(wl), ", ")))
+		return append(errs, setting.Refused("Gate", "%s is empty: give one or more of %s", setting.Name("Gate"), strings.Join(workloads.CheckerNames(wl), ", ")))
 	}
 	if err := workloads.ValidateGate(wl, c.Gate); err != nil {
-		return append(errs, fieldErr("Gate", "", err))
+		return append(errs, setting.Err("Gate", "", err))
 	}
 	if c.StopAtFirst && len(c.stopCheckers(wl)) == 0 {
-		errs = append(errs, fieldErrf("StopAtFirst", "", "no checker of the gate (%s) has an online check (%s have one)", strings.Join(c.Gate, ","), strings.Join(c.allOnline(), ", ")))
+		errs = append(errs, setting.Errorf("StopAtFirst", "", "no checker of the gate (%s) has an online check (%s have one)", strings.Join(c.Gate, ","), strings.Join(c.allOnline(), ", ")))
 	}
 	return errs
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/host/workerproc"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/workloads"
 )
@@ -233,7 +234,7 @@ func (l *live) Event(m worker.Message) {
 	case worker.EventHello:
 		if spoken := cmp.Or(m.Workload, workloads.LockName); spoken != l.f.cfg.Workload {
 			l.f.fail(fmt.Errorf("worker pid %d (%s %s) speaks the %s workload's protocol, and this run is %s %s: give a subject written for %s",
-				l.p.PID(), Setting("Recipe"), l.f.cfg.Recipe, spoken, Setting("Workload"), l.f.cfg.Workload, l.f.cfg.Workload))
+				l.p.PID(), setting.Name("Recipe"), l.f.cfg.Recipe, spoken, setting.Name("Workload"), l.f.cfg.Workload, l.f.cfg.Workload))
 		}
 		// The hello's session goes into the history as a connected
 		// session: it is the session of the process's first grants, which
@@ -522,25 +523,25 @@ func (f *fleet) Clients() []workloads.Client {
 func validateFleet(c Config) []error {
 	var errs []error
 	if c.Workers < 1 || c.Workers > 200 {
-		errs = append(errs, fieldErrf("Workers", fmt.Sprint(c.Workers), "must be 1..200"))
+		errs = append(errs, setting.Errorf("Workers", fmt.Sprint(c.Workers), "must be 1..200"))
 	}
 	if c.Keys < 1 || c.Keys > 1000 {
-		errs = append(errs, fieldErrf("Keys", fmt.Sprint(c.Keys), "must be 1..1000"))
+		errs = append(errs, setting.Errorf("Keys", fmt.Sprint(c.Keys), "must be 1..1000"))
 	}
 	if !slices.Contains([]string{"czxid", "seq"}, c.Token) {
-		errs = append(errs, fieldErrf("Token", fmt.Sprintf("%q", c.Token), "must be czxid or seq"))
+		errs = append(errs, setting.Errorf("Token", fmt.Sprintf("%q", c.Token), "must be czxid or seq"))
 	}
 	if err := subjects.ValidateService(c.workerWorkload(), c.service(), c.Recipe); err != nil {
-		errs = append(errs, fieldErr("Recipe", "", err))
+		errs = append(errs, setting.Err("Recipe", "", err))
 	}
 	if c.Hold < 0 || c.Think < 0 {
-		errs = append(errs, fieldMsg("Hold", "%s and %s must not be negative", Setting("Hold"), Setting("Think")))
+		errs = append(errs, setting.Refused("Hold", "%s and %s must not be negative", setting.Name("Hold"), setting.Name("Think")))
 	}
 	if c.AcquireTimeout <= 0 || c.OpTimeout <= 0 {
-		errs = append(errs, fieldMsg("AcquireTimeout", "%s and %s must be positive", Setting("AcquireTimeout"), Setting("OpTimeout")))
+		errs = append(errs, setting.Refused("AcquireTimeout", "%s and %s must be positive", setting.Name("AcquireTimeout"), setting.Name("OpTimeout")))
 	}
 	if c.WorkerLogHead < 0 || c.WorkerLogTail < 0 {
-		errs = append(errs, fieldMsg("WorkerLogHead", "worker log cap %d+%d bytes: must not be negative", c.WorkerLogHead, c.WorkerLogTail))
+		errs = append(errs, setting.Refused("WorkerLogHead", "worker log cap %d+%d bytes: must not be negative", c.WorkerLogHead, c.WorkerLogTail))
 	}
 	return errs
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/observe/progress"
 	"github.com/zkchaos/zkchaos/resource/pgfence"
@@ -222,8 +223,8 @@ func (c Config) SSHFlags() backend.SSHFlags {
 	for _, g := range []struct {
 		name string
 		set  bool
-	}{{"hosts", c.Hosts != ""}, {"ssh-user", c.SSHUser != ""}, {"ssh-port", c.SSHPort != 0}, {"ssh-key", c.SSHKey != ""},
-		{"ssh-known-hosts", c.SSHKnownHosts != ""}, {"install", c.Install}} {
+	}{{"Hosts", c.Hosts != ""}, {"SSHUser", c.SSHUser != ""}, {"SSHPort", c.SSHPort != 0}, {"SSHKey", c.SSHKey != ""},
+		{"SSHKnownHosts", c.SSHKnownHosts != ""}, {"Install", c.Install}} {
 		if g.set {
 			f.Given = append(f.Given, g.name)
 		}
@@ -292,11 +293,11 @@ func (c Config) knownWorkload() bool {
 func (c Config) validateService() []error {
 	var errs []error
 	if err := backend.ValidateService(c.service(), c.Cluster); err != nil {
-		return []error{fieldErr("Service", "", err)}
+		return []error{setting.Err("Service", "", err)}
 	}
 	if c.knownWorkload() && !c.zooKeeper() && !workloads.TraitsOf(c.Workload).OtherServices {
-		errs = append(errs, fieldErrf("Service", c.service(), "only the %s workload runs on it (this run is %s %s)",
-			workloads.With(func(t traits) bool { return t.OtherServices }), Setting("Workload"), c.Workload))
+		errs = append(errs, setting.Errorf("Service", c.service(), "only the %s workload runs on it (this run is %s %s)",
+			workloads.With(func(t traits) bool { return t.OtherServices }), setting.Name("Workload"), c.Workload))
 	}
 	return errs
 }
@@ -330,7 +331,7 @@ func (c Config) FaultCycle() time.Duration {
 
 // Validate checks everything before anything is started, so bad input
 // costs nothing and leaves nothing behind: each part of the run checks
-// its own settings. Every error names the setting at fault (FieldError).
+// its own settings. Every error names the setting at fault (setting.FieldError).
 func (c Config) Validate() error {
 	errs := validateWorkload(c)
 	errs = append(errs, validateFolder(c)...)
@@ -349,7 +350,7 @@ func (c Config) Validate() error {
 // user made, whatever else it makes the other parts refuse.
 func validateWorkload(c Config) []error {
 	if _, err := c.NewWorkload(); err != nil {
-		return []error{fieldErr("Workload", "", err)}
+		return []error{setting.Err("Workload", "", err)}
 	}
 	return nil
 }
@@ -360,13 +361,13 @@ func validateFolder(c Config) []error {
 	var errs []error
 	nameErr := store.ValidName(c.Name)
 	if nameErr != nil {
-		errs = append(errs, fieldErr("Name", "", nameErr))
+		errs = append(errs, setting.Err("Name", "", nameErr))
 	}
 	if c.ResultsDir == "" {
-		errs = append(errs, fieldErrf("ResultsDir", "", "must not be empty"))
+		errs = append(errs, setting.Errorf("ResultsDir", "", "must not be empty"))
 	} else if nameErr == nil {
 		if err := store.CheckBase(filepath.Join(c.ResultsDir, c.Name)); err != nil {
-			errs = append(errs, fieldErr("ResultsDir", c.ResultsDir, err))
+			errs = append(errs, setting.Err("ResultsDir", c.ResultsDir, err))
 		}
 	}
 	return errs
@@ -384,25 +385,26 @@ func (c Config) checkResource() error {
 		return nil
 	case ResourcePostgres:
 	default:
-		return fieldErrf("Resource", fmt.Sprintf("%q", c.Resource), "must be %s or %s", ResourceRegister, ResourcePostgres)
+		return setting.Errorf("Resource", fmt.Sprintf("%q", c.Resource), "must be %s or %s", ResourceRegister, ResourcePostgres)
 	}
 	var errs []error
 	bad := func(format string, a ...any) {
-		errs = append(errs, fieldErrf("Resource", ResourcePostgres, format, a...))
+		errs = append(errs, setting.Errorf("Resource", ResourcePostgres, format, a...))
 	}
 	if pg := workloads.With(func(t traits) bool { return t.Postgres }); !workloads.TraitsOf(c.Workload).Postgres {
 		bad("only the %s workload (not %s): it serves the %s workload's reads and writes", pg, c.Workload, pg)
 	} else if !c.zooKeeper() {
-		bad("only with %s %s for now: the other services' recipes were not run against it", Setting("Service"), cluster.ZooKeeper)
+		bad("only with %s %s for now: the other services' recipes were not run against it", setting.Name("Service"), cluster.ZooKeeper)
 	} else if !subjects.Builtin(c.workerWorkload(), c.Recipe) {
-		bad("subject %q is not a built-in recipe: only chaos worker takes --postgres (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself", c.Recipe)
+		bad("subject %q is not a built-in recipe: only chaos worker takes %s (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself",
+			c.Recipe, setting.Name("Postgres"))
 	}
 	if hosts := backend.PostgresHosts(); !slices.Contains(hosts, c.Cluster) {
-		cl := Setting("Cluster")
+		cl := setting.Name("Cluster")
 		bad("only with %s %s", cl, strings.Join(hosts, " or "+cl+" "))
 	}
 	if c.NetMode() != "netns" {
-		bad("needs the run's network namespaces (root, %s auto or netns): the server gets a namespace of its own", Setting("Net"))
+		bad("needs the run's network namespaces (root, %s auto or netns): the server gets a namespace of its own", setting.Name("Net"))
 	}
 	if err := pgfence.Preflight(); err != nil {
 		bad("%v", err)

@@ -39,7 +39,7 @@ func TestValidateNamesTheBadValue(t *testing.T) {
 		{func(c *Config) { c.TimeLimit = time.Nanosecond },
 			"time limit 1ns is shorter than one fault cycle: the minimum is 3s (first fault 0s + 1s to inject + pause 2s (twice session timeout 1s))"},
 		{func(c *Config) { c.Nemesis, c.TimeLimit = []string{"none"}, time.Nanosecond }, "time limit 1ns: too short; the minimum is 1s"},
-		{func(c *Config) { c.ResultsDir = "/proc/forbidden" }, "results folder /proc/forbidden: cannot create a folder in /proc"},
+		{func(c *Config) { c.ResultsDir = "/proc/forbidden" }, "results /proc/forbidden: cannot create a folder in /proc"},
 		{func(c *Config) { c.ACL = "maybe" }, `acl "maybe"`},
 		{func(c *Config) { c.MonitorInterval = 10 * time.Millisecond }, "monitor interval 10ms: must be 0 (no monitor) or at least 100ms"},
 		{func(c *Config) { c.MonitorInterval = -time.Second }, "monitor interval -1s"},
@@ -126,9 +126,9 @@ func TestServiceValidation(t *testing.T) {
 		{func(c *Config) { c.Service = "memcached" }, `service: unknown service "memcached"`},
 		{func(c *Config) { redis(c); c.Workload = "config" }, "service redis: only the lock workload runs on it (this run is workload config)"},
 		{func(c *Config) { redis(c); c.Cluster, c.Net = "docker", "netns" }, "redis runs on the local backend only"},
-		{func(c *Config) { redis(c); c.Nemesis = []string{"kill-zk"} }, "kill-zk: it acts on zookeeper, and this run is --service redis"},
+		{func(c *Config) { redis(c); c.Nemesis = []string{"kill-zk"} }, "kill-zk: it acts on zookeeper, and this run is service redis"},
 		{func(c *Config) { redis(c); c.Recipe = "seed" }, `subject "seed" does not run on redis`},
-		{func(c *Config) { c.Recipe = "redlock" }, `"redlock" is a recipe of --service redis`},
+		{func(c *Config) { c.Recipe = "redlock" }, `"redlock" is a recipe of service redis`},
 	} {
 		c := Defaults()
 		tc.mut(&c)

@@ -24,9 +24,9 @@ func TestExternalValidation(t *testing.T) {
 		mut  func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.ZK = "" }, "--cluster external needs --zk host:port"},
-		{func(c *Config) { c.ZK = "zk1:2181,zk2" }, `--zk: "zk2": not host:port`},
-		{func(c *Config) { c.Cluster = "local" }, "--zk 127.0.0.1:2181,127.0.0.1:2182: only with --cluster external"},
+		{func(c *Config) { c.ZK = "" }, "cluster external needs zk host:port"},
+		{func(c *Config) { c.ZK = "zk1:2181,zk2" }, `zk: "zk2": not host:port`},
+		{func(c *Config) { c.Cluster = "local" }, "zk 127.0.0.1:2181,127.0.0.1:2182: only with cluster external"},
 		{func(c *Config) { c.Nemesis = []string{"pause-holder", "partition-zk-halves"} },
 			"partition-zk-halves: the external backend cannot cut traffic between servers"},
 		{func(c *Config) { c.Nemesis = []string{"kill-zk"} }, "kill-zk: the external backend cannot kill and restart a server"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/nemesis"
 )
 
@@ -79,21 +80,21 @@ func (l *faultLoop) run(gen context.Context, ready func(context.Context)) (done 
 func validateFaults(c Config, capsKnown bool) []error {
 	var errs []error
 	if c.TimeLimit <= 0 {
-		errs = append(errs, fieldErrf("TimeLimit", c.TimeLimit.String(), "must be positive"))
+		errs = append(errs, setting.Errorf("TimeLimit", c.TimeLimit.String(), "must be positive"))
 	}
 	if capsKnown {
 		if err := nemesis.ValidateFor(c.Nemesis, c.Caps()); err != nil {
-			errs = append(errs, fieldErr("Nemesis", "", err))
+			errs = append(errs, setting.Err("Nemesis", "", err))
 		}
 	}
 	if c.NemesisInterval <= 0 {
-		errs = append(errs, fieldErrf("NemesisInterval", c.NemesisInterval.String(), "must be positive"))
+		errs = append(errs, setting.Errorf("NemesisInterval", c.NemesisInterval.String(), "must be positive"))
 	}
 	if c.FirstFault < 0 {
-		errs = append(errs, fieldErrf("FirstFault", c.FirstFault.String(), "must not be negative"))
+		errs = append(errs, setting.Errorf("FirstFault", c.FirstFault.String(), "must not be negative"))
 	}
 	if c.PauseFor < 0 {
-		errs = append(errs, fieldErrf("PauseFor", c.PauseFor.String(), "must not be negative"))
+		errs = append(errs, setting.Errorf("PauseFor", c.PauseFor.String(), "must not be negative"))
 	}
 	if c.TimeLimit > 0 && c.FirstFault >= 0 && c.PauseFor >= 0 {
 		if err := c.checkTimeLimit(); err != nil {
@@ -108,10 +109,10 @@ func validateFaults(c Config, capsKnown bool) []error {
 // look like a run with faults), or, without faults, that is below
 // MinTimeLimit. The message names the value at fault and the numbers.
 func (c Config) checkTimeLimit() error {
-	limit := Setting("TimeLimit")
+	limit := setting.Name("TimeLimit")
 	if len(c.Nemesis) == 1 && c.Nemesis[0] == "none" {
 		if c.TimeLimit < MinTimeLimit {
-			return fieldErrf("TimeLimit", c.TimeLimit.String(), "too short; the minimum is %s", MinTimeLimit)
+			return setting.Errorf("TimeLimit", c.TimeLimit.String(), "too short; the minimum is %s", MinTimeLimit)
 		}
 		return nil
 	}
@@ -119,12 +120,12 @@ func (c Config) checkTimeLimit() error {
 	if c.TimeLimit >= cycle {
 		return nil
 	}
-	pause, timeout := Setting("PauseFor"), Setting("SessionTimeout")
+	pause, timeout := setting.Name("PauseFor"), setting.Name("SessionTimeout")
 	hold, shorten := fmt.Sprintf("%s %s", pause, c.PauseFor), pause
 	if c.PauseFor == 0 {
 		hold = fmt.Sprintf("pause %s (twice %s %s)", c.Pause(), timeout, c.SessionTimeout)
 		shorten = fmt.Sprintf("%s (or set %s)", timeout, pause)
 	}
-	return fieldMsg("TimeLimit", "%s %s is shorter than one fault cycle: the minimum is %s (%s %s + %s to inject + %s); raise %s or shorten %s",
-		limit, c.TimeLimit, cycle, Setting("FirstFault"), c.FirstFault, InjectAllowance, hold, limit, shorten)
+	return setting.Refused("TimeLimit", "%s %s is shorter than one fault cycle: the minimum is %s (%s %s + %s to inject + %s); raise %s or shorten %s",
+		limit, c.TimeLimit, cycle, setting.Name("FirstFault"), c.FirstFault, InjectAllowance, hold, limit, shorten)
 }

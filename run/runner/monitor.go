@@ -7,6 +7,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/observe/monitor"
 	"github.com/zkchaos/zkchaos/observe/resources"
 	"github.com/zkchaos/zkchaos/workloads"
@@ -100,7 +101,7 @@ func readMonitor(path string) ([]monitor.Sample, string) {
 	f, err := monitor.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, "Not recorded: the run has no monitor.jsonl (run with " + Setting("MonitorInterval") + " 0, or before the monitor existed)."
+		return nil, "Not recorded: the run has no monitor.jsonl (run with " + setting.Name("MonitorInterval") + " 0, or before the monitor existed)."
 	case err != nil:
 		return nil, "Not recorded: " + err.Error() + "."
 	}
@@ -112,13 +113,13 @@ func readMonitor(path string) ([]monitor.Sample, string) {
 func validateObservers(c Config) []error {
 	var errs []error
 	if c.ResourcesInterval != 0 && c.ResourcesInterval < MinResourcesInterval {
-		errs = append(errs, fieldErrf("ResourcesInterval", c.ResourcesInterval.String(), "must be 0 (none) or at least %s", MinResourcesInterval))
+		errs = append(errs, setting.Errorf("ResourcesInterval", c.ResourcesInterval.String(), "must be 0 (none) or at least %s", MinResourcesInterval))
 	}
 	if c.SummaryInterval < 0 {
-		errs = append(errs, fieldErrf("SummaryInterval", c.SummaryInterval.String(), "must not be negative"))
+		errs = append(errs, setting.Errorf("SummaryInterval", c.SummaryInterval.String(), "must not be negative"))
 	}
 	if c.MonitorInterval != 0 && c.MonitorInterval < MinMonitorInterval {
-		errs = append(errs, fieldErrf("MonitorInterval", c.MonitorInterval.String(), "must be 0 (no monitor) or at least %s", MinMonitorInterval))
+		errs = append(errs, setting.Errorf("MonitorInterval", c.MonitorInterval.String(), "must be 0 (no monitor) or at least %s", MinMonitorInterval))
 	}
 	return errs
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/run/janitor"
 )
 
@@ -87,7 +88,7 @@ func validateNetwork(c Config) (errs []error, capsKnown bool) {
 	netOK := slices.Contains(netModes, c.Net)
 	clusterErr := backend.Validate(c.Cluster, c.NetMode())
 	if netOK && clusterErr != nil {
-		errs = append(errs, fieldErr("Cluster", "", clusterErr))
+		errs = append(errs, setting.Err("Cluster", "", clusterErr))
 	}
 	if err := backend.CheckZK(c.Cluster, c.ZK); err != nil {
 		errs = append(errs, err)
@@ -100,10 +101,10 @@ func validateNetwork(c Config) (errs []error, capsKnown bool) {
 	}
 	switch {
 	case !netOK:
-		errs = append(errs, fieldErrf("Net", fmt.Sprintf("%q", c.Net), "must be auto, netns or loopback"))
+		errs = append(errs, setting.Errorf("Net", fmt.Sprintf("%q", c.Net), "must be auto, netns or loopback"))
 	case c.Net == "netns":
 		if err := netns.Available(); err != nil {
-			errs = append(errs, fieldErr("Net", "netns", err))
+			errs = append(errs, setting.Err("Net", "netns", err))
 		}
 	}
 	return errs, netOK && clusterErr == nil

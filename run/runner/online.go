@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/observe/progress"
 )
 
@@ -57,7 +58,7 @@ func (f *firstStop) violation(checker string) {
 	}
 	f.once.Do(func() {
 		f.checker = checker
-		f.log.Info("stopping the workload at its first violation ("+Setting("StopAtFirst")+")", "checker", checker)
+		f.log.Info("stopping the workload at its first violation ("+setting.Name("StopAtFirst")+")", "checker", checker)
 		f.stop()
 	})
 }

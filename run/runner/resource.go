@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/client/subjects"
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/resource/pgfence"
 	"github.com/zkchaos/zkchaos/resource/register"
 )
@@ -84,7 +85,7 @@ const exportPoll = 200 * time.Millisecond
 // of its audit table into the run's apply log.
 func (s *services) startPostgres(ctx context.Context, password string) (*pgResource, error) {
 	if s.net == nil {
-		return nil, fmt.Errorf("%s %s needs the run's network namespaces", Setting("Resource"), ResourcePostgres)
+		return nil, fmt.Errorf("%s %s needs the run's network namespaces", setting.Name("Resource"), ResourcePostgres)
 	}
 	host, err := s.net.AddHost(ctx, "pg")
 	if err != nil {

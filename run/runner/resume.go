@@ -14,6 +14,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/proc"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // A soak resumed after its controller died (chaos soak --resume DIR): a
@@ -81,14 +82,14 @@ func LoadResume(dir string) (*Resumable, error) {
 		return nil, bad("not a soak (test.json has no \"soak\": true); only chaos soak runs resume")
 	case !slices.Contains(backend.Resumable(), r.Config.Cluster):
 		return nil, bad("the soak ran on the %s backend; %s is built for the %s backend only (the docker image keeps the old slot's zoo.cfg)",
-			r.Config.Cluster, Setting("Resume"), strings.Join(backend.Resumable(), ", "))
+			r.Config.Cluster, setting.Name("Resume"), strings.Join(backend.Resumable(), ", "))
 	case r.Config.ACL == ACLOn:
-		acl := Setting("ACL")
+		acl := setting.Name("ACL")
 		return nil, bad("the soak ran with %s on: its digest secrets were kept nowhere, so a new controller cannot open the protected lock tree (soak with %s off to be able to resume)", acl, acl)
 	}
 	if r.Config.Resource == ResourcePostgres {
 		return nil, bad("the soak ran with %s %s: a new controller would have to restart its server on the old data directory and carry its export on, which is not built; %s is built for the register",
-			Setting("Resource"), ResourcePostgres, Setting("Resume"))
+			setting.Name("Resource"), ResourcePostgres, setting.Name("Resume"))
 	}
 	if r.status, err = store.ReadStatus(r.path(store.StatusFile)); err != nil {
 		return nil, bad("%v", err)

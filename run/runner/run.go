@@ -15,6 +15,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/proc"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/observe/progress"
 	"github.com/zkchaos/zkchaos/observe/resources"
 	"github.com/zkchaos/zkchaos/run/janitor"
@@ -128,7 +129,7 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	// checked, on first use): one that cannot start is refused before
 	// anything of the run is made.
 	if _, _, err := subjects.Command(exe, cfg.Recipe, subjects.Flags{Workload: cfg.workerWorkload(), Service: cfg.serviceFlag()}); err != nil {
-		return nil, NotStarted{fieldErr("Recipe", cfg.Recipe, err)}
+		return nil, NotStarted{setting.Err("Recipe", cfg.Recipe, err)}
 	}
 	t0 := time.Now()
 	runID := uuid.NewString()[:8]

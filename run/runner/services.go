@@ -14,6 +14,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/resource/register"
 	"github.com/zkchaos/zkchaos/run/janitor"
@@ -159,7 +160,7 @@ func (s *services) where() subjects.Flags {
 // InitTasks implements workloads.Resource through the register.
 func (s *services) InitTasks(ctx context.Context, service string, tasks []string) error {
 	if s.reg == nil {
-		return fmt.Errorf("the task table is the register's: %s %s has none", Setting("Resource"), s.cfg.Resource)
+		return fmt.Errorf("the task table is the register's: %s %s has none", setting.Name("Resource"), s.cfg.Resource)
 	}
 	_, err := s.reg.client(10*time.Second).InitTasks(ctx, register.InitRequest{Service: service, Tasks: tasks})
 	return err
@@ -229,32 +230,32 @@ func (s *services) tellJanitorRunRoot() error {
 func validateServices(c Config) []error {
 	var errs []error
 	if c.Nodes < 1 || c.Nodes > 9 {
-		errs = append(errs, fieldErrf("Nodes", fmt.Sprint(c.Nodes), "must be 1..9"))
+		errs = append(errs, setting.Errorf("Nodes", fmt.Sprint(c.Nodes), "must be 1..9"))
 	}
 	if c.TickTime < 10*time.Millisecond {
-		errs = append(errs, fieldErrf("TickTime", c.TickTime.String(), "must be at least 10ms"))
+		errs = append(errs, setting.Errorf("TickTime", c.TickTime.String(), "must be at least 10ms"))
 	}
 	// ZooKeeper clamps a session timeout to [2, 20] ticks unless configured;
 	// we raise the maximum to fit, but below two ticks it cannot go.
 	if c.SessionTimeout < 2*c.TickTime {
-		errs = append(errs, fieldErrf("SessionTimeout", c.SessionTimeout.String(), "must be at least two ticks (%s)", 2*c.TickTime))
+		errs = append(errs, setting.Errorf("SessionTimeout", c.SessionTimeout.String(), "must be at least two ticks (%s)", 2*c.TickTime))
 	}
 	if c.Idempotency != register.IdempotencyOn && c.Idempotency != register.IdempotencyOff {
-		errs = append(errs, fieldErrf("Idempotency", fmt.Sprintf("%q", c.Idempotency), "must be on or off"))
+		errs = append(errs, setting.Errorf("Idempotency", fmt.Sprintf("%q", c.Idempotency), "must be on or off"))
 	}
 	if !slices.Contains([]string{register.ModeOn, register.ModeOff, register.ModeStrict}, c.Fencing) {
-		errs = append(errs, fieldErrf("Fencing", fmt.Sprintf("%q", c.Fencing), "must be on, off or strict"))
+		errs = append(errs, setting.Errorf("Fencing", fmt.Sprintf("%q", c.Fencing), "must be on, off or strict"))
 	}
 	errs = append(errs, c.validateService()...)
 	if root := backend.RunRoot(c.Cluster, "<run id>"); root != "" && c.knownWorkload() && !workloads.TraitsOf(c.Workload).UnderRunRoot {
-		errs = append(errs, fieldMsg("Workload", "%s %s: not with %s %s: its znodes are at fixed paths outside the run's own subtree (%s), on an ensemble that is not the harness's to write at will; the %s workload's root goes under that subtree",
-			Setting("Workload"), c.Workload, Setting("Cluster"), c.Cluster, root, workloads.With(func(t traits) bool { return t.UnderRunRoot })))
+		errs = append(errs, setting.Refused("Workload", "%s %s: not with %s %s: its znodes are at fixed paths outside the run's own subtree (%s), on an ensemble that is not the harness's to write at will; the %s workload's root goes under that subtree",
+			setting.Name("Workload"), c.Workload, setting.Name("Cluster"), c.Cluster, root, workloads.With(func(t traits) bool { return t.UnderRunRoot })))
 	}
 	if !strings.HasPrefix(c.LockRoot, "/") || strings.HasSuffix(c.LockRoot, "/") || len(c.LockRoot) < 2 {
-		errs = append(errs, fieldErrf("LockRoot", fmt.Sprintf("%q", c.LockRoot), "must be an absolute znode path without a trailing slash"))
+		errs = append(errs, setting.Errorf("LockRoot", fmt.Sprintf("%q", c.LockRoot), "must be an absolute znode path without a trailing slash"))
 	}
 	if c.ACL != ACLOn && c.ACL != ACLOff {
-		errs = append(errs, fieldErrf("ACL", fmt.Sprintf("%q", c.ACL), "must be on or off"))
+		errs = append(errs, setting.Errorf("ACL", fmt.Sprintf("%q", c.ACL), "must be on or off"))
 	}
 	if err := c.checkResource(); err != nil {
 		errs = append(errs, err)

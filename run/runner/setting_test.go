@@ -5,30 +5,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
-// TestSettingNames: a field is named in words unless the command names
-// it, and what the command does not name stays in words.
-func TestSettingNames(t *testing.T) {
-	for field, want := range map[string]string{"SessionTimeout": "session timeout", "ZK": "zk", "SSHKnownHosts": "ssh known hosts",
-		"LockRoot": "lock root", "PauseFor": "pause", "ResultsDir": "results folder"} {
-		if got := Setting(field); got != want {
-			t.Errorf("Setting(%q) = %q, want %q", field, got, want)
-		}
-	}
-	NameSettings(func(field string) string {
+// TestFaultCycleNames: the fault cycle's message names each setting as
+// the command does, and in words what the command does not name.
+func TestFaultCycleNames(t *testing.T) {
+	setting.Register(func(field string) string {
 		if field == "SessionTimeout" {
 			return "--session-timeout"
 		}
 		return ""
 	})
-	t.Cleanup(func() { settingNamer.Store(nil) })
-	if got := Setting("SessionTimeout"); got != "--session-timeout" {
-		t.Errorf("named by the command: %q", got)
-	}
-	if got := Setting("TimeLimit"); got != "time limit" {
-		t.Errorf("not named by the command: %q", got)
-	}
+	t.Cleanup(func() { setting.Register(nil) })
 	c := Defaults()
 	c.SessionTimeout, c.TimeLimit = 10*time.Minute, 20*time.Second
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "(twice --session-timeout 10m0s)); raise time limit or shorten --session-timeout (or set pause)") {
@@ -58,7 +48,7 @@ func TestValidateFieldErrors(t *testing.T) {
 	for _, tc := range cases {
 		c := Defaults()
 		tc.mut(&c)
-		var fe FieldError
+		var fe setting.FieldError
 		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != tc.field {
 			t.Errorf("want a FieldError of %s, got %#v (%v)", tc.field, fe, err)
 		}

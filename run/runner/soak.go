@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/observe/monitor"
 	"github.com/zkchaos/zkchaos/observe/resources"
 )
@@ -80,7 +81,7 @@ func (o *observers) serverCounts(ctx context.Context) []resources.Server {
 	if !o.cfg.zooKeeper() {
 		var out []resources.Server
 		for _, n := range o.zk.Nodes() {
-			out = append(out, resources.Server{ID: n.ID(), CountsError: "not ZooKeeper (" + Setting("Service") + " " + o.cfg.service() + "): no znode counts"})
+			out = append(out, resources.Server{ID: n.ID(), CountsError: "not ZooKeeper (" + setting.Name("Service") + " " + o.cfg.service() + "): no znode counts"})
 		}
 		return out
 	}
