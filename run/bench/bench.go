@@ -123,7 +123,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, stderr io.Writer) (*
 	// packages are missing is refused here, not once the ensemble is up.
 	for _, s := range cfg.Subjects {
 		if _, _, err := subjects.Command(exe, s, subjects.Flags{}); err != nil {
-			return nil, "", fmt.Errorf("--subjects %s: %w", s, err)
+			return nil, "", fmt.Errorf("%s %s: %w", setting.Name("Subjects"), s, err)
 		}
 	}
 	t0 := time.Now()
