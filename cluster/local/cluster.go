@@ -17,11 +17,13 @@ import (
 // Cluster is a service's servers as local processes (an ensemble of JVMs
 // by default). It implements cluster.Cluster.
 type Cluster struct {
-	cfg    Config
-	nodes  []*Node
-	ports  []int
-	mu     sync.Mutex
-	closed bool
+	cfg   Config
+	nodes []*Node
+	ports []int
+	// archive is the ZooKeeper JVMs' class archive (archive.go).
+	archive *classArchive
+	mu      sync.Mutex
+	closed  bool
 }
 
 var _ cluster.Cluster = (*Cluster)(nil)
@@ -44,6 +46,9 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 		releasePorts(c.ports...)
 		return nil, fmt.Errorf("new local cluster: %w", err)
+	}
+	if _, zk := cfg.Program.(ZooKeeper); zk {
+		c.archive = prepareArchive(ctx, &c.cfg)
 	}
 	return c, nil
 }
@@ -222,6 +227,9 @@ func (c *Cluster) Close(ctx context.Context) error {
 		wg.Go(func() { errs[i] = n.Stop(ctx) })
 	}
 	wg.Wait()
+	if len(c.nodes) > 0 {
+		c.archive.finish(c.nodes[0], c.cfg.Logger)
+	}
 	errs = append(errs, c.removeHosts(ctx))
 	releasePorts(c.ports...)
 	if err := errors.Join(errs...); err != nil {

@@ -57,7 +57,8 @@ func (ZooKeeper) Check() error { return Available() }
 func (ZooKeeper) Ready(sts []cluster.NodeStatus) bool { return cluster.Ready(sts) }
 
 func (ZooKeeper) Command(n *Node) (string, []string) {
-	return n.c.cfg.Java, zkjvm.Args(n.c.cfg.ClassPath, filepath.Join(n.dir, "zoo.cfg"))
+	args := zkjvm.Args(n.c.cfg.ClassPath, filepath.Join(n.dir, "zoo.cfg"))
+	return n.c.cfg.Java, append(n.c.archive.flags(n.id), args...)
 }
 
 // Status is srvr's answer.
