@@ -395,7 +395,7 @@ func (c Config) checkResource() error {
 	} else if !c.zooKeeper() {
 		bad("only with %s %s for now: the other services' recipes were not run against it", Setting("Service"), cluster.ZooKeeper)
 	} else if !subjects.Builtin(c.workerWorkload(), c.Recipe) {
-		bad("subject %q is not a built-in recipe: only chaos worker takes --postgres (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself", c.Recipe)
+		bad("subject %q is not a built-in recipe: only chaos-worker takes --postgres (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself", c.Recipe)
 	}
 	if hosts := backend.PostgresHosts(); !slices.Contains(hosts, c.Cluster) {
 		cl := Setting("Cluster")

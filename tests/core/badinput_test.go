@@ -75,40 +75,80 @@ func TestBadInputStartsNothing(t *testing.T) {
 	}
 }
 
-// TestFlagMistakesPointAtHelp: every subcommand that parses flags reports
-// a mistake in one line, then points at -h; -h itself prints the whole
-// usage and exits 0.
+// TestFlagMistakesPointAtHelp: every subcommand that parses flags, and the
+// built-in worker, reports a mistake in one line, then points at -h; -h
+// itself prints the whole usage and exits 0.
 func TestFlagMistakesPointAtHelp(t *testing.T) {
-	for _, cmd := range []string{"run", "check", "test-all", "cleanup", "register", "worker", "janitor"} {
-		code, stderr, _ := runBinary(t, cmd, "--no-such-flag")
+	type command struct {
+		name string   // as the messages name it
+		argv []string // program and subcommand
+	}
+	var cmds []command
+	for _, sub := range []string{"run", "check", "test-all", "cleanup", "register", "janitor"} {
+		cmds = append(cmds, command{"chaos " + sub, []string{chaostest.Binary(t), sub}})
+	}
+	cmds = append(cmds, command{"chaos-worker", []string{chaostest.Worker(t)}})
+	for _, c := range cmds {
+		code, stderr, _ := runProgram(t, append(c.argv, "--no-such-flag")...)
 		lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
-		want := []string{"chaos " + cmd + ": flag provided but not defined: -no-such-flag",
-			"chaos " + cmd + ": see 'chaos " + cmd + " -h' for the flags"}
+		want := []string{c.name + ": flag provided but not defined: -no-such-flag",
+			c.name + ": see '" + c.name + " -h' for the flags"}
 		if code != 255 || len(lines) != 2 || lines[0] != want[0] || lines[1] != want[1] {
-			t.Errorf("chaos %s --no-such-flag: exit %d, stderr:\n%s\nwant exit 255 and:\n%s", cmd, code, chaostest.Tail(stderr, 1000), strings.Join(want, "\n"))
+			t.Errorf("%s --no-such-flag: exit %d, stderr:\n%s\nwant exit 255 and:\n%s", c.name, code, chaostest.Tail(stderr, 1000), strings.Join(want, "\n"))
 		}
-		code, stderr, _ = runBinary(t, cmd, "-h")
+		code, stderr, _ = runProgram(t, append(c.argv, "-h")...)
 		if code != 0 || strings.Count(stderr, "\n") < 2 || !strings.Contains(stderr, "  -") {
-			t.Errorf("chaos %s -h: exit %d, want 0 and the flags:\n%s", cmd, code, chaostest.Tail(stderr, 1000))
+			t.Errorf("%s -h: exit %d, want 0 and the flags:\n%s", c.name, code, chaostest.Tail(stderr, 1000))
 		}
 	}
 }
 
-// runBinary runs the chaos binary (bounded: a binary that wrongly starts a
-// run is killed, and its janitor cleans up) and returns its exit code,
-// stderr and PID.
+// TestMissingWorkerStartsNothing: a chaos binary without chaos-worker
+// beside it refuses a run of a built-in recipe before anything starts,
+// exit 255, the first line naming the missing file and make build.
+func TestMissingWorkerStartsNothing(t *testing.T) {
+	alone := filepath.Join(t.TempDir(), "chaos")
+	b, err := os.ReadFile(chaostest.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(t.TempDir(), "results")
+	code, stderr, pid := runProgram(t, alone, "run", "--results", results, "--nemesis", "none", "--time-limit", "2s")
+	first, _, _ := strings.Cut(stderr, "\n")
+	missing := filepath.Join(filepath.Dir(alone), "chaos-worker")
+	if code != 255 || !strings.Contains(first, missing) || !strings.Contains(first, "make build") {
+		t.Errorf("exit %d, first line %q; want 255 naming %s and make build\n%s", code, first, missing, chaostest.Tail(stderr, 2000))
+	}
+	if _, err := os.Lstat(results); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("results folder %s exists after bad input (%v)", results, err)
+	}
+	chaostest.AssertNothingStarted(t, pid)
+}
+
+// runBinary runs the chaos binary with args (runProgram).
 func runBinary(t *testing.T, args ...string) (int, string, int) {
+	t.Helper()
+	return runProgram(t, append([]string{chaostest.Binary(t)}, args...)...)
+}
+
+// runProgram runs argv (bounded: a binary that wrongly starts a run is
+// killed, and its janitor cleans up) and returns its exit code, stderr
+// and PID.
+func runProgram(t *testing.T, argv ...string) (int, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, chaostest.Binary(t), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = t.TempDir()
 	var se bytes.Buffer
 	cmd.Stderr = &se
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("chaos %v: %v", args, err)
+		t.Fatalf("%v: %v", argv, err)
 	}
 	return chaostest.ExitOf(err), se.String(), cmd.Process.Pid
 }
