@@ -8,6 +8,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/checker/stats"
+	"github.com/zkchaos/zkchaos/client/subjects"
 	"github.com/zkchaos/zkchaos/workloads"
 )
 
@@ -59,7 +60,8 @@ var faults = workloads.LockFaults
 // explains each row), while seed under the same settings is not; and the
 // other subjects (Curator, zk-lock, an exec: worker) run the seed recipe's
 // rows, kazoo (Python) the client faults' (kazoo.go). exe is the chaos
-// binary, for the exec: subject.
+// binary: the exec: subject is the built-in worker beside it, started as a
+// team's own client would be.
 func Default(exe string) []Cell {
 	cells := []Cell{
 		{Recipe: "seed", Nemesis: []string{"none"}, Fencing: "on", Args: short,
@@ -117,9 +119,9 @@ func Default(exe string) []Cell {
 			Why:    "control for ignore-session's settings"},
 	)
 	// Other subjects run the seed recipe's rows.
-	subjects := []struct{ recipe, label string }{
-		{"curator", ""}, {"zk-lock", ""}, {"exec:" + exe + " worker --recipe seed", "exec-chaos-worker"}}
-	for _, sj := range subjects {
+	others := []struct{ recipe, label string }{
+		{"curator", ""}, {"zk-lock", ""}, {"exec:" + subjects.WorkerPath(exe) + " --recipe seed", "exec-chaos-worker"}}
+	for _, sj := range others {
 		subj, label := sj.recipe, sj.label
 		cells = append(cells,
 			Cell{Recipe: subj, Label: label, Nemesis: []string{"pause-holder"}, Fencing: "on", Args: short,

@@ -109,7 +109,7 @@ func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
 	script := t.TempDir() + "/lock-only-worker"
 	body := "#!/bin/sh\n# a worker written for the lock only: it drops --workload W\nskip=0\n" +
 		"for a do shift; if [ \"$skip\" = 1 ]; then skip=0; elif [ \"$a\" = --workload ]; then skip=1; else set -- \"$@\" \"$a\"; fi; done\n" +
-		"exec " + chaostest.Binary(t) + " worker --recipe seed \"$@\"\n"
+		"exec " + chaostest.Worker(t) + " --recipe seed \"$@\"\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
