@@ -396,8 +396,8 @@ func (c Config) checkResource() error {
 	} else if !c.zooKeeper() {
 		bad("only with %s %s for now: the other services' recipes were not run against it", setting.Name("Service"), cluster.ZooKeeper)
 	} else if !subjects.Builtin(c.workerWorkload(), c.Recipe) {
-		bad("subject %q is not a built-in recipe: only chaos-worker takes %s (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself",
-			c.Recipe, setting.Name("Postgres"))
+		bad("subject %q is not a built-in recipe: only chaos-worker takes the PostgreSQL resource's address (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself",
+			c.Recipe)
 	}
 	if hosts := backend.PostgresHosts(); !slices.Contains(hosts, c.Cluster) {
 		cl := setting.Name("Cluster")
