@@ -1,5 +1,5 @@
 // Package chaostest is what the integration tests of zkchaos share: the
-// real chaos binary and its built-in worker built once per test process,
+// real chaos binary and its built-in worker built once per source tree,
 // the skips of tests that need an ensemble, root or the machine alone,
 // running `chaos run` and `chaos check`, reading a run folder, and the
 // check that a run left nothing behind.
@@ -31,32 +31,20 @@ var (
 	buildErr  error
 )
 
-// Main runs the tests of a package and then removes the binaries Binary
-// built, so that test runs leave no build behind in the temp folder. A
-// test package's TestMain calls it: func TestMain(m *testing.M) {
-// chaostest.Main(m) }.
+// Main runs the tests of a package. A test package's TestMain calls it:
+// func TestMain(m *testing.M) { chaostest.Main(m) }.
 func Main(m *testing.M) {
-	code := m.Run()
-	if chaosBin != "" {
-		os.RemoveAll(filepath.Dir(chaosBin))
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
-// Binary builds the chaos command and the built-in worker beside it, once
-// per test process (the first test that needs them pays the build), and
-// returns the chaos binary's path. The tests run the real binaries, as a
-// user does, rather than calling into cmd/chaos.
+// Binary returns the chaos command, with the built-in worker beside it,
+// built from this checkout's sources. The tests run the real binaries, as
+// a user does, rather than calling into cmd/chaos. Every test process of
+// one `go test ./...` shares one build: linking the two binaries costs
+// seconds, paid once rather than once per package (sharedBuild).
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "zkchaos-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		chaosBin, buildErr = BuildInto(dir)
-	})
+	buildOnce.Do(func() { chaosBin, buildErr = sharedBuild() })
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
