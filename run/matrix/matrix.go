@@ -7,15 +7,18 @@
 package matrix
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/observe/progress"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // Cell is one configuration and what it must produce.
@@ -44,7 +47,28 @@ type Cell struct {
 	// Service is the cell's --service; "" is ZooKeeper. Its recipe names
 	// it already (redis-lock, etcd-mutex), so the name does not.
 	Service string
+	// Limit is how long the workload of a cell that stops at its first
+	// violation (StopsAtFirst) may run without finding it, whatever Args
+	// say; 0 is DefaultLimit. Other cells run the time Args give.
+	Limit time.Duration
 }
+
+// DefaultLimit bounds a cell that runs until its first violation. A cell
+// that expects one measures a rate per fault: a loaded machine stretches
+// every step of a fault cycle, so a fixed 15 s or 30 s sees fewer faults
+// and sometimes none that lands (an unfenced expire-holder cell, two
+// cells at once beside another run, saw no double write in its three
+// verified expiries), and the gate turned red for a correct client. Two
+// minutes are eight times the 15 s of a lock cell and four times the
+// 30 s of an election cell: about 30 fault cycles of a lock cell (first
+// fault at once, a 2 s pause, 2 s quiet) and a dozen of an election
+// cell's (first fault at 2 s, a 6 s pause, 2 s quiet), so a fault that
+// shows the bug one time in three is missed about once in 10^5 lock
+// runs and once in 10^2 election runs at that pace, and still rarely at
+// half of it. A run that finds its violation stops there, seconds in
+// (docs/measurements.md), so the limit costs time only where the cell
+// fails anyway, and bounds what a failing matrix costs.
+const DefaultLimit = 2 * time.Minute
 
 // Name is recipe/nemesis/fencing, the handle --cells matches.
 func (c Cell) Name() string {
@@ -78,31 +102,49 @@ func (c Cell) RunArgs(seed int64) []string {
 	if c.Service != "" {
 		args = append(args, "--service", c.Service)
 	}
-	if c.StopsAtFirst() {
-		// The run stops at a violation of a gating checker only: gate
-		// it on what the cell expects to fail.
-		args = append(args, "--stop-at-first", "--gate", strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","))
+	if !c.StopsAtFirst() {
+		return append(args, c.Args...)
 	}
-	return append(args, c.Args...)
+	// The run stops at a violation of a gating checker only: gate it on
+	// what the cell expects to fail. Its limit comes last, over the time
+	// Args give.
+	args = append(args, "--stop-at-first", "--gate", strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","))
+	args = append(args, c.Args...)
+	return append(args, "--time-limit", c.StopLimit().String())
 }
 
 // StopsAtFirst says the cell's run ends at its first violation (chaos run
-// --stop-at-first) instead of running its whole time limit: every
-// verdict it expects is invalid, and every checker it names has an online
-// check that can see the violation while the run lasts (progress.Online:
-// double-writer, grant-overlap, token-order, wrong-token). Cells also
-// expecting a violation of liveness, herd or an election checker run
-// their time.
+// --stop-at-first), bounded by StopLimit, instead of running the time its
+// Args give: every verdict it expects is invalid, and every checker it
+// names can find a violation while the run lasts (progress.CanStop:
+// online, or on the records so far). A cell that also expects a valid
+// verdict (the comparison's stats), or a violation only a whole run can
+// show (herd's measure, config-convergence's final version), runs its
+// time.
 func (c Cell) StopsAtFirst() bool {
 	if len(c.Expect) == 0 {
 		return false
 	}
+	spec, err := workloads.Lookup(cmp.Or(c.Workload, workloads.LockName))
+	if err != nil {
+		return false // the run refuses the workload, naming it
+	}
+	cs := spec.Checkers()
 	for n, v := range c.Expect {
-		if v != checker.Invalid || !progress.Online(n) {
+		if v != checker.Invalid || !progress.CanStop(cs, n) {
 			return false
 		}
 	}
 	return true
+}
+
+// StopLimit is the workload limit of a cell that stops at its first
+// violation: Limit, or DefaultLimit; 0 for a cell that runs its time.
+func (c Cell) StopLimit() time.Duration {
+	if !c.StopsAtFirst() {
+		return 0
+	}
+	return cmp.Or(c.Limit, DefaultLimit)
 }
 
 // ExpectString renders the expectation, e.g. "double-writer=false".
