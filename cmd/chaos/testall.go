@@ -88,7 +88,7 @@ func defineMatrixFlags(fs *pflag.FlagSet, m *matrixRun, resultsUsage, seedUsage,
 	list := fs.Bool("list", false, "list the cells and exit")
 	fs.Int64Var(&m.seed, "seed", 1, seedUsage)
 	fs.DurationVar(&m.limit, "time-limit", 0, limitUsage)
-	fs.DurationVar(&m.stopLimit, "violation-limit", matrix.DefaultLimit, "the most a cell that expects only violations runs: it stops at its first one, and fails when it found none in this time (the table shows each cell's time to its first violation and this limit)")
+	fs.DurationVar(&m.stopLimit, "violation-limit", 0, fmt.Sprintf("the most a cell that expects only violations runs: it stops at its first one, and fails when it found none in this time (0: the cell's own, %s unless it names one; the table shows each first violation and the limit)", matrix.DefaultLimit))
 	fs.StringVar(&m.prog, "progress", string(progress.Auto), "the current cell's "+progressUsage)
 	fs.IntVar(&m.parallel, "parallel", 1, parallelUsage)
 	return listFlag{list}
@@ -108,8 +108,8 @@ func (m *matrixRun) check() error {
 	if m.limit < 0 {
 		return errors.New("--time-limit must not be negative")
 	}
-	if m.stopLimit <= 0 {
-		return errors.New("--violation-limit must be positive")
+	if m.stopLimit < 0 {
+		return errors.New("--violation-limit must not be negative")
 	}
 	return checkParallel(m.parallel)
 }
@@ -129,11 +129,13 @@ func checkParallel(n int) error {
 }
 
 // withLimits sets the cells' limits from --time-limit (every cell's
-// time, 0: keep the cell's; a cell that stops at its first violation
-// ignores it) and --violation-limit (the limit of those that do).
+// time; a cell that stops at its first violation ignores it) and
+// --violation-limit (the limit of those that do); 0 keeps the cell's.
 func withLimits(sel []matrix.Cell, m matrixRun) []matrix.Cell {
 	for i := range sel {
-		sel[i].Limit = m.stopLimit
+		if m.stopLimit > 0 {
+			sel[i].Limit = m.stopLimit
+		}
 		if m.limit > 0 {
 			sel[i].Args = append(slices.Clone(sel[i].Args), "--time-limit", m.limit.String())
 		}

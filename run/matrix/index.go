@@ -30,7 +30,7 @@ td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertic
 </head>
 <body>
 <h1>zkchaos {{.Command}}</h1>
-<p>{{.Passed}} of {{len .Rows}} cells as expected; written {{.Written}}. Each cell's outcome is judged on all its runs; each run links its report.</p>
+<p>{{.Passed}} of {{len .Rows}} cells as expected; written {{.Written}}. Each cell's outcome is judged on all its runs; each run links its report. A cell that expects only violations runs until its first one, up to its limit.</p>
 <table>
 <tr><th>cell</th><th>expected</th><th>outcome</th><th>caught</th><th>first violation after the first client op</th><th>runs (seed: actual, first violation, time)</th></tr>
 {{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Expected}}</td><td class="{{.Outcome}}">{{.Outcome}}{{if .Skipped}}: {{.Skipped}}{{end}}</td><td class="n">{{.Caught}}</td><td class="n">{{.Firsts}}</td>
