@@ -7,6 +7,12 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 BIN := bin/chaos
+# The built-in worker: chaos run starts it, one process per client, from
+# the folder of its own executable, so both are built into bin/ together.
+# It is a binary of its own so that each start initialises only the
+# packages a worker needs: half the controller binary's start-up
+# (docs/measurements.md, "Worker start").
+WORKER_BIN := bin/chaos-worker
 RUN_ARGS ?=
 STATICCHECK_VERSION := v0.8.2
 
@@ -23,6 +29,7 @@ deps:
 
 build:
 	$(GO) build -o $(BIN) ./cmd/chaos
+	$(GO) build -o $(WORKER_BIN) ./cmd/chaos-worker
 
 run: deps-run build
 	./$(BIN) run $(RUN_ARGS)
@@ -64,7 +71,10 @@ lint: fmt-check
 #     2 h); checker/suite BenchmarkCheckers (10k, 100k, 1M
 #     events), BenchmarkCheckers100k (internal/testkit/synth), BenchmarkLockCheckers
 #     (each lock-level checker and lockview.Of at 100k and 1M events, 1 and
-#     8 keys) and BenchmarkSuiteHour (the suite on a synthetic 1-hour run)
+#     8 keys) and BenchmarkSuiteHour (the suite on a synthetic 1-hour run);
+#     run/bench BenchmarkExecToHello (the built-in worker started 50 times
+#     against a one-node ZooKeeper: exec-to-hello median and p95;
+#     -hello.baseline CMD times another worker command beside it)
 #   BENCH_THRICE (3x):  story BenchmarkTell; report BenchmarkReadHistory100k,
 #     BenchmarkReport100k, BenchmarkReportOverRead100k (the report's
 #     bound, docs/measurements.md "Report and pages"); internal/testkit/pageload
@@ -72,21 +82,21 @@ lint: fmt-check
 #     where scripts/install-deps.sh could not install it)
 # A package with a benchmark in none of the lists stops `make bench`, so
 # a new benchmark is not silently left out.
-# Then `chaos bench --quick`: raw ZooKeeper
-# create+delete pairs against seed, zk-lock and Curator on a real 3-node
-# ensemble, and the harness's overhead, with the targets met or not
-# (about a minute; figures of a machine shared with other runs are low).
+# Then `chaos bench --quick`: the built-in worker's start (exec to hello,
+# 50 starts), raw ZooKeeper create+delete pairs against seed, zk-lock and
+# Curator on a real 3-node ensemble, and the harness's overhead, with the
+# targets met or not (about a minute; figures of a machine shared with
+# other runs are low).
 BENCH_DEFAULT := ./resource/register/
-BENCH_ONCE := ./checker/fence/ ./checker/linear/ ./checker/suite/
+BENCH_ONCE := ./checker/fence/ ./checker/linear/ ./checker/suite/ ./run/bench/
 BENCH_THRICE := ./report/story/ ./report/ ./internal/testkit/pageload/
-bench: deps
+bench: deps build
 	@missing=$$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | \
 	  while read -r d; do case " $(BENCH_DEFAULT) $(BENCH_ONCE) $(BENCH_THRICE) " in *" $$d/ "*) ;; *) echo "$$d/";; esac; done); \
 	if [ -n "$$missing" ]; then echo "bench: benchmarks in $$missing are in no list of the Makefile"; exit 1; fi
 	$(GO) test -run '^$$' -bench . -benchmem $(BENCH_DEFAULT)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -benchmem $(BENCH_ONCE)
 	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem $(BENCH_THRICE)
-	$(GO) build -o $(BIN) ./cmd/chaos
 	./$(BIN) bench --quick
 
 cleanup: build

@@ -81,6 +81,16 @@ type Checker struct {
 	// the data itself (integrity), since no verdict can be better than
 	// the data it rests on.
 	Always bool
+	// SoFar, when set, judges the records of a run that is still going:
+	// the history as written so far and the apply log read after it (so
+	// every completion in the history has its entry). Its Invalid means
+	// the records already break the checker's rule in a way no later
+	// record takes back, so the run may stop there (the runner's
+	// StopAtFirst); Valid and Unknown decide nothing. It is a signal: the
+	// stopped run is judged by Check, and a stop that Check does not
+	// confirm leaves the run unknown, never valid (Completion). nil: the
+	// question needs the whole run (a measure over it, or its end state).
+	SoFar func(ctx context.Context, in Input) Result
 }
 
 // ValidateGate rejects a gate naming a checker that is not in cs, which

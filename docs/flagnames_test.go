@@ -28,9 +28,9 @@ var oneArgument = regexp.MustCompile(`^--([a-z][a-z0-9-]*(=.*)?)?$`)
 // name a flag and still are no message of the harness, by file: the
 // phrase is cut out of the literal before it is looked at.
 var flagNameAllowed = map[string][]string{
-	// An exec: subject of the matrix: a worker's command line (chaos
-	// worker's own flag, docs/worker-protocol.md), not text.
-	"run/matrix/cells.go": {" worker --recipe seed"},
+	// An exec: subject of the matrix: a worker's command line
+	// (chaos-worker's own flag, docs/worker-protocol.md), not text.
+	"run/matrix/cells.go": {" --recipe seed"},
 	// The image's entrypoint script, in a comment of its own: docker
 	// run's flag, not chaos's.
 	"cluster/docker/image/scripts.go": {"run it with --user to drop root"},

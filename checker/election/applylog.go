@@ -37,11 +37,15 @@ type taskID struct{ service, task string }
 
 // afterStart places an entry's commit on the run's timeline (nil when the
 // run's start or the entry's wall clock is not known).
-func afterStart(in checker.Input, e register.Entry) *int64 {
-	if in.StartWall == 0 || e.Wall == 0 {
+func afterStart(in checker.Input, e register.Entry) *int64 { return afterWall(in.StartWall, e) }
+
+// afterWall places an entry's commit on the timeline of a run that
+// started at startWall (Unix ns; nil when either is not known).
+func afterWall(startWall int64, e register.Entry) *int64 {
+	if startWall == 0 || e.Wall == 0 {
 		return nil
 	}
-	return history.Int64(e.Wall - in.StartWall)
+	return history.Int64(e.Wall - startWall)
 }
 
 // completeOK finds the history time of the worker's ok for the complete

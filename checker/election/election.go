@@ -41,14 +41,19 @@ const (
 var DefaultGate = []string{NameExactlyOnce, NameStaleTerm}
 
 // All returns the election workload's checkers (without integrity, which
-// the suite adds to every workload).
+// the suite adds to every workload). Those that can judge a run still
+// going say how (SoFar): term-order's campaigns come in the order of
+// their answers, and a break in it stays; a late call judged against
+// its leader's notice stays late (a call recorded after the history
+// read ends is not judged yet); stale-term is followed online instead,
+// entry by entry (StaleTermStream, observe/progress).
 func All() []checker.Checker {
 	return []checker.Checker{
-		{Name: NameLeaderOverlap, Check: CheckLeaderOverlap},
-		{Name: NameTermOrder, Check: CheckTermOrder},
-		{Name: NameExactlyOnce, Check: CheckExactlyOnce},
+		{Name: NameLeaderOverlap, Check: CheckLeaderOverlap, SoFar: CheckLeaderOverlapSoFar},
+		{Name: NameTermOrder, Check: CheckTermOrder, SoFar: CheckTermOrder},
+		{Name: NameExactlyOnce, Check: CheckExactlyOnce, SoFar: CheckExactlyOnceSoFar},
 		{Name: NameStaleTerm, Check: CheckStaleTerm},
-		{Name: NameDemotedWork, Check: CheckDemotedWork},
+		{Name: NameDemotedWork, Check: CheckDemotedWork, SoFar: CheckDemotedWork},
 		{Name: NameStats, Check: CheckStats},
 	}
 }

@@ -101,6 +101,24 @@ type taskLog struct {
 // missing: its effect never happened. Without an init entry the task set
 // is not known and the answer is unknown.
 func CheckExactlyOnce(ctx context.Context, in checker.Input) checker.Result {
+	return exactlyOnce(ctx, in, false)
+}
+
+// CheckExactlyOnceSoFar is exactly-once on the records of a run still
+// going (checker.Checker's SoFar): a task run twice is final. A task not
+// run yet is not missing while the run goes on, except one a worker
+// already answered done: a correct worker answers a complete ok only
+// after the register accepted it, and the apply log, read after the
+// history, holds every entry the history's answers rest on. That one
+// can still be taken back, by a leader that had picked the task before
+// the answer and runs it later; the full check decides.
+func CheckExactlyOnceSoFar(ctx context.Context, in checker.Input) checker.Result {
+	return exactlyOnce(ctx, in, true)
+}
+
+// exactlyOnce is CheckExactlyOnce, or with soFar its rule on a run still
+// going.
+func exactlyOnce(ctx context.Context, in checker.Input, soFar bool) checker.Result {
 	log := bySeq(in.ApplyLog)
 	d := ExactlyOnceDetails{Violations: []TaskViolation{}, ViolationCounts: map[string]int{KindDuplicate: 0, KindMissing: 0}}
 	tasks, order := map[taskID]*taskLog{}, []taskID{}
@@ -131,7 +149,7 @@ func CheckExactlyOnce(ctx context.Context, in checker.Input) checker.Result {
 		return checker.Result{Valid: checker.Unknown, Details: d,
 			Error: "the apply log has no init entry: the task table was never created (or its log is missing), so the tasks to judge are not known"}
 	}
-	judgeTasks(in, &d, tasks, order)
+	judgeTasks(in, &d, tasks, order, soFar)
 	n := d.ViolationCounts[KindDuplicate] + d.ViolationCounts[KindMissing]
 	if n == 0 {
 		return checker.Result{Valid: checker.Valid, Details: d}
@@ -158,10 +176,12 @@ func countCall(d *ExactlyOnceDetails, t *taskLog, e register.Entry) {
 
 // judgeTasks records every task that did not run exactly once, in the
 // order the log first names them; the first violation is the earliest
-// second execution.
-func judgeTasks(in checker.Input, d *ExactlyOnceDetails, tasks map[taskID]*taskLog, order []taskID) {
+// second execution. With soFar (a run still going) a task not run is
+// judged only when a worker reported it done.
+func judgeTasks(in checker.Input, d *ExactlyOnceDetails, tasks map[taskID]*taskLog, order []taskID, soFar bool) {
 	limit := in.Limit()
 	d.Tasks = len(order)
+	done := reportedDone(in.History)
 	for _, id := range order {
 		t := tasks[id]
 		if !t.named {
@@ -172,13 +192,15 @@ func judgeTasks(in checker.Input, d *ExactlyOnceDetails, tasks map[taskID]*taskL
 			d.ExecutedOnce++
 			continue
 		}
+		r, reported := done[t.id.task]
+		if v.Kind == KindMissing && soFar && !reported {
+			continue // not run yet: the run goes on
+		}
 		d.ViolationCounts[v.Kind]++
-		if v.Kind == KindMissing {
-			if r, ok := reportedDone(in.History, t.id.task); ok {
-				v.ReportedDone = &r
-				v.Message += fmt.Sprintf("; process %d reported it done at %s", r.Process, checker.Seconds(r.TimeNS))
-				d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, r.TimeNS)
-			}
+		if v.Kind == KindMissing && reported {
+			v.ReportedDone = &r
+			v.Message += fmt.Sprintf("; process %d reported it done at %s", r.Process, checker.Seconds(r.TimeNS))
+			d.FirstViolationTimeNS = checker.Earliest(d.FirstViolationTimeNS, r.TimeNS)
 		}
 		if len(t.completes) > 1 && (d.FirstViolationSeq == 0 || t.completes[1].Seq < d.FirstViolationSeq) {
 			d.FirstViolationSeq = t.completes[1].Seq
@@ -222,17 +244,22 @@ func taskViolation(t *taskLog) (TaskViolation, bool) {
 	return v, true
 }
 
-// reportedDone finds the first complete of task answered ok in the
-// history.
-func reportedDone(h []history.Event, task string) (ReportedDone, bool) {
+// reportedDone finds, for each task, the first complete of it answered
+// ok in the history: one pass, however many tasks are judged.
+func reportedDone(h []history.Event) map[string]ReportedDone {
+	out := map[string]ReportedDone{}
 	for _, x := range h {
-		if x.F == history.FComplete && x.Type == history.OK && x.Key == task {
-			r := ReportedDone{Process: int(x.Process), TimeNS: x.Time}
-			if x.Value != nil && x.Value.Token != nil {
-				r.Term = history.Int64(*x.Value.Token)
-			}
-			return r, true
+		if x.F != history.FComplete || x.Type != history.OK {
+			continue
 		}
+		if _, seen := out[x.Key]; seen {
+			continue
+		}
+		r := ReportedDone{Process: int(x.Process), TimeNS: x.Time}
+		if x.Value != nil && x.Value.Token != nil {
+			r.Term = history.Int64(*x.Value.Token)
+		}
+		out[x.Key] = r
 	}
-	return ReportedDone{}, false
+	return out
 }

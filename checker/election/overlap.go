@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/lockview"
@@ -59,6 +60,28 @@ type LeaderOverlapDetails struct {
 // its session was gone, last seen alive before that ok. Excused overlaps
 // are listed too: they are how long a deposed leader went on believing.
 func CheckLeaderOverlap(ctx context.Context, in checker.Input) checker.Result {
+	return leaderOverlap(ctx, in, math.MaxInt64)
+}
+
+// CheckLeaderOverlapSoFar is leader-overlap on the records of a run
+// still going (checker.Checker's SoFar). A leadership there ends no
+// later than it will in the whole history (an operation still open ends
+// it at its invocation, which its answer can only move later), so an
+// overlap found stays one, unless a session-gone observation still to
+// come excuses it. Only overlaps that no such observation can excuse are
+// judged: those whose second campaign was answered before every fault
+// still in effect began (lockview.Quiet).
+func CheckLeaderOverlapSoFar(ctx context.Context, in checker.Input) checker.Result {
+	var q lockview.Quiet
+	for _, e := range in.History {
+		q.Add(e)
+	}
+	return leaderOverlap(ctx, in, q.Since())
+}
+
+// leaderOverlap judges the overlaps whose second campaign was answered
+// at or before settled (run clock).
+func leaderOverlap(ctx context.Context, in checker.Input, settled int64) checker.Result {
 	v := lockview.Of(in.History)
 	ls := Leaderships(v)
 	d := LeaderOverlapDetails{Leaderships: len(ls), Overlaps: []Overlap{}, Excused: []Overlap{}, ExcusedByReason: map[string]int{}}
@@ -75,7 +98,7 @@ func CheckLeaderOverlap(ctx context.Context, in checker.Input) checker.Result {
 			if b.FromNS >= a.ToNS {
 				break
 			}
-			if b.Process == a.Process {
+			if b.Process == a.Process || b.FromNS > settled {
 				continue
 			}
 			o := overlapOf(v, a, b)

@@ -134,6 +134,29 @@ func CheckLiveness(ctx context.Context, in checker.Input) checker.Result {
 	return checker.Result{Valid: checker.Valid, Details: d}
 }
 
+// CheckLivenessSoFar is liveness on the records of a run still going
+// (checker.Checker's SoFar). A stall found there stays one: by the
+// records so far nobody held the key while acquires waited, and a later
+// answer can only place a grant later (an acquire still open waits until
+// its answer). Fault windows excuse time, and one not yet closed (or
+// within its grace) may still excuse more of it, so the records are
+// judged only once every fault is undone and its grace has passed. One
+// thing can take a stall back: the thresholds derive from the acquires
+// that timed out so far (inferAcquireTimeout), and slower timeouts later
+// raise them; the full check decides.
+func CheckLivenessSoFar(ctx context.Context, in checker.Input) checker.Result {
+	var end int64
+	for _, e := range in.History {
+		end = max(end, e.Time)
+	}
+	for _, f := range checker.FaultWindows(in.History) {
+		if f.To < 0 || end < f.To+int64(ensembleFaultGrace) {
+			return checker.Result{Valid: checker.Unknown, Error: "a fault may still excuse the time so far: judged once it is undone and its grace has passed"}
+		}
+	}
+	return CheckLiveness(ctx, in)
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // inferAcquireTimeout is the median latency of acquires that timed out.

@@ -46,6 +46,43 @@ func TestLivenessFreeWithWaiters(t *testing.T) {
 	}
 }
 
+// TestLivenessSoFar: a run still going whose waiter has waited past the
+// threshold with the lock free shows the stall (its acquire still open);
+// while a fault is in effect, or within its grace, the time is not
+// judged yet, since the fault may still excuse it.
+func TestLivenessSoFar(t *testing.T) {
+	b := &checktest.Timeline{}
+	b.Section(0, 0, "K", 1)
+	b.Add(10, 1, history.Invoke, history.FAcquire, "K", nil, "")
+	b.Section(3000, 2, "L", 1) // the run goes on elsewhere
+	in := checker.Input{History: b.Events}
+	if r := CheckLivenessSoFar(context.Background(), in); r.Valid != checker.Invalid {
+		t.Fatalf("a waiter stuck 3 s on a free lock, so far: %v %s", r.Valid, r.Error)
+	}
+	early := checker.Input{History: b.Events[:5]} // to the waiter's invocation
+	if r := CheckLivenessSoFar(context.Background(), early); r.Valid == checker.Invalid {
+		t.Fatalf("a waiter that has just come: %v %s", r.Valid, r.Error)
+	}
+	f := &checktest.Timeline{Events: append([]history.Event(nil), b.Events[:5]...)}
+	f.Add(20, -1, history.Invoke, history.FPause, "", &history.Value{Target: "pause-zk-leader"}, "")
+	f.Add(21, -1, history.OK, history.FPause, "", &history.Value{Target: "server 1"}, "")
+	f.Section(3000, 2, "L", 1)
+	if r := CheckLivenessSoFar(context.Background(), checker.Input{History: f.Events}); r.Valid != checker.Unknown {
+		t.Fatalf("during a fault: %v %s, want unknown", r.Valid, r.Error)
+	}
+	f.Add(3002, -1, history.Invoke, history.FResume, "", nil, "")
+	f.Add(3003, -1, history.OK, history.FResume, "", nil, "")
+	f.Section(4000, 2, "L", 2)
+	if r := CheckLivenessSoFar(context.Background(), checker.Input{History: f.Events}); r.Valid != checker.Unknown {
+		t.Fatalf("within the fault's grace: %v %s, want unknown", r.Valid, r.Error)
+	}
+	f.Section(8100, 2, "L", 3)
+	f.Section(11000, 2, "L", 4)
+	if r := CheckLivenessSoFar(context.Background(), checker.Input{History: f.Events}); r.Valid != checker.Invalid {
+		t.Fatalf("the waiter stuck 2.9 s after the fault's grace: %v %s, want invalid", r.Valid, r.Error)
+	}
+}
+
 func TestLivenessWaitingBehindPausedHolder(t *testing.T) {
 	b := &checktest.Timeline{}
 	b.Op(0, 1, 0, history.OK, history.FAcquire, "K", checktest.TokV(1), "")

@@ -27,7 +27,7 @@ func All() []checker.Checker {
 		{Name: fence.NameWrongToken, Check: fence.CheckWrongToken},
 		{Name: linear.NameRegister, Check: linear.CheckRegister},
 		{Name: linear.NameMutex, Check: linear.CheckMutex},
-		{Name: lock.NameLiveness, Check: lock.CheckLiveness},
+		{Name: lock.NameLiveness, Check: lock.CheckLiveness, SoFar: lock.CheckLivenessSoFar},
 		{Name: lock.NameGrantOverlap, Check: lock.CheckGrantOverlap},
 		{Name: lock.NameTokenOrder, Check: lock.CheckTokenOrder},
 		{Name: lock.NameHerd, Check: lock.CheckHerd},

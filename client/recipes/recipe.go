@@ -219,7 +219,7 @@ func NamesForService(service string) ([]string, error) {
 	return r.names(), nil
 }
 
-// Workloads a built-in recipe serves (`chaos worker --workload`): each
+// Workloads a built-in recipe serves (`chaos-worker --workload`): each
 // has its own recipes, and the same name (seed) may mean a recipe of each.
 const (
 	WorkloadLock   = "lock"

@@ -33,7 +33,8 @@ func TestServiceSubjects(t *testing.T) {
 			t.Errorf("%s on %q: %v, want %q", tc.spec, tc.service, err, tc.err)
 		}
 	}
-	_, args, err := Command("/chaos", "redis-lock", Flags{ZK: "10.0.0.2:6379", Register: "http://r", Service: "redis"})
+	exe := binFolder(t, true)
+	_, args, err := Command(exe, "redis-lock", Flags{ZK: "10.0.0.2:6379", Register: "http://r", Service: "redis"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestServiceSubjects(t *testing.T) {
 	if slices.Contains(args, "--zk") || !strings.Contains(joined, "--service redis --servers 10.0.0.2:6379") {
 		t.Errorf("redis worker args %v", args)
 	}
-	_, args, _ = Command("/chaos", "seed", Flags{ZK: "10.0.0.2:2181", Register: "http://r"})
+	_, args, _ = Command(exe, "seed", Flags{ZK: "10.0.0.2:2181", Register: "http://r"})
 	if slices.Contains(args, "--service") || !slices.Contains(args, "--zk") {
 		t.Errorf("ZooKeeper worker args changed: %v", args)
 	}

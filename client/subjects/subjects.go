@@ -2,7 +2,9 @@
 // process, so that everything the harness can test is started the same way
 // and speaks the same protocol (docs/worker-protocol.md):
 //
-//   - a built-in recipe NAME: `chaos worker --recipe NAME <flags>`;
+//   - a built-in recipe NAME: `chaos-worker --recipe NAME <flags>`, the
+//     built-in worker (cmd/chaos-worker) found beside the chaos binary
+//     (WorkerPath), and refused when it is not there;
 //   - `curator`: the Java worker of Apache Curator's InterProcessMutex
 //     (lock workload) or LeaderLatch (election workload), compiled on
 //     first use (see curator.go) and started as an exec: subject, the
@@ -125,7 +127,7 @@ func ValidateService(workload, service, spec string) error {
 }
 
 // Builtin reports whether spec is one of the workload's built-in recipes
-// (run by `chaos worker`), the only subjects that take --postgres.
+// (run by chaos-worker), the only subjects that take --postgres.
 func Builtin(workload, spec string) bool {
 	k, _, err := parse(workload, "", spec)
 	return err == nil && k == kindBuiltin
@@ -137,7 +139,9 @@ func Names() []string {
 }
 
 // Command returns the program and arguments that start one worker for the
-// subject spec. exe is the chaos binary (for built-in recipes). The first
+// subject spec. exe is the chaos binary: a built-in recipe runs the
+// built-in worker beside it (WorkerPath), and one that is missing is an
+// error naming it and how to build it. The first
 // call for curator (or curator-selector) compiles the Java worker, which
 // takes a few seconds; the result is cached on disk and in the process.
 // The first call for kazoo checks that the interpreter imports kazoo.
@@ -150,7 +154,11 @@ func Command(exe, spec string, f Flags) (string, []string, error) {
 	}
 	switch kind {
 	case kindBuiltin:
-		return exe, append(append([]string{"worker"}, f.Args()...), "--recipe", rest[0]), nil
+		prog, err := builtinWorker(exe)
+		if err != nil {
+			return "", nil, err
+		}
+		return prog, append(f.Args(), "--recipe", rest[0]), nil
 	case kindCurator:
 		prog, args, err := curatorCommand()
 		if err != nil {
@@ -166,6 +174,25 @@ func Command(exe, spec string, f Flags) (string, []string, error) {
 	default:
 		return rest[0], append(slices.Clone(rest[1:]), f.Args()...), nil
 	}
+}
+
+// WorkerBinary is the file name of the built-in worker (cmd/chaos-worker).
+const WorkerBinary = "chaos-worker"
+
+// WorkerPath is where the built-in worker of the chaos binary exe is: in
+// the same folder, where `make build` puts both. It is a binary of its own
+// so that a worker starts without the controller's packages to initialise
+// (docs/measurements.md, "Worker start").
+func WorkerPath(exe string) string { return filepath.Join(filepath.Dir(exe), WorkerBinary) }
+
+// builtinWorker is WorkerPath(exe) when it is an executable file, or
+// the error that says it is missing.
+func builtinWorker(exe string) (string, error) {
+	prog := WorkerPath(exe)
+	if st, err := os.Stat(prog); err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("the built-in worker %s is missing (`make build` builds it beside %s)", prog, filepath.Base(exe))
+	}
+	return prog, nil
 }
 
 type kind int

@@ -12,15 +12,57 @@ import (
 var flags = Flags{ZK: "127.0.0.1:2181", Register: "http://127.0.0.1:7000", Process: 3,
 	SessionTimeout: 3 * time.Second, Token: "czxid", Root: "/locks/inventory"}
 
+// binFolder makes a folder as `make build` leaves bin/: chaos and, when
+// withWorker, chaos-worker (empty executables: nothing runs them). It
+// returns the chaos binary's path.
+func binFolder(t *testing.T, withWorker bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	names := []string{"chaos"}
+	if withWorker {
+		names = append(names, WorkerBinary)
+	}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "chaos")
+}
+
 func TestBuiltinRecipe(t *testing.T) {
-	prog, args, err := Command("/bin/chaos", "seed", flags)
+	exe := binFolder(t, true)
+	prog, args, err := Command(exe, "seed", flags)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"worker", "--zk", "127.0.0.1:2181", "--register", "http://127.0.0.1:7000", "--process", "3",
+	want := []string{"--zk", "127.0.0.1:2181", "--register", "http://127.0.0.1:7000", "--process", "3",
 		"--session-timeout", "3s", "--token", "czxid", "--root", "/locks/inventory", "--recipe", "seed"}
-	if prog != "/bin/chaos" || !slices.Equal(args, want) {
+	if prog != filepath.Join(filepath.Dir(exe), "chaos-worker") || !slices.Equal(args, want) {
 		t.Errorf("got %s %q", prog, args)
+	}
+}
+
+// TestBuiltinWorkerMissing: without chaos-worker beside the chaos binary
+// (or with one that cannot be executed) a built-in recipe is refused,
+// naming the file and how to build it; other subjects do not need it.
+func TestBuiltinWorkerMissing(t *testing.T) {
+	exe := binFolder(t, false)
+	worker := filepath.Join(filepath.Dir(exe), WorkerBinary)
+	check := func(what string) {
+		t.Helper()
+		_, _, err := Command(exe, "seed", flags)
+		if err == nil || !strings.Contains(err.Error(), worker) || !strings.Contains(err.Error(), "make build") {
+			t.Errorf("%s: %v, want an error naming %s and make build", what, err, worker)
+		}
+	}
+	check("missing")
+	if err := os.WriteFile(worker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("not executable")
+	if _, _, err := Command(exe, "exec:/bin/true", flags); err != nil {
+		t.Errorf("an exec: subject needs no built-in worker: %v", err)
 	}
 }
 
@@ -80,14 +122,15 @@ func TestCuratorCompiles(t *testing.T) {
 func TestConfigWorkload(t *testing.T) {
 	f := flags
 	f.Workload = "config"
-	prog, args, err := Command("/bin/chaos", "stale-apply", f)
+	exe := binFolder(t, true)
+	prog, args, err := Command(exe, "stale-apply", f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"worker", "--zk", "127.0.0.1:2181", "--register", "http://127.0.0.1:7000", "--process", "3",
+	want := []string{"--zk", "127.0.0.1:2181", "--register", "http://127.0.0.1:7000", "--process", "3",
 		"--session-timeout", "3s", "--token", "czxid", "--root", "/locks/inventory", "--workload", "config",
 		"--recipe", "stale-apply"}
-	if prog != "/bin/chaos" || !slices.Equal(args, want) {
+	if prog != WorkerPath(exe) || !slices.Equal(args, want) {
 		t.Errorf("got %s %q", prog, args)
 	}
 	// exec: subjects are told the workload too.
@@ -195,11 +238,11 @@ func freshCuratorCache(t *testing.T) {
 func TestPostgresFlag(t *testing.T) {
 	f := flags
 	f.Register, f.Postgres = "", "postgres://zkchaos@198.18.0.5:5432/postgres?sslmode=disable"
-	_, args, err := Command("/bin/chaos", "seed", f)
+	_, args, err := Command(binFolder(t, true), "seed", f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"worker", "--zk", "127.0.0.1:2181", "--postgres", f.Postgres, "--process", "3",
+	want := []string{"--zk", "127.0.0.1:2181", "--postgres", f.Postgres, "--process", "3",
 		"--session-timeout", "3s", "--token", "czxid", "--root", "/locks/inventory", "--recipe", "seed"}
 	if !slices.Equal(args, want) {
 		t.Errorf("got %q", args)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/zkchaos/zkchaos/internal/logcap"
 )
@@ -92,8 +93,12 @@ type Proc struct {
 	handler Handler
 	stdin   io.WriteCloser
 	hello   Message
-	log     *logcap.Capped
-	tail    *logcap.Tail
+	// execAt is when Start began the exec; helloAfter is how long after it
+	// the hello line was read (HelloAfter).
+	execAt     time.Time
+	helloAfter time.Duration
+	log        *logcap.Capped
+	tail       *logcap.Tail
 
 	writeMu sync.Mutex
 
@@ -150,6 +155,7 @@ func (p *Proc) Start(ctx context.Context) error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	p.execAt = time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start worker %s: %w", cmd.Path, err)
 	}
@@ -228,7 +234,7 @@ func (p *Proc) takeHello(line []byte) error {
 	if err := json.Unmarshal(line, &m); err != nil || m.Event != EventHello {
 		return fmt.Errorf("%w: first line is not a hello: %.200q", ErrProtocol, line)
 	}
-	p.hello = m
+	p.hello, p.helloAfter = m, time.Since(p.execAt)
 	return nil
 }
 
@@ -342,6 +348,12 @@ func (p *Proc) PID() int { return p.cmd.Process.Pid }
 
 // Hello is the worker's first line.
 func (p *Proc) Hello() Message { return p.hello }
+
+// HelloAfter is the time from the start of the worker's exec to its hello
+// line read here, once Start has returned nil: the process's start-up,
+// its package initialisation and its first session (the hello carries
+// it). What a run waits for each worker it starts.
+func (p *Proc) HelloAfter() time.Duration { return p.helloAfter }
 
 // Do sends req with a fresh id and waits until its completion has been
 // handed to the handler (Complete), then returns the response. When ctx

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/client/subjects"
 	"github.com/zkchaos/zkchaos/cluster/local"
 	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/testkit/fakeworker"
@@ -30,9 +31,11 @@ var (
 	zkAddr string // one-node ensemble shared by the package's tests
 	regURL string // in-process register
 	regDir string
-	// chaosBin is the real chaos binary when it builds; otherwise the
+	// chaosExe is where a chaos binary would be whose folder holds the
+	// real built-in worker (cmd/chaos-worker), when it builds: the tests
+	// start it through subjects.Command, as a run does. Otherwise the
 	// tests fall back to re-executing the test binary as the worker.
-	chaosBin string
+	chaosExe string
 	testRun  = fmt.Sprintf("test-worker-%d", os.Getpid())
 )
 
@@ -107,28 +110,31 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	regDir = dir
-	chaosBin = buildChaos(dir)
+	chaosExe = buildWorker(dir)
 	code := m.Run()
 	cancel()
 	<-served
 	return code
 }
 
-// buildChaos builds ./cmd/chaos so the tests run the real `chaos worker`.
-func buildChaos(dir string) string {
+// buildWorker builds ./cmd/chaos-worker into dir, so the tests run the
+// real built-in worker, and returns the path of a chaos binary in dir
+// (which need not exist: only its folder is used), or "" when the build
+// fails.
+func buildWorker(dir string) string {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "no go on PATH (%v), workers re-exec the test binary\n", err)
 		return ""
 	}
-	bin := filepath.Join(dir, "chaos")
+	exe := filepath.Join(dir, "chaos")
 	var out []byte
-	out, err = exec.Command(goBin, "build", "-o", bin, "github.com/zkchaos/zkchaos/cmd/chaos").CombinedOutput()
+	out, err = exec.Command(goBin, "build", "-o", subjects.WorkerPath(exe), "github.com/zkchaos/zkchaos/cmd/chaos-worker").CombinedOutput()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cannot build cmd/chaos (%v), workers re-exec the test binary:\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "cannot build cmd/chaos-worker (%v), workers re-exec the test binary:\n%s", err, out)
 		return ""
 	}
-	return bin
+	return exe
 }
 
 func needZK(t *testing.T) {

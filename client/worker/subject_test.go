@@ -8,7 +8,7 @@ import (
 )
 
 // TestEveryWorkloadHasASubject: each workload the built-in recipes serve
-// has a builder here, so `chaos worker --workload W` never lists recipes
+// has a builder here, so `chaos-worker --workload W` never lists recipes
 // it cannot run; and an unknown workload is refused by name.
 func TestEveryWorkloadHasASubject(t *testing.T) {
 	ws := recipes.Workloads()

@@ -48,6 +48,11 @@ type Config struct {
 	Logger         *slog.Logger
 }
 
+// ProfileEnv, set to a folder in a built-in worker's environment, has it
+// write its CPU profile there (worker-N.cpu.pprof, N its process number)
+// until it exits: chaos bench --profile sets it.
+const ProfileEnv = "ZKCHAOS_WORKER_CPUPROFILE"
+
 // registerTimeout bounds one register call. A call that runs out is
 // answered info (it may have landed), so this only has to be longer than a
 // healthy register ever takes.
@@ -218,7 +223,7 @@ func (w *worker) lockResource() resource {
 	}
 	pg, err := pgfence.NewClient(w.cfg.Postgres, w.cfg.RegisterSecret, registerTimeout)
 	if err != nil {
-		// chaos worker checked the DSN before the worker started.
+		// chaos-worker checked the DSN before the worker started.
 		w.log.Error("postgres", "err", err)
 		return w.reg
 	}

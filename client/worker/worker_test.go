@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkchaos/zkchaos/client/subjects"
 	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/testkit/testlog"
 )
@@ -30,25 +30,12 @@ func testConfig(t *testing.T, process int, root string) Config {
 		Recipe: "seed", Token: "czxid", Root: root}
 }
 
-// startWorker runs the test binary as a worker process and kills its
-// process group at the end of the test.
+// startWorker runs the built-in worker (or, when it did not build, the
+// test binary as a worker process) and kills its process group at the
+// end of the test.
 func startWorker(t *testing.T, cfg Config) *Proc {
 	t.Helper()
-	js, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envWorker+"="+string(js))
-	if chaosBin != "" {
-		cmd = exec.Command(chaosBin, "worker", "--zk", strings.Join(cfg.ZK, ","), "--register", cfg.Register,
-			"--process", strconv.Itoa(cfg.Process), "--session-timeout", cfg.SessionTimeout.String(),
-			"--recipe", cfg.Recipe, "--token", cfg.Token, "--root", cfg.Root)
-		if cfg.Workload != "" {
-			cmd.Args = append(cmd.Args, "--workload", cfg.Workload)
-		}
-		cmd.Env = os.Environ()
-	}
+	cmd := workerCommand(t, cfg)
 	cmd.Env = append(cmd.Env, proc.Env(testRun, os.Getpid())...)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -62,6 +49,29 @@ func startWorker(t *testing.T, cfg Config) *Proc {
 		<-p.Done()
 	})
 	return p
+}
+
+// workerCommand is the command of a worker of cfg: the built-in worker
+// started as a run starts it (subjects.Command), or the test binary.
+func workerCommand(t *testing.T, cfg Config) *exec.Cmd {
+	t.Helper()
+	if chaosExe == "" {
+		js, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envWorker+"="+string(js))
+		return cmd
+	}
+	prog, args, err := subjects.Command(chaosExe, cfg.Recipe, subjects.Flags{ZK: strings.Join(cfg.ZK, ","), Register: cfg.Register,
+		Process: cfg.Process, SessionTimeout: cfg.SessionTimeout, Token: cfg.Token, Root: cfg.Root, Workload: cfg.Workload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(prog, args...)
+	cmd.Env = os.Environ()
+	return cmd
 }
 
 func do(t *testing.T, p *Proc, req Request) Message {

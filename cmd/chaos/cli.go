@@ -107,7 +107,7 @@ input was bad (the problem is on the first line of stderr; nothing started).`,
 		newTestAllCmd(), newGateCmd(),
 		newCompareCmd(), newFirstViolationCmd(), newServeCmd(),
 		newBenchCmd(hard), newCleanupCmd(), newImageCmd(), newManCmd(),
-		newRegisterCmd(), newWorkerCmd(), newJanitorCmd(),
+		newRegisterCmd(), newJanitorCmd(),
 	)
 	return root
 }

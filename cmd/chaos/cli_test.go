@@ -37,7 +37,7 @@ func TestManPages(t *testing.T) {
 			t.Errorf("chaos-run.1 does not name %s", flag)
 		}
 	}
-	for _, hidden := range []string{"worker", "register", "janitor"} {
+	for _, hidden := range []string{"register", "janitor"} {
 		if _, err := os.Stat(filepath.Join(dir, "chaos-"+hidden+".1")); err == nil {
 			t.Errorf("a man page for the internal chaos %s", hidden)
 		}
@@ -60,7 +60,7 @@ func TestHelpGroups(t *testing.T) {
 			t.Errorf("help lacks %q:\n%s", want, stdout)
 		}
 	}
-	for _, hidden := range []string{"worker", "register", "janitor"} {
+	for _, hidden := range []string{"register", "janitor"} {
 		if strings.Contains(stdout, "\n  "+hidden+" ") {
 			t.Errorf("help lists the internal %s:\n%s", hidden, stdout)
 		}
@@ -70,6 +70,10 @@ func TestHelpGroups(t *testing.T) {
 	}
 	if code, _, stderr := chaos(t); code != exitHarness || !strings.Contains(stderr, "Usage:") {
 		t.Errorf("chaos without a command: exit %d, stderr %q; want 255 and the usage", code, stderr)
+	}
+	// The worker is chaos-worker, a binary of its own; one way to start it.
+	if code, _, stderr := chaos(t, "worker", "--zk", "127.0.0.1:1"); code != exitHarness || !strings.HasPrefix(stderr, `chaos: unknown command "worker"`) {
+		t.Errorf("chaos worker: exit %d, stderr %q; want the unknown command", code, stderr)
 	}
 	if code, _, stderr := chaos(t, "nope"); code != exitHarness || !strings.HasPrefix(stderr, `chaos: unknown command "nope"`) {
 		t.Errorf("chaos nope: exit %d, stderr %q", code, stderr)

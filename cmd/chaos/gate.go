@@ -31,7 +31,7 @@ func newGateCmd() *cobra.Command {
 	workload := fs.String("workload", "", "the standard cells of a correct client of this workload: "+strings.Join(workloads.Names(), ", ")+" (default lock)")
 	m := matrixRun{cmd: "gate", repeat: 1, passRate: 1}
 	list := defineMatrixFlags(fs, &m, "results folder (runs go under <results>/gate/<timestamp>/)",
-		"seed of each cell's run", "override every cell's --time-limit (0: the cell's own, 30s)")
+		"seed of each cell's run", "override the --time-limit of every cell that runs its time (0: the cell's own, 30s); a cell that expects only violations runs until its first, up to --violation-limit")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return status(mistake(c, "unexpected arguments: %s", strings.Join(args, " ")))
@@ -45,7 +45,7 @@ func newGateCmd() *cobra.Command {
 			return status(exitHarness)
 		}
 		m.mode = mode
-		return status(list.runOrList(c, withTimeLimit(sel, m.limit), m))
+		return status(list.runOrList(c, withLimits(sel, m), m))
 	}
 	return c
 }

@@ -16,8 +16,9 @@
 //	chaos completion SHELL     a shell completion script
 //
 // Hidden from the help, started by chaos run only: chaos register (the
-// fenced register), chaos worker (a worker process) and chaos janitor
-// (the dead-man switch). docs/cli.md describes the command line.
+// fenced register) and chaos janitor (the dead-man switch). The worker
+// processes of the built-in recipes are the chaos-worker binary beside
+// this one (cmd/chaos-worker). docs/cli.md describes the command line.
 package main
 
 import (

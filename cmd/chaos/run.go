@@ -141,7 +141,7 @@ func defineCheckFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.gate, "gate", "", "checkers that decide the verdict (all run and are reported; default: the workload's gate, for lock "+
 		strings.Join(cfg.Gate, ",")+"); "+workloads.CheckersHelp())
 	fs.DurationVar(&cfg.CheckBudget, "check-budget", cfg.CheckBudget, "time each checker may take; over it a checker is unknown (0: no limit)")
-	fs.BoolVar(&cfg.StopAtFirst, "stop-at-first", cfg.StopAtFirst, "end the workload at the first violation an online check finds (double-writer, grant-overlap, token-order, wrong-token), then heal, read finally and check as usual: invalid sooner (chaos test-all uses it for cells expected to fail only those)")
+	fs.BoolVar(&cfg.StopAtFirst, "stop-at-first", cfg.StopAtFirst, "end the workload at the first violation that a checker of --gate finds while the run lasts (online, or by checking the run so far), then heal, read finally and check as usual: invalid sooner (chaos test-all and chaos gate use it for cells that expect only violations)")
 	fs.StringVar(&f.prog, "progress", string(progress.Auto), progressUsage)
 }
 

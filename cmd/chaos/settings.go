@@ -50,8 +50,6 @@ var settingTables = []settingTable{
 	}},
 	{commands: []string{"serve"}, flags: map[string]string{"Addr": "--addr", "AllowRemote": "--allow-remote"}},
 	{commands: []string{"cleanup"}, flags: map[string]string{"CleanupAll": "--all"}},
-	// The worker's resource when it is PostgreSQL (docs/worker-protocol.md).
-	{commands: []string{"worker"}, flags: map[string]string{"Postgres": "--postgres"}},
 }
 
 // settingFlags is every table in one: a name two tables give has the

@@ -21,7 +21,8 @@ import (
 
 // soakDefaults are chaos run's defaults with a soak's: an hour, a
 // resource sample every 10 s, a summary line a minute, and a stop at the
-// first violation (when the workload has an online check).
+// first violation (when a checker of the gate can find one while the run
+// lasts).
 func soakDefaults() runner.Config {
 	cfg := runner.Defaults()
 	cfg.TimeLimit = time.Hour
@@ -163,7 +164,7 @@ func soak(c *cobra.Command, hard context.Context, cfg runner.Config, mode progre
 		}
 	}
 	if !cfg.StopAtFirst && !sf.keepGoing && rs == nil {
-		fmt.Fprintf(c.ErrOrStderr(), "chaos soak: the %s workload has no online check; the soak runs its whole --duration (--keep-going)\n", cfg.Workload)
+		fmt.Fprintf(c.ErrOrStderr(), "chaos soak: no checker of the %s workload's gate can find a violation while the run lasts; the soak runs its whole --duration (--keep-going)\n", cfg.Workload)
 	}
 	out, err := soakRun(c.Context(), hard, cfg, mode, rs, ln, exe)
 	return finishRun("chaos soak", out, err)

@@ -24,14 +24,18 @@ func TestSoakFlags(t *testing.T) {
 	if err != nil || cfg.TimeLimit != 8*time.Hour || cfg.StopAtFirst || cfg.Fencing != "off" || sf.metricsAddr != "127.0.0.1:9187" || cfg.SummaryInterval != 30*time.Second {
 		t.Errorf("8h keep-going: %v %+v", err, cfg)
 	}
-	// A workload with an online check (config-monotonic) stops at its
-	// first violation; one without (election) keeps going unless told to
-	// stop, and is refused when told.
+	// A gate with a checker that finds violations while the run lasts
+	// (config's, the election's stale-term) stops at its first one; a
+	// gate without one (the election's herd, a measure of the whole run)
+	// keeps going unless told to stop, and is refused when told.
 	if cfg, _, _, err := parseSoakArgs([]string{"--results", res, "--workload", "config", "--recipe", "seed"}, io.Discard); err != nil || !cfg.StopAtFirst {
 		t.Errorf("config workload: %v, stop at first %v", err, cfg.StopAtFirst)
 	}
-	if cfg, _, _, err := parseSoakArgs([]string{"--results", res, "--workload", "election", "--recipe", "seed"}, io.Discard); err != nil || cfg.StopAtFirst {
+	if cfg, _, _, err := parseSoakArgs([]string{"--results", res, "--workload", "election", "--recipe", "seed"}, io.Discard); err != nil || !cfg.StopAtFirst {
 		t.Errorf("election workload: %v, stop at first %v", err, cfg.StopAtFirst)
+	}
+	if cfg, _, _, err := parseSoakArgs([]string{"--results", res, "--workload", "election", "--recipe", "seed", "--gate", "herd"}, io.Discard); err != nil || cfg.StopAtFirst {
+		t.Errorf("election workload gated on herd: %v, stop at first %v", err, cfg.StopAtFirst)
 	}
 	for _, bad := range []struct {
 		args []string
@@ -42,7 +46,7 @@ func TestSoakFlags(t *testing.T) {
 		{[]string{"--metrics-addr", "0.0.0.0:9187"}, "only a loopback address"},
 		{[]string{"--metrics-addr", "localhost:9187"}, "only a loopback address"},
 		{[]string{"--resources-interval", "1ms"}, "--resources-interval"},
-		{[]string{"--workload", "election", "--recipe", "seed", "--stop-at-first"}, "--stop-at-first"},
+		{[]string{"--workload", "election", "--recipe", "seed", "--gate", "herd", "--stop-at-first"}, "--stop-at-first"},
 	} {
 		_, _, _, err := parseSoakArgs(append([]string{"--results", res}, bad.args...), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), bad.want) {

@@ -34,7 +34,7 @@ func newTestAllCmd() *cobra.Command {
 	cells := fs.String("cells", "", "comma-separated cell filters (globs or substrings of recipe/nemesis/fencing-X; !PATTERN leaves cells out)")
 	smoke := fs.Bool("smoke", false, "only the cells marked for CI")
 	list := defineMatrixFlags(fs, &m, "results folder (runs go under <results>/test-all/<timestamp>/)",
-		"seed of the first attempt (attempt i uses seed+i)", "override every cell's --time-limit (0: the cell's own)")
+		"seed of the first attempt (attempt i uses seed+i)", "override the --time-limit of every cell that runs its time (0: the cell's own); a cell that expects only violations runs until its first, up to --violation-limit")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return status(mistake(c, "unexpected arguments: %s", strings.Join(args, " ")))
@@ -44,7 +44,7 @@ func newTestAllCmd() *cobra.Command {
 			fmt.Fprintf(c.ErrOrStderr(), "chaos test-all: %v\n", err)
 			return status(exitHarness)
 		}
-		return status(list.runOrList(c, withTimeLimit(sel, m.limit), m))
+		return status(list.runOrList(c, withLimits(sel, m), m))
 	}
 	return c
 }
@@ -88,6 +88,7 @@ func defineMatrixFlags(fs *pflag.FlagSet, m *matrixRun, resultsUsage, seedUsage,
 	list := fs.Bool("list", false, "list the cells and exit")
 	fs.Int64Var(&m.seed, "seed", 1, seedUsage)
 	fs.DurationVar(&m.limit, "time-limit", 0, limitUsage)
+	fs.DurationVar(&m.stopLimit, "violation-limit", 0, fmt.Sprintf("the most a cell that expects only violations runs: it stops at its first one, and fails when it found none in this time (0: the cell's own, %s unless it names one; the table shows each first violation and the limit)", matrix.DefaultLimit))
 	fs.StringVar(&m.prog, "progress", string(progress.Auto), "the current cell's "+progressUsage)
 	fs.IntVar(&m.parallel, "parallel", 1, parallelUsage)
 	return listFlag{list}
@@ -107,6 +108,9 @@ func (m *matrixRun) check() error {
 	if m.limit < 0 {
 		return errors.New("--time-limit must not be negative")
 	}
+	if m.stopLimit < 0 {
+		return errors.New("--violation-limit must not be negative")
+	}
 	return checkParallel(m.parallel)
 }
 
@@ -124,11 +128,16 @@ func checkParallel(n int) error {
 	return nil
 }
 
-// withTimeLimit overrides every cell's --time-limit (0: keep the cell's).
-func withTimeLimit(sel []matrix.Cell, limit time.Duration) []matrix.Cell {
-	if limit > 0 {
-		for i := range sel {
-			sel[i].Args = append(slices.Clone(sel[i].Args), "--time-limit", limit.String())
+// withLimits sets the cells' limits from --time-limit (every cell's
+// time; a cell that stops at its first violation ignores it) and
+// --violation-limit (the limit of those that do); 0 keeps the cell's.
+func withLimits(sel []matrix.Cell, m matrixRun) []matrix.Cell {
+	for i := range sel {
+		if m.stopLimit > 0 {
+			sel[i].Limit = m.stopLimit
+		}
+		if m.limit > 0 {
+			sel[i].Args = append(slices.Clone(sel[i].Args), "--time-limit", m.limit.String())
 		}
 	}
 	return sel
@@ -151,9 +160,11 @@ type matrixRun struct {
 	junit    string
 	mode     progress.Mode
 	parallel int
-	// prog and limit are --progress and --time-limit as given.
-	prog  string
-	limit time.Duration
+	// prog, limit and stopLimit are --progress, --time-limit and
+	// --violation-limit as given.
+	prog      string
+	limit     time.Duration
+	stopLimit time.Duration
 }
 
 // runMatrix runs the cells and writes the table, <cmd>.json, index.html

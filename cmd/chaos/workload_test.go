@@ -79,9 +79,11 @@ func TestCuratorSelectorIsAnElectionSubject(t *testing.T) {
 	}
 }
 
-// TestStopAtFirstFlag: off by default; on for a workload with an online
-// check (lock: double-writer and others; config: config-monotonic);
-// refused for one without (election), before anything
+// TestStopAtFirstFlag: off by default; on for a gate with a checker
+// that finds violations while the run lasts (the election's default
+// gate: stale-term online, exactly-once on the run so far; config:
+// config-monotonic); refused for a gate without one (the election's herd
+// and election-stats, measures of the whole run), before anything
 // starts (exit 255).
 func TestStopAtFirstFlag(t *testing.T) {
 	if cfg, err := parseRunFlags([]string{"--results", t.TempDir()}, io.Discard); err != nil || cfg.StopAtFirst {
@@ -90,9 +92,13 @@ func TestStopAtFirstFlag(t *testing.T) {
 	if cfg, err := parseRunFlags([]string{"--stop-at-first", "--results", t.TempDir()}, io.Discard); err != nil || !cfg.StopAtFirst {
 		t.Fatalf("--stop-at-first: %v, err %v; want true, nil", cfg.StopAtFirst, err)
 	}
-	args := []string{"--workload", "election", "--stop-at-first", "--results", t.TempDir()}
-	if _, err := parseRunFlags(args, io.Discard); err == nil || !strings.Contains(err.Error(), "--stop-at-first: no checker of the gate (exactly-once,stale-term) has an online check") {
-		t.Errorf("%v: error %v, want one saying the election workload has no online check", args, err)
+	election := []string{"--workload", "election", "--stop-at-first", "--results", t.TempDir()}
+	if cfg, err := parseRunFlags(election, io.Discard); err != nil || !cfg.StopAtFirst {
+		t.Errorf("%v: %v, err %v; want accepted (stale-term is online)", election, cfg.StopAtFirst, err)
+	}
+	args := []string{"--workload", "election", "--gate", "herd,election-stats", "--stop-at-first", "--results", t.TempDir()}
+	if _, err := parseRunFlags(args, io.Discard); err == nil || !strings.Contains(err.Error(), "--stop-at-first: no checker of the gate (herd,election-stats) can find a violation while the run lasts") {
+		t.Errorf("%v: error %v, want one saying no checker of the gate can stop the run", args, err)
 	}
 	if code := cmdRun(context.Background(), context.Background(), args); code != exitHarness {
 		t.Errorf("chaos run %v: exit %d, want %d", args, code, exitHarness)

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // TotalSlots is the number of /21 slots of 198.18.0.0/15: MaxSlots for
@@ -16,8 +17,11 @@ import (
 const TotalSlots = MaxSlots + DockerSlots
 
 // linkNameRE is what the kernel accepts as an interface name, narrowed to
-// what the harness's names use.
-var linkNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`)
+// what the harness's names use. It is compiled on first use, as
+// hostNameRE: the bounded repetition makes a large program, and every
+// process that links this package (each built-in worker, through
+// resource/pgfence) would compile it at start-up.
+var linkNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`) })
 
 // Attach claims slot (one of the Docker slots, MaxSlots..TotalSlots-1) for
 // run runID, whose controller is controllerPID, on an existing bridge that
@@ -41,7 +45,7 @@ func Attach(ctx context.Context, runID string, controllerPID int, slot int, brid
 	if slot < MaxSlots || slot >= TotalSlots {
 		return nil, fmt.Errorf("attach to %s: slot %d is not a Docker slot (%d..%d)", bridge, slot, MaxSlots, TotalSlots-1)
 	}
-	if !linkNameRE.MatchString(bridge) || bridge == bridgeName(slot) {
+	if !linkNameRE().MatchString(bridge) || bridge == bridgeName(slot) {
 		return nil, fmt.Errorf("attach to slot %d: bad bridge name %q", slot, bridge)
 	}
 	if _, err := hostAddr(SlotPrefix(slot), firstHost); err != nil || firstHost < 1 {

@@ -108,14 +108,16 @@ func (n *Network) setup(ctx context.Context) error {
 	return addForward(ctx, n.Bridge)
 }
 
-var hostNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
+// hostNameRE is what a host's name may be, compiled on first use (see
+// linkNameRE).
+var hostNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`) })
 
 // AddHost creates namespace zkc<s>-<name> with one veth into the bridge and
 // the next address of the slot. Interface names are derived from the slot
 // and a counter, not from name, because IFNAMSIZ allows 15 characters.
 func (n *Network) AddHost(ctx context.Context, name string) (*Host, error) {
-	if !hostNameRE.MatchString(name) {
-		return nil, fmt.Errorf("add host %q: name must match %s", name, hostNameRE)
+	if !hostNameRE().MatchString(name) {
+		return nil, fmt.Errorf("add host %q: name must match %s", name, hostNameRE())
 	}
 	n.mu.Lock()
 	if n.closed {

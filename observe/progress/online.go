@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/zkchaos/zkchaos/checker/config"
+	"github.com/zkchaos/zkchaos/checker/election"
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/checker/lockview"
@@ -38,9 +39,9 @@ type historyStream interface {
 }
 
 // Online says whether checker has an online version, which can find a
-// violation while the run lasts: the double-writer on the apply log;
-// grant-overlap, token-order, wrong-token and config-monotonic on the
-// history.
+// violation while the run lasts: the double-writer and stale-term on the
+// apply log; grant-overlap, token-order, wrong-token and config-monotonic
+// on the history.
 func Online(checker string) bool {
 	names := []string{checker}
 	return len(onlineFeeds(names, register.ModeOn)) > 0 || len(historyFeeds(names, register.ModeOn)) > 0
@@ -54,6 +55,11 @@ func onlineFeeds(names []string, mode string) []feed {
 		// Evidence is not kept: the line needs counts, the report has the
 		// full check's evidence.
 		out = append(out, feedOf(fence.NewStream(0, mode), func(v fence.Violation) string { return v.Message }))
+	}
+	if slices.Contains(names, election.NameStaleTerm) {
+		// The run's start is not needed: the line shows the message, the
+		// report the full check's times.
+		out = append(out, feedOf(election.NewStaleTermStream(0, 0), func(v election.StaleTerm) string { return v.Message }))
 	}
 	return out
 }

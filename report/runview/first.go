@@ -97,3 +97,18 @@ func Median(ds []time.Duration) *time.Duration {
 	m := s[len(s)/2]
 	return &m
 }
+
+// Percentile is the p-th percentile of ds by the nearest rank (the
+// smallest value at least p% of ds are at or below: of 20 values the
+// 95th is the 19th smallest, of 3 the largest), nil for none; ds is not
+// changed.
+func Percentile(ds []time.Duration, p int) *time.Duration {
+	if len(ds) == 0 {
+		return nil
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := (p*len(s) + 99) / 100 // ceil(p/100 * n)
+	v := s[min(max(rank, 1), len(s))-1]
+	return &v
+}

@@ -53,3 +53,33 @@ func TestMedian(t *testing.T) {
 		t.Errorf("median %v of %v (the upper middle, input unchanged)", m, ds)
 	}
 }
+
+// TestPercentile: the nearest rank, from one value to twenty.
+func TestPercentile(t *testing.T) {
+	if runview.Percentile(nil, 95) != nil {
+		t.Error("percentile of nothing")
+	}
+	var twenty []time.Duration
+	for i := 20; i >= 1; i-- {
+		twenty = append(twenty, time.Duration(i))
+	}
+	for _, c := range []struct {
+		ds   []time.Duration
+		p    int
+		want time.Duration
+	}{
+		{[]time.Duration{7}, 95, 7},
+		{[]time.Duration{3, 1, 2}, 95, 3},
+		{[]time.Duration{3, 1, 2}, 50, 2},
+		{twenty, 95, 19},
+		{twenty, 100, 20},
+		{twenty, 5, 1},
+	} {
+		if got := runview.Percentile(c.ds, c.p); got == nil || *got != c.want {
+			t.Errorf("percentile %d of %v: %v, want %v", c.p, c.ds, got, c.want)
+		}
+	}
+	if twenty[0] != 20 {
+		t.Error("the input was changed")
+	}
+}

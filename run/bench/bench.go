@@ -15,7 +15,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/zkchaos/zkchaos/client/subjects"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/cpuprofile"
 	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/run/runner"
 )
@@ -115,6 +115,13 @@ func Run(ctx, hard context.Context, cfg Config, exe string, stderr io.Writer) (*
 	if err := cfg.Validate(); err != nil {
 		return nil, "", err
 	}
+	// Each subject's command, before anything is made: the built-in
+	// worker beside exe, Curator's worker compiled, kazoo's interpreter.
+	for _, s := range cfg.Subjects {
+		if _, _, err := subjects.Command(exe, s, subjects.Flags{}); err != nil {
+			return nil, "", fmt.Errorf("subject %s: %w", s, err)
+		}
+	}
 	if err := backend.Preflight(hard, cfg.Cluster, backend.ZooKeeper, "", false, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
 		return nil, "", err
 	}
@@ -138,7 +145,7 @@ func Run(ctx, hard context.Context, cfg Config, exe string, stderr io.Writer) (*
 	defer logf.Close()
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(stderr, logf), nil))
 	if cfg.Profile {
-		stop, err := StartProfile(run.Path(ProfileFile))
+		stop, err := cpuprofile.Start(run.Path(ProfileFile))
 		if err != nil {
 			return nil, run.Dir, err
 		}
@@ -163,10 +170,23 @@ func Run(ctx, hard context.Context, cfg Config, exe string, stderr io.Writer) (*
 	return res, run.Dir, err
 }
 
-// measure takes every figure in turn: the raw pairs, each subject, the
-// overhead (of seed when measured, else of the first subject that is a
-// built-in recipe).
+// measure takes every figure in turn: the built-in worker's start, the
+// raw pairs, each subject, the overhead (the built-in worker's figures of
+// seed when measured, else of the first subject that is a built-in
+// recipe).
 func (e *env) measure(ctx context.Context, res *Result) error {
+	recipe := overheadRecipe(e.cfg.Subjects)
+	if recipe != "" {
+		hs, err := e.hellos(ctx, recipe, len(e.cfg.Subjects)*e.cfg.Clients+1)
+		res.Hello = hs
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			e.log.Info("worker start", "recipe", recipe, "way", h.Way, "median", time.Duration(h.MedianNS).String(),
+				"p95", time.Duration(h.P95NS).String(), "starts", h.Starts)
+		}
+	}
 	for _, layout := range []string{Hot, Spread} {
 		f, err := e.rawPairs(ctx, layout)
 		if err != nil {
@@ -182,9 +202,8 @@ func (e *env) measure(ctx context.Context, res *Result) error {
 			return err
 		}
 	}
-	recipe := overheadRecipe(e.cfg.Subjects)
 	if recipe == "" {
-		e.log.Warn("no built-in recipe among the subjects: the harness overhead is not measured")
+		e.log.Warn("no built-in recipe among the subjects: the worker's start and the harness overhead are not measured")
 		return nil
 	}
 	o, err := e.overhead(ctx, recipe, len(e.cfg.Subjects)*e.cfg.Clients)
@@ -210,22 +229,4 @@ func overheadRecipe(subs []string) string {
 		}
 	}
 	return ""
-}
-
-// WorkerProfileEnv, set to a folder in a built-in worker's environment,
-// has it write its CPU profile there (worker-N.cpu.pprof, N its process
-// number) until it exits: chaos bench --profile sets it.
-const WorkerProfileEnv = "ZKCHAOS_WORKER_CPUPROFILE"
-
-// StartProfile writes this process's CPU profile to path until stop.
-func StartProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("profile: %w", err)
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

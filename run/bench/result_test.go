@@ -29,6 +29,28 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+// The nearest-rank quantile: the smallest sample that at least q of the
+// samples do not exceed.
+func TestQuantile(t *testing.T) {
+	fifty := make([]int64, 50)
+	for i := range fifty {
+		fifty[i] = int64(50 - i) // 50..1, unsorted
+	}
+	for _, c := range []struct {
+		in   []int64
+		q    float64
+		want int64
+	}{{nil, 0.95, 0}, {[]int64{7}, 0.95, 7}, {fifty, 0.95, 48}, {fifty, 0.5, 25}, {fifty, 1, 50}, {fifty, 0, 1}, {[]int64{1, 2, 3, 100}, 0.95, 100}} {
+		orig := append([]int64(nil), c.in...)
+		if got := Quantile(c.in, c.q); got != c.want {
+			t.Errorf("Quantile(%v, %v) = %d, want %d", c.in, c.q, got, c.want)
+		}
+		if !equal(orig, c.in) {
+			t.Errorf("Quantile changed its input")
+		}
+	}
+}
+
 func equal(a, b []int64) bool {
 	if len(a) != len(b) {
 		return false
@@ -76,16 +98,19 @@ func TestSettleTargets(t *testing.T) {
 		fig(Seed, KindLock, Hot, 500), fig(Seed, KindLock, Spread, 1900),
 		fig(ZKLock, KindLock, Hot, 400), fig(ZKLock, KindLock, Spread, 1000),
 		fig(Seed, KindSection, Spread, 300), fig(ZKLock, KindSection, Spread, 600),
-	}, Overhead: &Overhead{DirectNS: 1000, Fraction: 0.07}}
+	}, Overhead: &Overhead{DirectNS: 1000, Fraction: 0.07},
+		// Judged on the direct start only: the namespace's adds ip's.
+		Hello: []Hello{{Way: HelloDirect, Starts: 50, MedianNS: 20_500_000}, {Way: HelloNamespace, Starts: 50, MedianNS: 5_000_000}}}
 	r.Settle()
 	want := map[string]struct {
 		v    float64
 		met  bool
 		know bool
 	}{
-		"seed lock >= 0.9x raw pairs, 8 keys":     {0.95, true, true},
-		"seed lock >= 1.0x zk-lock, one hot lock": {1.25, true, true},
-		"harness overhead < 5% of an acquisition": {0.07, false, true},
+		"seed lock >= 0.9x raw pairs, 8 keys":         {0.95, true, true},
+		"seed lock >= 1.0x zk-lock, one hot lock":     {1.25, true, true},
+		"harness overhead < 5% of an acquisition":     {0.07, false, true},
+		"worker exec to hello, median ms (50 starts)": {20.5, false, true},
 	}
 	if len(r.Targets) != len(want) {
 		t.Fatalf("targets %+v, want %d", r.Targets, len(want))
@@ -133,7 +158,8 @@ func TestWriteAndPrint(t *testing.T) {
 	r := &Result{RunID: "abc", Clients: 8, Nodes: 3, Figures: []Figure{
 		{Subject: SubjectRaw, Kind: KindPairs, Layout: Spread, PerSec: 2000, Includes: Includes(KindPairs), CPUPerOp: map[string]float64{RoleServers: 0.5}},
 		{Subject: Seed, Kind: KindLock, Layout: Spread, PerSec: 1500, Includes: Includes(KindLock)},
-	}}
+	}, Hello: []Hello{{Recipe: Seed, Way: HelloDirect, Includes: "exec to hello", RawNS: []int64{9_000_000, 7_000_000, 30_000_000, 8_000_000}}}}
+	r.Hello[0].settle()
 	r.Settle()
 	path := filepath.Join(t.TempDir(), File)
 	if err := r.Write(path); err != nil {
@@ -147,12 +173,13 @@ func TestWriteAndPrint(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Figures) != 2 || back.Figures[0].CPUPerOp[RoleServers] != 0.5 || len(back.Targets) != 3 {
+	if len(back.Figures) != 2 || back.Figures[0].CPUPerOp[RoleServers] != 0.5 || len(back.Targets) != 4 || len(back.Hello) != 1 || back.Hello[0].P95NS != 30_000_000 {
 		t.Fatalf("bench.json round trip: %+v", back)
 	}
 	var out bytes.Buffer
 	r.Print(&out)
-	for _, want := range []string{"seed/lock/8-keys", "NOT MET", "UNKNOWN", "0.750", Includes(KindLock), "zookeeper 0.50"} {
+	for _, want := range []string{"seed/lock/8-keys", "NOT MET", "UNKNOWN", "0.750", Includes(KindLock), "zookeeper 0.50",
+		"worker start (seed, direct): exec to hello median 8.5ms, p95 30.0ms over 4 starts", "worker exec to hello, median ms (50 starts)", "got 8.500  MET"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

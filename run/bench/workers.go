@@ -60,6 +60,12 @@ func (e *env) startWorkers(ctx context.Context, subject, root string, first, n i
 }
 
 func (e *env) startWorker(ctx context.Context, subject, root string, process int) (*benchWorker, error) {
+	return e.startWorkerIn(ctx, e.ens.Net, subject, root, process)
+}
+
+// startWorkerIn starts a worker in a namespace of its own on net's bridge,
+// or without one when net is nil.
+func (e *env) startWorkerIn(ctx context.Context, net *netns.Network, subject, root string, process int) (*benchWorker, error) {
 	prog, args, err := subjects.Command(e.exe, subject, subjects.Flags{ZK: e.connect(), Register: e.reg.URL(),
 		Process: process, SessionTimeout: e.cfg.SessionTimeout, Token: recipes.TokenCzxid, Root: root})
 	if err != nil {
@@ -71,9 +77,9 @@ func (e *env) startWorker(ctx context.Context, subject, root string, process int
 		if err != nil {
 			return nil, fmt.Errorf("profile folder: %w", err)
 		}
-		env = append(env, WorkerProfileEnv+"="+dir)
+		env = append(env, worker.ProfileEnv+"="+dir)
 	}
-	cmd, host, err := runner.ProcessCommand(ctx, e.ens.Net, fmt.Sprintf("w%d", process), prog, env, args...)
+	cmd, host, err := runner.ProcessCommand(ctx, net, fmt.Sprintf("w%d", process), prog, env, args...)
 	if err != nil {
 		return nil, err
 	}

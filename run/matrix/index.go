@@ -30,10 +30,10 @@ td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertic
 </head>
 <body>
 <h1>zkchaos {{.Command}}</h1>
-<p>{{.Passed}} of {{len .Rows}} cells as expected; written {{.Written}}. Each cell's outcome is judged on all its runs; each run links its report.</p>
+<p>{{.Passed}} of {{len .Rows}} cells as expected; written {{.Written}}. Each cell's outcome is judged on all its runs; each run links its report. A cell that expects only violations runs until its first one, up to its limit.</p>
 <table>
-<tr><th>cell</th><th>expected</th><th>outcome</th><th>caught</th><th>median first violation</th><th>runs (seed: actual, first violation, time)</th></tr>
-{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Expected}}</td><td class="{{.Outcome}}">{{.Outcome}}{{if .Skipped}}: {{.Skipped}}{{end}}</td><td class="n">{{.Caught}}</td><td class="n">{{.Median}}</td>
+<tr><th>cell</th><th>expected</th><th>outcome</th><th>caught</th><th>first violation after the first client op</th><th>runs (seed: actual, first violation, time)</th></tr>
+{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Expected}}</td><td class="{{.Outcome}}">{{.Outcome}}{{if .Skipped}}: {{.Skipped}}{{end}}</td><td class="n">{{.Caught}}</td><td class="n">{{.Firsts}}</td>
 <td>{{range .Runs}}<div>{{if .Href}}<a href="{{.Href}}">seed {{.Seed}}</a>{{else}}seed {{.Seed}}{{end}}: {{.Actual}}, {{.First}}, {{.Elapsed}}</div>{{end}}</td></tr>
 {{end}}</table>
 </body>
@@ -43,7 +43,7 @@ td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertic
 var indexPage = template.Must(template.New("index").Parse(indexSource))
 
 type indexRow struct {
-	Name, Expected, Outcome, Skipped, Caught, Median string
+	Name, Expected, Outcome, Skipped, Caught, Firsts string
 	Runs                                             []indexRun
 }
 
@@ -65,16 +65,15 @@ func WriteIndex(path, command string, rs []CellResult) error {
 		Written string
 	}{Command: command, Written: time.Now().UTC().Format(time.RFC3339)}
 	for _, r := range rs {
-		row := indexRow{Name: r.Name, Expected: r.Cell.ExpectString(), Outcome: string(r.Outcome), Skipped: r.SkippedBecause,
-			Median: durString(r.MedianFirst)}
+		row := indexRow{Name: r.Name, Expected: r.Cell.ExpectString(), Outcome: string(r.Outcome), Skipped: r.SkippedBecause}
 		if r.Outcome == Pass {
 			view.Passed++
 		}
-		if r.Cell.ExpectsViolation() {
-			row.Caught = fmt.Sprintf("%d/%d", r.Detected, len(r.Attempts))
+		if r.Cell.ExpectsViolation() && r.Outcome != Skipped {
+			row.Caught, row.Firsts = fmt.Sprintf("%d/%d", r.Detected, len(r.Attempts)), firstsOf(r)
 		}
 		for _, a := range r.Attempts {
-			run := indexRun{Seed: a.Seed, Actual: actualString(r.Cell, a), First: durString(a.FirstBug),
+			run := indexRun{Seed: a.Seed, Actual: actualString(r.Cell, a), First: firstOf(r.Cell, a),
 				Elapsed: a.Elapsed.Round(time.Second).String()}
 			if a.Dir != "" {
 				if rel, err := filepath.Rel(base, filepath.Join(a.Dir, "report.html")); err == nil {

@@ -52,10 +52,16 @@ func WriteJUnit(path, command string, rs []CellResult) error {
 		for _, a := range r.Attempts {
 			tc.Time += a.Elapsed.Seconds()
 			out = append(out, fmt.Sprintf("seed %d: %s, actual %s, first violation %s, run %s",
-				a.Seed, outcomeString(a), actualString(r.Cell, a), durString(a.FirstBug), a.Dir))
+				a.Seed, outcomeString(a), actualString(r.Cell, a), firstOf(r.Cell, a), a.Dir))
 		}
 		s.Time += tc.Time
 		msg := fmt.Sprintf("expected %s; %d/%d attempts as expected", r.Cell.ExpectString(), passes(r), len(r.Attempts))
+		if f := firstsOf(r); f != "" && len(r.Attempts) > 0 {
+			msg += fmt.Sprintf("; detected %d/%d, first violation after the first client op: %s", r.Detected, len(r.Attempts), f)
+		}
+		if m := missed(r); m != "" {
+			msg += "; " + m
+		}
 		body := strings.Join(out, "\n")
 		switch r.Outcome {
 		case Wrong, Unknown:

@@ -7,16 +7,19 @@
 package matrix
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/observe/progress"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // Cell is one configuration and what it must produce.
@@ -45,7 +48,28 @@ type Cell struct {
 	// Service is the cell's --service; "" is ZooKeeper. Its recipe names
 	// it already (redis-lock, etcd-mutex), so the name does not.
 	Service string
+	// Limit is how long the workload of a cell that stops at its first
+	// violation (StopsAtFirst) may run without finding it, whatever Args
+	// say; 0 is DefaultLimit. Other cells run the time Args give.
+	Limit time.Duration
 }
+
+// DefaultLimit bounds a cell that runs until its first violation. Such a
+// cell measures a rate per fault, and a loaded machine stretches every
+// fault cycle: a fixed 15 s or 30 s then sees fewer faults and sometimes
+// none that lands (an unfenced expire-holder cell, two cells at once
+// beside another run, saw no double write in its three verified
+// expiries), and the gate turned red for a correct client. The slowest
+// cells measured (docs/measurements.md, three runs each) found theirs
+// after the 2nd, 4th and 6th expiry, about 3.5 s apart (expire-holder),
+// and after the 2nd, 2nd and 3rd pause, about 8 s apart (the unfenced
+// election): two minutes hold some 30 and 14 of those, enough to miss
+// at those rates about once in 5000 and once in 2500 runs (once in 60 at
+// half that pace). A run stops at its violation, seconds in, so
+// the limit costs time only where a cell fails anyway, and bounds what a
+// failing matrix costs. A cell whose faults come slower or show the bug
+// less often names a longer Limit (CURATOR-696's).
+const DefaultLimit = 2 * time.Minute
 
 // Name is recipe/nemesis/fencing, the handle --cells matches.
 func (c Cell) Name() string {
@@ -79,31 +103,49 @@ func (c Cell) RunArgs(seed int64) []string {
 	if c.Service != "" {
 		args = append(args, "--service", c.Service)
 	}
-	if c.StopsAtFirst() {
-		// The run stops at a violation of a gating checker only: gate
-		// it on what the cell expects to fail.
-		args = append(args, "--stop-at-first", "--gate", strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","))
+	if !c.StopsAtFirst() {
+		return append(args, c.Args...)
 	}
-	return append(args, c.Args...)
+	// The run stops at a violation of a gating checker only: gate it on
+	// what the cell expects to fail. Its limit comes last, over the time
+	// Args give.
+	args = append(args, "--stop-at-first", "--gate", strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","))
+	args = append(args, c.Args...)
+	return append(args, "--time-limit", c.StopLimit().String())
 }
 
 // StopsAtFirst says the cell's run ends at its first violation (chaos run
-// --stop-at-first) instead of running its whole time limit: every
-// verdict it expects is invalid, and every checker it names has an online
-// check that can see the violation while the run lasts (progress.Online:
-// double-writer, grant-overlap, token-order, wrong-token). Cells also
-// expecting a violation of liveness, herd or an election checker run
-// their time.
+// --stop-at-first), bounded by StopLimit, instead of running the time its
+// Args give: every verdict it expects is invalid, and every checker it
+// names can find a violation while the run lasts (progress.CanStop:
+// online, or on the records so far). A cell that also expects a valid
+// verdict (the comparison's stats), or a violation only a whole run can
+// show (herd's measure, config-convergence's final version), runs its
+// time.
 func (c Cell) StopsAtFirst() bool {
 	if len(c.Expect) == 0 {
 		return false
 	}
+	spec, err := workloads.Lookup(cmp.Or(c.Workload, workloads.LockName))
+	if err != nil {
+		return false // the run refuses the workload, naming it
+	}
+	cs := spec.Checkers()
 	for n, v := range c.Expect {
-		if v != checker.Invalid || !progress.Online(n) {
+		if v != checker.Invalid || !progress.CanStop(cs, n) {
 			return false
 		}
 	}
 	return true
+}
+
+// StopLimit is the workload limit of a cell that stops at its first
+// violation: Limit, or DefaultLimit; 0 for a cell that runs its time.
+func (c Cell) StopLimit() time.Duration {
+	if !c.StopsAtFirst() {
+		return 0
+	}
+	return cmp.Or(c.Limit, DefaultLimit)
 }
 
 // ExpectString renders the expectation, e.g. "double-writer=false".

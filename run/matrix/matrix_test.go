@@ -155,6 +155,38 @@ func TestJUnit(t *testing.T) {
 	}
 }
 
+// TestMissedViolationsSaySo: a cell that stops at its first violation
+// and missed it in some attempts says, in the summary and the JUnit file,
+// in how many and within which limit; its first violations there carry
+// the limit.
+func TestMissedViolationsSaySo(t *testing.T) {
+	c := Cell{Recipe: "seed", Nemesis: []string{"expire-holder"}, Fencing: "off", Expect: invalid(fence.NameDoubleWriter)}
+	four := 4 * time.Second
+	found := Attempt{Seed: 1, Outcome: Pass, ToFirst: &four, Actual: map[string]checker.Validity{fence.NameDoubleWriter: checker.Invalid}}
+	miss := Attempt{Seed: 2, Outcome: Wrong, Actual: map[string]checker.Validity{fence.NameDoubleWriter: checker.Valid}}
+	cr := CellResult{Cell: c, Name: c.Name(), Attempts: []Attempt{found, miss}}
+	judge(&cr, 1)
+	if cr.Outcome != Wrong || cr.Limit != DefaultLimit || cr.MedianToFirst == nil || *cr.MedianToFirst != four {
+		t.Fatalf("judged %s, limit %v, median %v; want wrong, 2m, 4s", cr.Outcome, cr.Limit, cr.MedianToFirst)
+	}
+	var sum strings.Builder
+	Summary(&sum, []CellResult{cr})
+	if want := "seed/expire-holder/fencing-off: wrong (expected double-writer=false): no violation in 120s in 1 of 2 runs"; !strings.Contains(sum.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, sum.String())
+	}
+	p := filepath.Join(t.TempDir(), "junit.xml")
+	if err := WriteJUnit(p, "test-all", []CellResult{cr}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	for _, want := range []string{"detected 1/2, first violation after the first client op: median 4.0s, p95 4.0s (limit 120s)",
+		"no violation in 120s in 1 of 2 runs", "first violation 4.0s (limit 120s)", "first violation none in 120s"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("junit lacks %q:\n%s", want, b)
+		}
+	}
+}
+
 func TestCellNamesAreUnique(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range Default("/usr/bin/chaos") {
@@ -202,50 +234,71 @@ func TestTrusted(t *testing.T) {
 	}
 }
 
-// TestStopsAtFirst: exactly the cells that expect only violations an
-// online check sees stop at their first violation and pass
-// --stop-at-first: those expecting an invalid double-writer and nothing
-// else, and since grant-overlap and token-order have online versions of
-// the history (docs/measurements.md "Streaming checkers"), the six zoo
-// cells named here.
+// TestStopsAtFirst: every cell that expects only violations stops at its
+// first one, gated on what it expects, with the limit as its last time
+// limit (over the time its Args give), except those whose violation only
+// a whole run shows: the herd measures and config-convergence (named
+// here), and the comparison's cells, which also expect the stats of a
+// whole run. Cells that expect a valid verdict run their time.
 func TestStopsAtFirst(t *testing.T) {
-	history := map[string]bool{
-		"seed/rogue-client/fencing-on/acl-off":     true, // grant-overlap
-		"assume-on-watch/none/fencing-on":          true, // grant-overlap
-		"ignore-session/pause-holder/fencing-on":   true, // grant-overlap
-		"release-smallest/pause-holder/fencing-on": true, // grant-overlap
-		"random-token/none/fencing-on":             true, // token-order
-		"clock-token/none/fencing-on":              true, // token-order
+	whole := map[string]bool{
+		"herd/none/fencing-on":              true, // herd: wake-ups per acquire over the run
+		"election:herd/none/fencing-on":     true, // the same, on the campaigns
+		"config:no-rewatch/none/fencing-on": true, // config-convergence: the final version
 	}
 	n, seen := 0, 0
 	for _, c := range Default("/bin/chaos") {
-		want := len(c.Expect) == 1 && c.Expect[fence.NameDoubleWriter] == checker.Invalid || history[c.Name()]
-		if history[c.Name()] {
+		onlyInvalid := c.ExpectsViolation()
+		for _, v := range c.Expect {
+			onlyInvalid = onlyInvalid && v == checker.Invalid
+		}
+		if whole[c.Name()] {
 			seen++
 		}
-		args := strings.Join(c.RunArgs(1), " ")
-		if c.StopsAtFirst() != want || strings.Contains(args, "--stop-at-first") != want {
-			t.Errorf("%s (expects %s): stops at first %v, args %q; want %v", c.Name(), c.ExpectString(), c.StopsAtFirst(), args, want)
+		want := onlyInvalid && !whole[c.Name()]
+		args := c.RunArgs(1)
+		joined := strings.Join(args, " ")
+		if c.StopsAtFirst() != want || strings.Contains(joined, "--stop-at-first") != want {
+			t.Errorf("%s (expects %s): stops at first %v, args %q; want %v", c.Name(), c.ExpectString(), c.StopsAtFirst(), joined, want)
 		}
-		if want {
-			n++
-			// It stops only at a gating checker's violation: the gate is
-			// what it expects to fail.
-			if g := "--gate " + strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","); !strings.Contains(args, g) {
-				t.Errorf("%s: args %q lack %q", c.Name(), args, g)
+		if !want {
+			if c.StopLimit() != 0 {
+				t.Errorf("%s runs its time but has a stop limit %v", c.Name(), c.StopLimit())
 			}
+			continue
+		}
+		n++
+		// It stops only at a gating checker's violation: the gate is
+		// what it expects to fail.
+		if g := "--gate " + strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","); !strings.Contains(joined, g) {
+			t.Errorf("%s: args %q lack %q", c.Name(), joined, g)
+		}
+		lim := DefaultLimit
+		if c.Limit != 0 {
+			lim = c.Limit // CURATOR-696's
+		}
+		if tail := strings.Join(args[len(args)-2:], " "); tail != "--time-limit "+lim.String() || c.StopLimit() != lim {
+			t.Errorf("%s: args end %q, stop limit %v; want --time-limit %s last", c.Name(), tail, c.StopLimit(), lim)
 		}
 	}
-	if n == 0 || seen != len(history) {
-		t.Errorf("%d cells stop at their first violation, %d of the %d named here are in the matrix", n, seen, len(history))
+	if n < 20 || seen != len(whole) {
+		t.Errorf("%d cells stop at their first violation, %d of the %d named here are in the matrix", n, seen, len(whole))
 	}
-	mixed := Cell{Expect: map[string]checker.Validity{fence.NameDoubleWriter: checker.Invalid, lock.NameLiveness: checker.Invalid}}
+	c := Cell{Expect: invalid(fence.NameDoubleWriter), Limit: 30 * time.Second}
+	if args := c.RunArgs(1); strings.Join(args[len(args)-2:], " ") != "--time-limit 30s" {
+		t.Errorf("a cell's own limit: args %v", args)
+	}
+	mixed := Cell{Expect: map[string]checker.Validity{fence.NameDoubleWriter: checker.Invalid, lock.NameHerd: checker.Invalid}}
 	if mixed.StopsAtFirst() {
-		t.Error("a cell that also expects a violation no online check sees must run its time")
+		t.Error("a cell that also expects a violation only a whole run shows must run its time")
 	}
-	online := Cell{Expect: map[string]checker.Validity{fence.NameWrongToken: checker.Invalid, lock.NameGrantOverlap: checker.Invalid}}
+	online := Cell{Expect: map[string]checker.Validity{fence.NameWrongToken: checker.Invalid, lock.NameLiveness: checker.Invalid}}
 	if !online.StopsAtFirst() {
-		t.Error("a cell expecting only violations the history's online checks see must stop at its first")
+		t.Error("a cell expecting only violations an online check or a check of the run so far finds must stop at its first")
+	}
+	unknown := Cell{Workload: "no-such-workload", Expect: invalid(fence.NameDoubleWriter)}
+	if unknown.StopsAtFirst() {
+		t.Error("a cell of an unknown workload stops at its first violation")
 	}
 }
 
@@ -285,9 +338,9 @@ func TestSkippedCellIsReportedNotPassed(t *testing.T) {
 	}
 }
 
-// TestIndex: the test-all page has a row per cell with its outcome and
-// detection rate, links each run's report relative to the page, and
-// escapes what it shows.
+// TestIndex: the test-all page has a row per cell with its outcome,
+// detection rate and first violations against the limit, links each
+// run's report relative to the page, and escapes what it shows.
 func TestIndex(t *testing.T) {
 	dir := t.TempDir()
 	var zoo Cell
@@ -299,9 +352,10 @@ func TestIndex(t *testing.T) {
 	}
 	first := 2500 * time.Millisecond
 	rs := []CellResult{
-		{Cell: zoo, Name: zoo.Name(), Outcome: Pass, Detected: 1, MedianFirst: &first, Attempts: []Attempt{
-			{Seed: 1, Outcome: Pass, Elapsed: 30 * time.Second, FirstBug: &first, Dir: filepath.Join(dir, "cell-a", "run-1"),
-				Actual: map[string]checker.Validity{}}}},
+		{Cell: zoo, Name: zoo.Name(), Outcome: Pass, Detected: 1, MedianToFirst: &first, P95ToFirst: &first, Limit: zoo.StopLimit(), Attempts: []Attempt{
+			{Seed: 1, Outcome: Pass, Elapsed: 30 * time.Second, ToFirst: &first, Dir: filepath.Join(dir, "cell-a", "run-1"),
+				Actual: map[string]checker.Validity{fence.NameDoubleWriter: checker.Invalid}},
+			{Seed: 2, Outcome: Wrong, Elapsed: 130 * time.Second, Actual: map[string]checker.Validity{fence.NameDoubleWriter: checker.Valid}}}},
 		{Cell: zoo, Name: "<b>hostile</b>", Outcome: Wrong, Attempts: []Attempt{{Seed: 2, Outcome: Wrong}}},
 	}
 	p := filepath.Join(dir, "index.html")
@@ -313,7 +367,7 @@ func TestIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	for _, want := range []string{`href="cell-a/run-1/report.html"`, "1/1", "2.5s", "1 of 2 cells as expected", "<title>zkchaos gate: 1 of 2", "<h1>zkchaos gate</h1>", `class="wrong"`, "&lt;b&gt;hostile"} {
+	for _, want := range []string{`href="cell-a/run-1/report.html"`, "1/2", "median 2.5s, p95 2.5s (limit 120s)", "2.5s (limit 120s)", "none in 120s", "1 of 2 cells as expected", "<title>zkchaos gate: 1 of 2", "<h1>zkchaos gate</h1>", `class="wrong"`, "&lt;b&gt;hostile"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("index lacks %q", want)
 		}

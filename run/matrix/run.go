@@ -89,7 +89,10 @@ type Attempt struct {
 	// ToFirst is FirstBug measured from the run's first client operation
 	// (runview.ReadFirst): the time a gate waits for, without the setup.
 	ToFirst *time.Duration `json:"to_first_violation_ns,omitempty"`
-	Detail  string         `json:"detail,omitempty"`
+	// Stopped says the run stopped at its first violation, before its
+	// limit (the cell's StopLimit).
+	Stopped bool   `json:"stopped_at_first_violation,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // CellResult is a cell with all its attempts.
@@ -102,8 +105,14 @@ type CellResult struct {
 	// violation found one (only for cells that expect one).
 	Detected    int            `json:"detected"`
 	MedianFirst *time.Duration `json:"median_first_violation_ns,omitempty"`
-	// MedianToFirst is the median of the detected attempts' ToFirst.
+	// MedianToFirst and P95ToFirst are the median and the 95th
+	// percentile of the detected attempts' ToFirst: what a detection
+	// costs, typically and nearly at worst.
 	MedianToFirst *time.Duration `json:"median_to_first_violation_ns,omitempty"`
+	P95ToFirst    *time.Duration `json:"p95_to_first_violation_ns,omitempty"`
+	// Limit is the cell's StopLimit (absent for a cell that runs its
+	// time): an attempt that did not detect the violation ran this long.
+	Limit time.Duration `json:"limit_ns,omitempty"`
 	// SkippedBecause is why a skipped cell did not run.
 	SkippedBecause string `json:"skipped_because,omitempty"`
 }
@@ -155,6 +164,7 @@ func judge(cr *CellResult, rate float64) {
 		}
 	}
 	cr.MedianFirst, cr.MedianToFirst = runview.Median(firsts), runview.Median(tos)
+	cr.P95ToFirst, cr.Limit = runview.Percentile(tos, 95), cr.Cell.StopLimit()
 	if float64(passes(*cr)) >= rate*float64(len(cr.Attempts)) && worst != Error {
 		cr.Outcome = Pass
 		return
@@ -226,9 +236,15 @@ func runAttempt(ctx context.Context, c Cell, o Options, seed int64, prefix strin
 	if a.FirstBug != nil {
 		a.ToFirst = toFirst(dir, c)
 	}
+	a.Stopped = res.Completion != nil && res.Completion.StoppedAtFirst
 	a.Outcome = compare(c, a.Actual)
-	if a.Outcome == Pass {
+	switch {
+	case a.Outcome == Pass:
 		a.Outcome, a.Detail = trusted(c, res)
+	case a.Outcome == Wrong && a.Stopped:
+		// A run stopped early is incomplete: finding less than expected
+		// in it decides nothing (checker.Completion).
+		a.Outcome, a.Detail = Unknown, "stopped at a first violation the full check does not confirm: "+res.Completion.Why
 	}
 	return a
 }
@@ -390,7 +406,11 @@ func Summary(w io.Writer, rs []CellResult) int {
 		case Skipped:
 			fmt.Fprintf(w, "  %s: skipped: %s\n", r.Name, r.SkippedBecause)
 		default:
-			fmt.Fprintf(w, "  %s: %s (expected %s)\n", r.Name, r.Outcome, r.Cell.ExpectString())
+			fmt.Fprintf(w, "  %s: %s (expected %s)", r.Name, r.Outcome, r.Cell.ExpectString())
+			if m := missed(r); m != "" {
+				fmt.Fprintf(w, ": %s", m)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	switch worst {

@@ -27,11 +27,15 @@ func Run(ctx context.Context, cells []Cell, o Options) ([]CellResult, error) {
 	if err := os.MkdirAll(o.Results, 0o755); err != nil {
 		return nil, fmt.Errorf("results folder: %w", err)
 	}
-	fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s %s\n", "cell", "expected", "actual", "first bug", "time", "result")
+	fmt.Fprintf(o.Out, rowFormat, "cell", "expected", "actual", "first violation", "time", "result")
 	t := newTable(cells, o)
 	t.run(ctx)
 	return t.res[:t.printed], ctx.Err()
 }
+
+// rowFormat is a row of the table: cell, expected, actual, first
+// violation (firstOf), time, result.
+const rowFormat = "%-48s %-34s %-34s %-20s %-8v %s\n"
 
 // job is one attempt of one cell.
 type job struct{ cell, attempt int }
@@ -133,15 +137,15 @@ func (t *table) flush() {
 	for t.printed < len(t.cells) {
 		c, cr := t.cells[t.printed], &t.res[t.printed]
 		if cr.Outcome == Skipped {
-			fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s skipped: %s\n", trunc(c.Name(), 48), trunc(c.ExpectString(), 34), "-", "-", "-", cr.SkippedBecause)
+			fmt.Fprintf(o.Out, rowFormat, trunc(c.Name(), 48), trunc(c.ExpectString(), 34), "-", "-", "-", "skipped: "+cr.SkippedBecause)
 			t.printed++
 			continue
 		}
 		for ; t.row < o.Repeat && t.got[t.printed][t.row] != nil; t.row++ {
 			a := *t.got[t.printed][t.row]
 			cr.Attempts = append(cr.Attempts, a)
-			fmt.Fprintf(o.Out, "%-48s %-34s %-34s %-10s %-8s %s\n", trunc(c.Name(), 48), trunc(c.ExpectString(), 34),
-				trunc(actualString(c, a), 34), durString(a.ToFirst), a.Elapsed.Round(time.Second), outcomeString(a))
+			fmt.Fprintf(o.Out, rowFormat, trunc(c.Name(), 48), trunc(c.ExpectString(), 34),
+				trunc(actualString(c, a), 34), firstOf(c, a), a.Elapsed.Round(time.Second), outcomeString(a))
 		}
 		if t.row < o.Repeat {
 			return
@@ -150,7 +154,7 @@ func (t *table) flush() {
 		if o.Repeat > 1 {
 			fmt.Fprintf(o.Out, "%-48s %d/%d as expected", trunc(c.Name(), 48), passes(*cr), len(cr.Attempts))
 			if c.ExpectsViolation() {
-				fmt.Fprintf(o.Out, ", detected %d/%d, median first violation %s after the first client op", cr.Detected, len(cr.Attempts), durString(cr.MedianToFirst))
+				fmt.Fprintf(o.Out, ", detected %d/%d, first violation after the first client op: %s", cr.Detected, len(cr.Attempts), firstsOf(*cr))
 			}
 			fmt.Fprintf(o.Out, ": %s\n", cr.Outcome)
 		}

@@ -44,10 +44,17 @@ func fakeRun(args []string) error {
 	fs.String("fencing", "", "")
 	fs.Bool("stop-at-first", false, "")
 	fs.String("gate", "", "")
+	limit := fs.Duration("time-limit", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	sleep, err := time.ParseDuration(*recipe)
+	if err := appendFile(filepath.Join(*results, "limits"), fmt.Sprintf("%s %s\n", *name, *limit)); err != nil {
+		return err
+	}
+	// A recipe ending +unconfirmed stopped at a first violation its full
+	// check did not confirm.
+	dur, unconfirmed := strings.CutSuffix(*recipe, "+unconfirmed")
+	sleep, err := time.ParseDuration(dur)
 	if err != nil {
 		return err
 	}
@@ -71,6 +78,10 @@ func fakeRun(args []string) error {
 		integrity.Name:         {Valid: checker.Valid},
 		fence.NameDoubleWriter: {Valid: checker.Invalid, Details: fence.DoubleWriterDetails{FirstViolationAfterNS: &first}},
 	}}
+	if unconfirmed {
+		res.Valid, res.Completion = checker.Unknown, &checker.Completion{StoppedAtFirst: true, Why: "stopped at its first violation (double-writer)"}
+		res.Checkers[fence.NameDoubleWriter] = checker.Result{Valid: checker.Valid}
+	}
 	return checker.WriteResults(run.Path(store.ResultsFile), res)
 }
 
@@ -192,5 +203,40 @@ func TestParallelKeepsCellOrder(t *testing.T) {
 	b, err := json.Marshal(par)
 	if err != nil || !strings.Contains(string(b), `"to_first_violation_ns":1000000000`) {
 		t.Errorf("JSON %s, %v", b, err)
+	}
+}
+
+// TestFirstViolationsAgainstTheLimit: a cell that stops at its first
+// violation is run with its limit, and its rows and its line after the
+// repeats give each first violation, their median and 95th percentile,
+// and the limit.
+func TestFirstViolationsAgainstTheLimit(t *testing.T) {
+	rs, table, dir := runFake(t, 1, 3, "10ms")
+	b, err := os.ReadFile(filepath.Join(dir, "limits"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(b)); len(got) != 6 || got[1] != "2m0s" {
+		t.Errorf("the runs' time limits: %q, want the stop limit 2m0s for each of 3", b)
+	}
+	for _, want := range []string{"1.0s (limit 120s)", "3.0s (limit 120s)",
+		"detected 3/3, first violation after the first client op: median 2.0s, p95 3.0s (limit 120s): pass"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if r := rs[0]; r.Limit != DefaultLimit || r.P95ToFirst == nil || *r.P95ToFirst != 3*time.Second {
+		t.Errorf("result: limit %v, p95 %v; want 2m, 3s", r.Limit, r.P95ToFirst)
+	}
+}
+
+// TestUnconfirmedStopIsUnknown: a run stopped at a first violation that
+// its full check does not confirm is incomplete and found nothing: the
+// attempt is unknown, not wrong, and says why.
+func TestUnconfirmedStopIsUnknown(t *testing.T) {
+	rs, table, _ := runFake(t, 1, 1, "10ms+unconfirmed")
+	a := rs[0].Attempts[0]
+	if a.Outcome != Unknown || !a.Stopped || !strings.Contains(a.Detail, "does not confirm") {
+		t.Errorf("attempt %s stopped %v %q; want unknown, stopped, saying the stop was not confirmed\n%s", a.Outcome, a.Stopped, a.Detail, table)
 	}
 }

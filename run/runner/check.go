@@ -187,7 +187,8 @@ func reexport(ctx context.Context, run *store.Run) {
 // validateCheck checks what judges the run: the gate among the
 // workload's checkers (an unknown workload is validateWorkload's to
 // report), stopping at the first violation (which needs a checker of the
-// gate that runs online), and the checkers' budget.
+// gate that runs online or judges the run so far), and the checkers'
+// budget.
 func validateCheck(c Config) []error {
 	var errs []error
 	if c.CheckBudget < 0 {
@@ -204,7 +205,7 @@ func validateCheck(c Config) []error {
 		return append(errs, setting.Err("Gate", "", err))
 	}
 	if c.StopAtFirst && len(c.stopCheckers(wl)) == 0 {
-		errs = append(errs, setting.Errorf("StopAtFirst", "", "no checker of the gate (%s) has an online check (%s have one)", strings.Join(c.Gate, ","), strings.Join(c.allOnline(), ", ")))
+		errs = append(errs, setting.Errorf("StopAtFirst", "", "no checker of the gate (%s) can find a violation while the run lasts (%s can)", strings.Join(c.Gate, ","), strings.Join(c.allOnline(), ", ")))
 	}
 	return errs
 }

@@ -396,8 +396,8 @@ func (c Config) checkResource() error {
 	} else if !c.zooKeeper() {
 		bad("only with %s %s for now: the other services' recipes were not run against it", setting.Name("Service"), cluster.ZooKeeper)
 	} else if !subjects.Builtin(c.workerWorkload(), c.Recipe) {
-		bad("subject %q is not a built-in recipe: only chaos worker takes %s (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself",
-			c.Recipe, setting.Name("Postgres"))
+		bad("subject %q is not a built-in recipe: only chaos-worker takes the PostgreSQL resource's address (docs/worker-protocol.md); an exec: or Curator subject writes to the register itself",
+			c.Recipe)
 	}
 	if hosts := backend.PostgresHosts(); !slices.Contains(hosts, c.Cluster) {
 		cl := setting.Name("Cluster")
@@ -412,9 +412,9 @@ func (c Config) checkResource() error {
 	return errors.Join(errs...)
 }
 
-// StopCheckers are the checkers whose first online violation ends the
-// workload under --stop-at-first: the gate's checkers that also run
-// online. Not the others: a finding that does not decide the verdict
+// StopCheckers are the checkers whose first violation ends the workload
+// under --stop-at-first: the gate's checkers that run online, or judge
+// the run so far (progress.CanStop). Not the others: a finding that does not decide the verdict
 // must not end a soak (a fenced soak was stopped by token-order, which
 // does not gate, with its resource intact); chaos test-all gates each
 // stopping cell on the checkers it expects to fail.
@@ -437,8 +437,8 @@ func (c Config) stopCheckers(wl workloads.Workload) []string {
 	return out
 }
 
-// allOnline are the checkers of every workload that have an online
-// version, for the message refusing --stop-at-first.
+// allOnline are the checkers of every workload that can stop a run at
+// their first violation, for the message refusing --stop-at-first.
 func (c Config) allOnline() []string {
 	var out []string
 	for _, name := range workloads.Names() {
@@ -451,12 +451,14 @@ func (c Config) allOnline() []string {
 	return slices.Compact(out)
 }
 
-// onlineCheckers are the workload's checkers that also run online (on
-// the apply log or the history, while the run lasts).
+// onlineCheckers are the workload's checkers that can find a violation
+// while the run lasts: online (on the apply log or the history), or on
+// the records so far (progress.CanStop).
 func onlineCheckers(wl workloads.Workload) []string {
 	var out []string
-	for _, ck := range wl.Checkers() {
-		if progress.Online(ck.Name) {
+	cs := wl.Checkers()
+	for _, ck := range cs {
+		if progress.CanStop(cs, ck.Name) {
 			out = append(out, ck.Name)
 		}
 	}

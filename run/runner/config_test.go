@@ -89,19 +89,20 @@ func TestPauseDefaultsToTwiceTheSessionTimeout(t *testing.T) {
 }
 
 // TestStopCheckers: --stop-at-first stops only at a checker that gates
-// the verdict and runs online.
+// the verdict and runs online or judges the run so far (liveness); a
+// measure of the whole run (herd) cannot stop it.
 func TestStopCheckers(t *testing.T) {
 	c := Defaults()
 	if got := c.StopCheckers(); !slices.Contains(got, "double-writer") || slices.Contains(got, "token-order") || slices.Contains(got, "register") {
 		t.Errorf("default gate %v: stop checkers %v, want the gate's online ones only (double-writer, wrong-token)", c.Gate, got)
 	}
-	c.Gate = []string{"token-order", "liveness"}
-	if got := c.StopCheckers(); !slices.Equal(got, []string{"token-order"}) {
-		t.Errorf("gate %v: stop checkers %v, want [token-order]", c.Gate, got)
+	c.Gate = []string{"token-order", "herd", "liveness"}
+	if got := c.StopCheckers(); !slices.Equal(got, []string{"liveness", "token-order"}) {
+		t.Errorf("gate %v: stop checkers %v, want [liveness token-order] (in the workload's order)", c.Gate, got)
 	}
-	c.Gate, c.StopAtFirst = []string{"liveness"}, true
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "stopping at the first violation: no checker of the gate (liveness)") {
-		t.Errorf("gate without an online checker: %v", err)
+	c.Gate, c.StopAtFirst = []string{"herd", "register"}, true
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "stopping at the first violation: no checker of the gate (herd,register) can find a violation while the run lasts") {
+		t.Errorf("gate without a checker that can stop the run: %v", err)
 	}
 }
 

@@ -7,28 +7,47 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/observe/progress"
+	"github.com/zkchaos/zkchaos/workloads"
 )
 
 // The online checks of the apply log and the history, while the run
 // lasts: for the progress line (a signal only: the verdict is the full
 // check after the run), and with Config.StopAtFirst to end the workload
-// at the first violation.
+// at the first violation, found online or by a check of the run so far.
 
-// startOnline follows the apply log at applyLog with the checkers named,
-// telling first of each one's first violation, and returns what stops it
-// once the resource has written its last entry (safe to call twice).
-func startOnline(hard context.Context, track *progress.Tracker, applyLog string, names []string, fencing string, first func(checker string), log *slog.Logger) (stop func()) {
+// startOnline follows the run's records with the checkers of wl: the
+// online checks of the apply log and the history, and with
+// Config.StopAtFirst the checks of the run so far of the gate's checkers
+// that have no online check (progress.SoFarChecks). Each checker's first
+// violation is told to first. It returns what stops them once the
+// resource has written its last entry (safe to call twice). startWall is
+// the run's start (Unix ns), which places the apply log on its clock.
+func startOnline(hard context.Context, track *progress.Tracker, run *store.Run, wl workloads.Workload, cfg Config, startWall int64, first func(checker string), log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(hard)
-	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(done)
-		if err := track.Follow(ctx, applyLog, names, log, first, progress.Fencing(fencing)); err != nil {
+		defer wg.Done()
+		if err := track.Follow(ctx, run.Path(store.ApplyLogFile), checkerNames(wl), log, first, progress.Fencing(cfg.Fencing)); err != nil {
 			log.Warn("progress: the online check stopped; the check after the run judges the log", "err", err)
 		}
 	}()
-	return func() { cancel(); <-done }
+	go func() {
+		defer wg.Done()
+		if !cfg.StopAtFirst {
+			return
+		}
+		recs := progress.Records{History: run.Path(store.HistoryFile), ApplyLog: run.Path(store.ApplyLogFile),
+			Input: checker.Input{StartWall: startWall, Fencing: cfg.Fencing, SessionTimeout: cfg.SessionTimeout, Budget: cfg.CheckBudget}}
+		if err := track.FollowSoFar(ctx, recs, progress.SoFarChecks(wl.Checkers(), cfg.Gate), log, first); err != nil {
+			log.Warn("progress: the checks of the run so far stopped; the check after the run judges the records", "err", err)
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
 }
 
 // firstStop ends the workload at the run's first violation found online

@@ -183,7 +183,7 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	if err := c.setup(args); err != nil {
 		return out, err
 	}
-	stopOnline := startOnline(hard, c.track, run.Path(store.ApplyLogFile), checkerNames(wl), cfg.Fencing, c.first.violation, log)
+	stopOnline := startOnline(hard, c.track, run, wl, cfg, origin.UnixNano(), c.first.violation, log)
 	defer stopOnline()
 	go c.watch(c.rec.hist, c.svc.resource(), td.started)
 	out.Timings.Setup = time.Since(t0)

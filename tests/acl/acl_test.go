@@ -128,7 +128,7 @@ func watchSecrets(t *testing.T, controller int) (secrets []string, ps string) {
 		}
 		ps += string(out)
 	}
-	if !strings.Contains(ps, "chaos worker") {
+	if !strings.Contains(ps, "chaos-worker") {
 		t.Errorf("ps shows no worker: the scan proves nothing")
 	}
 	return secrets, ps

@@ -13,9 +13,10 @@ import (
 )
 
 // TestQuickBench runs `chaos bench --quick` as CI does: every figure
-// (raw pairs and each default subject, lock and whole section, hot and on
-// 8 keys) is above zero, the overhead was measured, every target has a
-// verdict in bench.json and in the output, and the bench left nothing.
+// (the built-in worker's start each way, raw pairs and each default
+// subject, lock and whole section, hot and on 8 keys) is above zero, the
+// overhead was measured, every target has a verdict in bench.json and in
+// the output, and the bench left nothing.
 func TestQuickBench(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	bin := chaostest.Binary(t)
@@ -46,8 +47,23 @@ func TestQuickBench(t *testing.T) {
 	if o := res.Overhead; o == nil || o.DirectNS <= 0 || o.WorkerNS <= 0 || o.Samples == 0 {
 		t.Errorf("overhead not measured: %+v", o)
 	}
-	if len(res.Targets) != 3 {
-		t.Fatalf("targets %+v, want 3", res.Targets)
+	wantWays := 1 // direct; in netns mode also through a namespace
+	if res.NetMode == "netns" {
+		wantWays = 2
+	}
+	if len(res.Hello) != wantWays {
+		t.Errorf("worker start figures %+v, want %d", res.Hello, wantWays)
+	}
+	for _, h := range res.Hello {
+		if h.Starts != bench.HelloStarts || len(h.RawNS) != h.Starts || h.MedianNS <= 0 || h.P95NS < h.MedianNS {
+			t.Errorf("worker start %s: %d starts, median %d ns, p95 %d ns: want %d measured", h.Way, h.Starts, h.MedianNS, h.P95NS, bench.HelloStarts)
+		}
+		if !strings.Contains(stdout.String(), "worker start (seed, "+h.Way+"): exec to hello median") {
+			t.Errorf("output does not show the worker start %s:\n%s", h.Way, stdout.String())
+		}
+	}
+	if len(res.Targets) != 4 {
+		t.Fatalf("targets %+v, want 4", res.Targets)
 	}
 	for _, tg := range res.Targets {
 		if !tg.Known {
@@ -59,6 +75,32 @@ func TestQuickBench(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "MET") {
 		t.Errorf("output shows no verdict:\n%s", stdout.String())
+	}
+}
+
+// TestMissingWorker: a chaos binary without chaos-worker beside it is
+// refused before anything starts: exit 255, the first line naming the
+// file and make build, no bench folder.
+func TestMissingWorker(t *testing.T) {
+	alone := filepath.Join(t.TempDir(), "chaos")
+	b, err := os.ReadFile(chaostest.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	results := t.TempDir()
+	var stderr bytes.Buffer
+	cmd := exec.Command(alone, "bench", "--quick", "--subjects", "seed", "--results", results)
+	cmd.Stderr = &stderr
+	code := chaostest.ExitOf(cmd.Run())
+	first, _, _ := strings.Cut(stderr.String(), "\n")
+	if missing := filepath.Join(filepath.Dir(alone), "chaos-worker"); code != 255 || !strings.Contains(first, missing) || !strings.Contains(first, "make build") {
+		t.Errorf("exit %d, first line %q; want 255 naming %s and make build", code, first, missing)
+	}
+	if entries, _ := os.ReadDir(results); len(entries) != 0 {
+		t.Errorf("a missing worker left %v in the results folder", entries)
 	}
 }
 

@@ -191,9 +191,16 @@ func runBinary(t *testing.T, args ...string) (int, string, int) {
 // runBinaryEnv is runBinary with env added to (and overriding) ours.
 func runBinaryEnv(t *testing.T, env []string, args ...string) (int, string, int) {
 	t.Helper()
+	return runProgramEnv(t, env, chaostest.Binary(t), args...)
+}
+
+// runProgramEnv runs program with args and env (bounded, as runBinary)
+// and returns its exit code, stderr and PID.
+func runProgramEnv(t *testing.T, env []string, program string, args ...string) (int, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, chaostest.Binary(t), args...)
+	cmd := exec.CommandContext(ctx, program, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = t.TempDir()
 	var se bytes.Buffer
@@ -201,7 +208,32 @@ func runBinaryEnv(t *testing.T, env []string, args ...string) (int, string, int)
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("chaos %v: %v", args, err)
+		t.Fatalf("%s %v: %v", program, args, err)
 	}
 	return chaostest.ExitOf(err), se.String(), cmd.Process.Pid
+}
+
+// TestMissingWorkerStartsNothing: a chaos binary without chaos-worker
+// beside it refuses a run of a built-in recipe before anything starts,
+// exit 255, the first line naming the missing file and make build.
+func TestMissingWorkerStartsNothing(t *testing.T) {
+	alone := filepath.Join(t.TempDir(), "chaos")
+	b, err := os.ReadFile(chaostest.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(t.TempDir(), "results")
+	code, stderr, pid := runProgramEnv(t, nil, alone, "run", "--results", results, "--nemesis", "none", "--time-limit", "2s")
+	first, _, _ := strings.Cut(stderr, "\n")
+	missing := filepath.Join(filepath.Dir(alone), "chaos-worker")
+	if code != 255 || !strings.Contains(first, missing) || !strings.Contains(first, "make build") {
+		t.Errorf("exit %d, first line %q; want 255 naming %s and make build\n%s", code, first, missing, chaostest.Tail(stderr, 2000))
+	}
+	if _, err := os.Lstat(results); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("results folder %s exists after bad input (%v)", results, err)
+	}
+	chaostest.AssertNothingStarted(t, pid)
 }

@@ -43,12 +43,11 @@ func ciBlock(t *testing.T, repo string) string {
 }
 
 // TestCIJobPasses runs docs/ci.md's commands, exactly, from a team's
-// folder, with the chaos binary's own seed worker as the team's client:
-// a correct lock, so the gate must pass and leave its JUnit file and run
-// folders under results/.
+// folder, with the built-in worker (chaos-worker --recipe seed) as the
+// team's client: a correct lock, so the gate must pass and leave its JUnit
+// file and run folders under results/.
 func TestCIJobPasses(t *testing.T) {
 	chaostest.NeedEnsemble(t)
-	exe := chaostest.Binary(t)
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +55,7 @@ func TestCIJobPasses(t *testing.T) {
 	team := t.TempDir()
 	cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", ciBlock(t, repo))
 	cmd.Dir = team
-	cmd.Env = append(os.Environ(), "ZKCHAOS="+repo, "LOCK_CLIENT="+exe+" worker --recipe seed", "GATE_TIME=20s")
+	cmd.Env = append(os.Environ(), "ZKCHAOS="+repo, "LOCK_CLIENT="+chaostest.Worker(t)+" --recipe seed", "GATE_TIME=20s")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if code := chaostest.ExitOf(cmd.Run()); code != 0 {
@@ -85,7 +84,7 @@ func TestGateCatchesBrokenClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	junit := filepath.Join(dir, "gate.xml")
-	cmd := exec.CommandContext(t.Context(), exe, "gate", "--recipe", "exec:"+exe+" worker --recipe assume-on-watch",
+	cmd := exec.CommandContext(t.Context(), exe, "gate", "--recipe", "exec:"+chaostest.Worker(t)+" --recipe assume-on-watch",
 		"--matrix", file, "--time-limit", "20s", "--junit", junit, "--results", filepath.Join(dir, "results"), "--progress", "off")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -1,5 +1,5 @@
 // Package conformance holds the tests that hold every worker of the
-// project — `chaos worker` (Go), the Curator worker (Java) and the kazoo
+// project — `chaos-worker` (Go), the Curator worker (Java) and the kazoo
 // worker (Python) — to the answers docs/worker-protocol.md gives: a
 // session the worker closes itself, a release after ConnectionLoss and
 // expiry, wake-ups per acquire,

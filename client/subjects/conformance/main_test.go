@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/local"
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/host/proc"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 	"github.com/zkchaos/zkchaos/resource/register"
 )
 
@@ -27,7 +27,8 @@ var env struct {
 	// net is the run's network in netns mode; nil in loopback mode, where
 	// isolating a worker is impossible and those tests skip.
 	net *netns.Network
-	// chaos is the chaos binary built from this tree.
+	// chaos is the chaos binary built from this tree, the built-in
+	// worker beside it.
 	chaos string
 	dir   string
 	runID string
@@ -40,9 +41,9 @@ const sessionTimeout = 2 * time.Second
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 // runTests starts one ZooKeeper server and one register for the package
-// (a JVM takes seconds to start) and builds the chaos binary. With root
-// they live on a network of namespaces so a worker can be cut off from the
-// server; without, on loopback.
+// (a JVM takes seconds to start) and builds the chaos binary and the
+// built-in worker. With root they live on a network of namespaces so a
+// worker can be cut off from the server; without, on loopback.
 func runTests(m *testing.M) int {
 	flag.Parse()
 	if testing.Short() {
@@ -64,7 +65,7 @@ func runTests(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	if env.chaos, err = buildChaos(dir); err != nil {
+	if env.chaos, err = chaostest.BuildInto(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -136,16 +137,6 @@ func startRegister(ctx context.Context, dir string) (<-chan error, error) {
 	case err := <-served:
 		return nil, err
 	}
-}
-
-// buildChaos builds ./cmd/chaos: `chaos worker` is one of the subjects.
-func buildChaos(dir string) (string, error) {
-	bin := filepath.Join(dir, "chaos")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/zkchaos/zkchaos/cmd/chaos").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("build cmd/chaos: %w\n%s", err, out)
-	}
-	return bin, nil
 }
 
 func needEnv(t *testing.T) {

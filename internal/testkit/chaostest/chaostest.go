@@ -1,8 +1,8 @@
 // Package chaostest is what the integration tests of zkchaos share: the
-// real chaos binary built once per test process, the skips of tests that
-// need an ensemble, root or the machine alone, running `chaos run` and
-// `chaos check`, reading a run folder, and the check that a run left
-// nothing behind.
+// real chaos binary and its built-in worker built once per source tree,
+// the skips of tests that need an ensemble, root or the machine alone,
+// running `chaos run` and `chaos check`, reading a run folder, and the
+// check that a run left nothing behind.
 //
 // The integration tests live in packages under tests/, one job each, so
 // that `go test ./...` runs two of them at once (-p is GOMAXPROCS) and no
@@ -15,11 +15,14 @@ package chaostest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/zkchaos/zkchaos/client/subjects"
 )
 
 var (
@@ -28,40 +31,46 @@ var (
 	buildErr  error
 )
 
-// Main runs the tests of a package and then removes the binary Binary
-// built, so that test runs leave no build behind in the temp folder. A
-// test package's TestMain calls it: func TestMain(m *testing.M) {
-// chaostest.Main(m) }.
+// Main runs the tests of a package. A test package's TestMain calls it:
+// func TestMain(m *testing.M) { chaostest.Main(m) }.
 func Main(m *testing.M) {
-	code := m.Run()
-	if chaosBin != "" {
-		os.RemoveAll(filepath.Dir(chaosBin))
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
-// Binary builds the chaos command once per test process (the first test
-// that needs it pays the build) and returns its path. It builds by import
-// path, so it works from any package's folder. The tests run the real
-// binary, as a user does, rather than calling into cmd/chaos.
-func Binary(t *testing.T) string {
+// Binary returns the chaos command, with the built-in worker beside it,
+// built from this checkout's sources. The tests run the real binaries, as
+// a user does, rather than calling into cmd/chaos. Every test process of
+// one `go test ./...` shares one build: linking the two binaries costs
+// seconds, paid once rather than once per package (sharedBuild).
+func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "zkchaos-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		chaosBin = filepath.Join(dir, "chaos")
-		out, err := exec.Command("go", "build", "-o", chaosBin, "github.com/zkchaos/zkchaos/cmd/chaos").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
+	buildOnce.Do(func() { chaosBin, buildErr = sharedBuild() })
 	if buildErr != nil {
-		t.Fatalf("build chaos: %v", buildErr)
+		t.Fatal(buildErr)
 	}
 	return chaosBin
+}
+
+// BuildInto builds the chaos command and the built-in worker into dir, as
+// `make build` puts them into bin/ (a run finds its workers beside its
+// own executable), and returns the chaos binary's path. It builds by
+// import path, so it works from any package's folder.
+func BuildInto(dir string) (string, error) {
+	chaos := filepath.Join(dir, "chaos")
+	for _, b := range []struct{ bin, pkg string }{{chaos, "cmd/chaos"}, {subjects.WorkerPath(chaos), "cmd/chaos-worker"}} {
+		out, err := exec.Command("go", "build", "-o", b.bin, "github.com/zkchaos/zkchaos/"+b.pkg).CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("build %s: %w\n%s", b.pkg, err, out)
+		}
+	}
+	return chaos, nil
+}
+
+// Worker is the built-in worker (cmd/chaos-worker) that Binary built
+// beside chaos, for tests that start it as an exec: subject.
+func Worker(t testing.TB) string {
+	t.Helper()
+	return subjects.WorkerPath(Binary(t))
 }
 
 // ExitOf is the exit code of a finished command (0 for a nil error, -1

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,9 +150,9 @@ func JanitorPID(runID string) int {
 }
 
 // AssertNothingStarted checks that the controller pid left nothing: no
-// process tagged with it, no process of this binary (a janitor, register
-// or worker), no network slot naming it: what a refused run (bad input,
-// exit 255) must leave.
+// process tagged with it, no process of this binary (a janitor or
+// register) or of the built-in worker, no network slot naming it: what a
+// refused run (bad input, exit 255) must leave.
 func AssertNothingStarted(t *testing.T, pid int) {
 	t.Helper()
 	tagged, err := proc.FindTagged("")
@@ -163,9 +164,13 @@ func AssertNothingStarted(t *testing.T, pid int) {
 			t.Errorf("process %d of the refused run (controller %d) exists", p.PID, pid)
 		}
 	}
-	exe, err := filepath.EvalSymlinks(Binary(t))
-	if err != nil {
-		t.Fatal(err)
+	var exes []string
+	for _, bin := range []string{Binary(t), Worker(t)} {
+		exe, err := filepath.EvalSymlinks(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exes = append(exes, exe)
 	}
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
@@ -173,8 +178,8 @@ func AssertNothingStarted(t *testing.T, pid int) {
 		if err != nil || p == os.Getpid() {
 			continue
 		}
-		if e, err := os.Readlink("/proc/" + d.Name() + "/exe"); err == nil && e == exe && proc.Alive(p) {
-			t.Errorf("process %d of the chaos binary is running after a refused run", p)
+		if e, err := os.Readlink("/proc/" + d.Name() + "/exe"); err == nil && slices.Contains(exes, e) && proc.Alive(p) {
+			t.Errorf("process %d of %s is running after a refused run", p, e)
 		}
 	}
 	if netns.Available() != nil {

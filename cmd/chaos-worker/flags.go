@@ -1,34 +1,25 @@
 package main
 
 import (
-	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"time"
-
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/client/worker"
 	"github.com/zkchaos/zkchaos/resource/pgfence"
 	"github.com/zkchaos/zkchaos/resource/register"
-	"github.com/zkchaos/zkchaos/run/bench"
 )
 
-// runWorker is `chaos worker` with args, input and outputs given.
-func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return execute(ctx, context.Background(), append([]string{"worker"}, args...), streams{in: stdin, out: stdout, err: stderr})
-}
-
-// workerFlags are chaos worker's flags as parsed.
+// workerFlags are the worker's flags as parsed: the protocol's start-up
+// flags (client/subjects.Flags renders them) and --recipe.
 type workerFlags struct {
 	zk, service, servers, register, postgres string
 	workload, recipe, token, root            string
@@ -36,28 +27,42 @@ type workerFlags struct {
 	sessionTimeout                           time.Duration
 }
 
-// newWorkerCmd is `chaos worker`: one worker process, the protocol on
-// stdin/stdout, logs on stderr. The controller starts one per logical
-// process.
-func newWorkerCmd() *cobra.Command {
-	c := &cobra.Command{
-		Use:    "worker (--zk HOST:PORT,... | --service redis|etcd --servers HOST:PORT,...) (--register URL | --postgres DSN) [flags]",
-		Short:  "a worker process speaking the worker protocol (started by chaos run)",
-		Hidden: true,
-	}
-	f := defineWorkerFlags(c.Flags())
-	c.RunE = func(c *cobra.Command, args []string) error {
-		cfg, err := f.config(c.Flags(), args)
-		if err != nil {
-			fmt.Fprintf(c.ErrOrStderr(), "chaos worker: %v\n", err)
-			return status(exitHarness)
+// parse reads the command line into the worker's configuration (without
+// its logger). When ok is false, code is the exit code and stderr has
+// said why: the usage for -h (0), else the problem on the first line
+// (255). Go's flag package reads -name and --name alike, as chaos's
+// command line does (cmd/chaos's longFlags), and words its mistakes as
+// chaos's do.
+func parse(args []string, stderr io.Writer) (cfg worker.Config, code int, ok bool) {
+	fs := flag.NewFlagSet("chaos-worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := defineFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "usage: chaos-worker (--zk HOST:PORT,... | --service redis|etcd --servers HOST:PORT,...) (--register URL | --postgres DSN) [flags]")
+			fs.PrintDefaults()
+			return worker.Config{}, 0, false
 		}
-		return status(work(c, cfg))
+		return worker.Config{}, mistake(stderr, err), false
 	}
-	return c
+	recipeSet := false
+	fs.Visit(func(fl *flag.Flag) { recipeSet = recipeSet || fl.Name == "recipe" })
+	cfg, err := f.config(fs.Args(), recipeSet)
+	if err != nil {
+		return worker.Config{}, mistake(stderr, err), false
+	}
+	return cfg, 0, true
 }
 
-func defineWorkerFlags(fs *pflag.FlagSet) *workerFlags {
+// mistake reports bad input: the problem on the first line, a pointer to
+// -h on the second. It returns the exit code of bad input.
+func mistake(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "chaos-worker: %v\nchaos-worker: see 'chaos-worker -h' for the flags\n", err)
+	return exitBadArgs
+}
+
+func defineFlags(fs *flag.FlagSet) *workerFlags {
 	f := &workerFlags{}
 	fs.StringVar(&f.zk, "zk", "", "ZooKeeper servers, host:port,... (required on ZooKeeper)")
 	fs.StringVar(&f.service, "service", recipes.ServiceZooKeeper, "lock service: "+recipes.ServiceZooKeeper+", "+recipes.ServiceRedis+" or "+recipes.ServiceEtcd+" (lock workload only)")
@@ -75,8 +80,9 @@ func defineWorkerFlags(fs *pflag.FlagSet) *workerFlags {
 }
 
 // config checks the flags together and makes the worker's configuration
-// (without its logger), or says what is wrong.
-func (f *workerFlags) config(fs *pflag.FlagSet, args []string) (worker.Config, error) {
+// (without its logger), or says what is wrong. recipeSet says whether
+// --recipe was given: another service's default recipe is its first.
+func (f *workerFlags) config(args []string, recipeSet bool) (worker.Config, error) {
 	if len(args) > 0 {
 		return worker.Config{}, fmt.Errorf("unexpected arguments %q", args)
 	}
@@ -88,7 +94,7 @@ func (f *workerFlags) config(fs *pflag.FlagSet, args []string) (worker.Config, e
 		return worker.Config{}, err
 	}
 	recipe := f.recipe
-	if !fs.Changed("recipe") && f.service != recipes.ServiceZooKeeper {
+	if !recipeSet && f.service != recipes.ServiceZooKeeper {
 		recipe = names[0]
 	}
 	if err := f.checkClient(names, recipe); err != nil {
@@ -134,7 +140,7 @@ func (f *workerFlags) checkClient(names []string, recipe string) error {
 		return fmt.Errorf("--process must be >= 0, got %d", f.process)
 	case f.sessionTimeout <= 0:
 		return fmt.Errorf("--session-timeout must be positive, got %s", f.sessionTimeout)
-	case !contains(names, recipe):
+	case !slices.Contains(names, recipe):
 		return fmt.Errorf("unknown --recipe %q for workload %s (known: %s)", recipe, f.workload, strings.Join(names, ", "))
 	case f.token != recipes.TokenCzxid && f.token != recipes.TokenSeq:
 		return fmt.Errorf("--token must be czxid or seq, got %q", f.token)
@@ -142,28 +148,6 @@ func (f *workerFlags) checkClient(names []string, recipe string) error {
 		return fmt.Errorf("--root must be an absolute ZooKeeper path, got %q", f.root)
 	}
 	return nil
-}
-
-// work runs the worker on the command's input and outputs.
-func work(c *cobra.Command, cfg worker.Config) int {
-	stderr := c.ErrOrStderr()
-	log := slog.New(slog.NewTextHandler(stderr, nil)).With("process", cfg.Process, "pid", os.Getpid())
-	if dir := os.Getenv(bench.WorkerProfileEnv); dir != "" {
-		// chaos bench --profile: where a worker's time goes.
-		stop, err := bench.StartProfile(filepath.Join(dir, fmt.Sprintf("worker-%d.cpu.pprof", cfg.Process)))
-		if err != nil {
-			fmt.Fprintf(stderr, "chaos worker: %v\n", err)
-			return exitHarness
-		}
-		defer stop()
-	}
-	log.Info("credentials from the environment", "zk_auth", cfg.ZKAuth, "register_secret", cfg.RegisterSecret != "")
-	cfg.Logger = log
-	if err := worker.Run(c.Context(), cfg, c.InOrStdin(), c.OutOrStdout()); err != nil {
-		log.Error("worker stopped", "err", err)
-		return 1
-	}
-	return 0
 }
 
 // workerServers checks the service, its servers' flag and the workload
@@ -215,13 +199,4 @@ func parseServers(s string) ([]string, error) {
 		out = append(out, hp)
 	}
 	return out, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

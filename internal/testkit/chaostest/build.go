@@ -1,0 +1,116 @@
+package chaostest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/zkchaos/zkchaos/client/subjects"
+)
+
+// sharedBuild builds the binaries into the checkout's bin/ folder, in a
+// folder named by a hash of the sources they are built from, unless a test
+// process of the same sources already has: test packages run as separate
+// processes, often two at once, and each used to link its own copy. A
+// flock on bin/test.lock makes the others wait for the first build rather
+// than build again. Folders of other sources (an older state of the
+// checkout) are removed; `make clean` removes bin/ as a whole.
+func sharedBuild() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	key, err := sourceKey(root)
+	if err != nil {
+		return "", fmt.Errorf("hash the sources: %w", err)
+	}
+	bin := filepath.Join(root, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := flockFile(filepath.Join(bin, "test.lock"), exclusive)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	dir := filepath.Join(bin, "test-"+key)
+	chaos := filepath.Join(dir, "chaos")
+	if _, err := os.Stat(subjects.WorkerPath(chaos)); err == nil {
+		return chaos, nil
+	}
+	tmp, err := os.MkdirTemp(bin, "building-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := BuildInto(tmp); err != nil {
+		return "", err
+	}
+	old, _ := filepath.Glob(filepath.Join(bin, "test-*"))
+	for _, o := range old {
+		os.RemoveAll(o)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", fmt.Errorf("keep the build: %w", err)
+	}
+	return chaos, nil
+}
+
+// moduleRoot is the folder of go.mod, found from the working directory (a
+// test runs in its package's folder).
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = up
+	}
+}
+
+// sourceKey hashes what the binaries can be built from: every file of
+// the module outside bin/, results/, docs/, tests/ and dot folders, test
+// files left out, with its path, and the Go version. Embedded files
+// (templates, the Curator and kazoo workers) count like Go files.
+func sourceKey(root string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintln(h, runtime.Version())
+	skip := map[string]bool{"bin": true, "results": true, "docs": true, "tests": true, "man": true}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if rel != "." && (skip[rel] || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fmt.Fprintf(h, "%s\x00", rel)
+		_, err = io.Copy(h, f)
+		return err
+	})
+	return hex.EncodeToString(h.Sum(nil))[:16], err
+}
