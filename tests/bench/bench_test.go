@@ -82,14 +82,7 @@ func TestQuickBench(t *testing.T) {
 // refused before anything starts: exit 255, the first line naming the
 // file and make build, no bench folder.
 func TestMissingWorker(t *testing.T) {
-	alone := filepath.Join(t.TempDir(), "chaos")
-	b, err := os.ReadFile(chaostest.Binary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(alone, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	alone := chaostest.BinaryAlone(t)
 	results := t.TempDir()
 	var stderr bytes.Buffer
 	cmd := exec.Command(alone, "bench", "--quick", "--subjects", "seed", "--results", results)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	web "github.com/zkchaos/zkchaos/internal/testkit/browser"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 	"github.com/zkchaos/zkchaos/report/anchor"
 )
 
@@ -29,7 +30,7 @@ func testCtx(t *testing.T) context.Context {
 // are kept for a person (and CI's artifact) to look at.
 func shotDir(t *testing.T) string {
 	t.Helper()
-	root, err := web.RepoRoot()
+	root, err := chaostest.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -217,14 +217,7 @@ func runProgramEnv(t *testing.T, env []string, program string, args ...string) (
 // beside it refuses a run of a built-in recipe before anything starts,
 // exit 255, the first line naming the missing file and make build.
 func TestMissingWorkerStartsNothing(t *testing.T) {
-	alone := filepath.Join(t.TempDir(), "chaos")
-	b, err := os.ReadFile(chaostest.Binary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(alone, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	alone := chaostest.BinaryAlone(t)
 	results := filepath.Join(t.TempDir(), "results")
 	code, stderr, pid := runProgramEnv(t, nil, alone, "run", "--results", results, "--nemesis", "none", "--time-limit", "2s")
 	first, _, _ := strings.Cut(stderr, "\n")

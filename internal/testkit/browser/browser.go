@@ -18,7 +18,6 @@ package browser
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,6 +26,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
 // Binary is the Chromium that Debian's `chromium` package installs;
@@ -78,32 +79,13 @@ func Need(t testing.TB) string {
 	if err == nil {
 		return p
 	}
-	if root, rerr := RepoRoot(); rerr == nil && os.Getenv(EnvBinary) == "" {
+	if root, rerr := chaostest.ModuleRoot(); rerr == nil && os.Getenv(EnvBinary) == "" {
 		if why, nerr := os.ReadFile(filepath.Join(root, UnavailableNote)); nerr == nil {
 			t.Skipf("no %s: scripts/install-deps.sh could not install it: %s", Binary, strings.TrimSpace(string(why)))
 		}
 	}
 	t.Fatal(err)
 	return ""
-}
-
-// RepoRoot is the folder of the module's go.mod, found upwards from the
-// working folder (a test's is its package's folder).
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find the repository: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", errors.New("find the repository: no go.mod above the working folder")
-		}
-		dir = up
-	}
 }
 
 // Browser is one headless Chromium process; its pages are tabs of it.

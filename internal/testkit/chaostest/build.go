@@ -22,7 +22,7 @@ import (
 // than build again. Folders of other sources (an older state of the
 // checkout) are removed; `make clean` removes bin/ as a whole.
 func sharedBuild() (string, error) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
@@ -62,12 +62,12 @@ func sharedBuild() (string, error) {
 	return chaos, nil
 }
 
-// moduleRoot is the folder of go.mod, found from the working directory (a
-// test runs in its package's folder).
-func moduleRoot() (string, error) {
+// ModuleRoot is the folder of the module's go.mod, found upwards from the
+// working folder (a test's is its package's folder).
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("find the repository: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -75,7 +75,7 @@ func moduleRoot() (string, error) {
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
+			return "", fmt.Errorf("find the repository: no go.mod above the working folder")
 		}
 		dir = up
 	}

@@ -66,6 +66,22 @@ func BuildInto(dir string) (string, error) {
 	return chaos, nil
 }
 
+// BinaryAlone is a copy of the chaos binary in a folder of its own,
+// without the built-in worker beside it, for tests of what a run or a
+// bench says when the worker is missing.
+func BinaryAlone(t testing.TB) string {
+	t.Helper()
+	alone := filepath.Join(t.TempDir(), "chaos")
+	b, err := os.ReadFile(Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return alone
+}
+
 // Worker is the built-in worker (cmd/chaos-worker) that Binary built
 // beside chaos, for tests that start it as an exec: subject.
 func Worker(t testing.TB) string {
