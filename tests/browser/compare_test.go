@@ -36,9 +36,11 @@ const compareVerdicts = "#runs span.verdict"
 const compareDiffer = "#config + table tr.differ > th"
 
 // checkCompare opens the compare page of the fenced (A) and unfenced (B)
-// runs: both verdicts, fencing, gate and stop_at_first the settings
-// highlighted (test-all stops the unfenced cell at its first violation,
-// gated on the double-writer it expects), both lock ownership timelines
+// runs: both verdicts, fencing, time_limit, gate and stop_at_first the
+// settings highlighted (test-all runs the unfenced cell until its first
+// violation, gated on the double-writer it expects, bounded by the
+// cell's violation limit rather than the fixed time of the fenced cell),
+// both lock ownership timelines
 // drawn, a link to
 // each run's report, and from B's timeline a link to the story of each
 // double-writer violation on B's report (the link check opens that
@@ -47,7 +49,7 @@ func checkCompare(t *testing.T, b *web.Browser, page string, a, bb run) {
 	ctx := testCtx(t)
 	p := openChecked(t, b, web.FileURL(page), "compare", "compare")
 	expectNone(t, "verdicts", checkTexts(t, ctx, p, compareVerdicts, verdictText(a.Res.Valid), verdictText(bb.Res.Valid)))
-	expectNone(t, "settings that differ", checkTexts(t, ctx, p, compareDiffer, "fencing", "gate", "stop_at_first"))
+	expectNone(t, "settings that differ", checkTexts(t, ctx, p, compareDiffer, "fencing", "time_limit", "gate", "stop_at_first"))
 	expectNone(t, "timelines", checkDrawnCount(t, ctx, p, timelineSel, "lock ownership timelines", 2))
 	links, err := p.Links(ctx)
 	noErr(t, err)
