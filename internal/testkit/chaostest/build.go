@@ -62,6 +62,46 @@ func sharedBuild() (string, error) {
 	return chaos, nil
 }
 
+// ownNames gives this test process names of its own for the shared
+// binaries: hard links (copies where a link fails) in a folder of its
+// own beside them. A process's /proc/<pid>/exe is the name it was started
+// by, so AssertNothingStarted can tell this process's runs from those of
+// test packages running beside it, which share the build.
+func ownNames(shared string) (string, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(shared), "proc-")
+	if err != nil {
+		return "", err
+	}
+	for _, src := range []string{shared, subjects.WorkerPath(shared)} {
+		dst := filepath.Join(dir, filepath.Base(src))
+		if os.Link(src, dst) == nil {
+			continue
+		}
+		if err := copyFile(src, dst); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("name the shared build: %w", err)
+		}
+	}
+	return filepath.Join(dir, "chaos"), nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
 // ModuleRoot is the folder of the module's go.mod, found upwards from the
 // working folder (a test's is its package's folder).
 func ModuleRoot() (string, error) {

@@ -31,20 +31,33 @@ var (
 	buildErr  error
 )
 
-// Main runs the tests of a package. A test package's TestMain calls it:
-// func TestMain(m *testing.M) { chaostest.Main(m) }.
+// Main runs the tests of a package and then removes this process's names
+// for the binaries (ownNames). A test package's TestMain calls it: func
+// TestMain(m *testing.M) { chaostest.Main(m) }.
 func Main(m *testing.M) {
-	os.Exit(m.Run())
+	code := m.Run()
+	if chaosBin != "" {
+		os.RemoveAll(filepath.Dir(chaosBin))
+	}
+	os.Exit(code)
 }
 
 // Binary returns the chaos command, with the built-in worker beside it,
 // built from this checkout's sources. The tests run the real binaries, as
 // a user does, rather than calling into cmd/chaos. Every test process of
 // one `go test ./...` shares one build: linking the two binaries costs
-// seconds, paid once rather than once per package (sharedBuild).
+// seconds, paid once rather than once per package (sharedBuild); each
+// test process runs them under names of its own (ownNames).
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() { chaosBin, buildErr = sharedBuild() })
+	buildOnce.Do(func() {
+		shared, err := sharedBuild()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		chaosBin, buildErr = ownNames(shared)
+	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
