@@ -115,23 +115,17 @@ func Run(ctx, hard context.Context, cfg Config, exe string, stderr io.Writer) (*
 	if err := cfg.Validate(); err != nil {
 		return nil, "", err
 	}
-	// Each subject's command, before anything is made: the built-in
-	// worker beside exe, Curator's worker compiled, kazoo's interpreter.
-	for _, s := range cfg.Subjects {
-		if _, _, err := subjects.Command(exe, s, subjects.Flags{}); err != nil {
-			return nil, "", fmt.Errorf("subject %s: %w", s, err)
-		}
-	}
-	if err := backend.Preflight(hard, cfg.Cluster, backend.ZooKeeper, "", false, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
-		return nil, "", err
-	}
-	// Each subject resolved before anything is made (Curator's worker
-	// compiled, kazoo's interpreter checked), as a run does: one whose
-	// packages are missing is refused here, not once the ensemble is up.
+	// Each subject's command, before anything is made, as a run does: the
+	// built-in worker beside exe, Curator's worker compiled, kazoo's
+	// interpreter; one whose packages are missing is refused here, not
+	// once the ensemble is up.
 	for _, s := range cfg.Subjects {
 		if _, _, err := subjects.Command(exe, s, subjects.Flags{}); err != nil {
 			return nil, "", fmt.Errorf("%s %s: %w", setting.Name("Subjects"), s, err)
 		}
+	}
+	if err := backend.Preflight(hard, cfg.Cluster, backend.ZooKeeper, "", false, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
+		return nil, "", err
 	}
 	t0 := time.Now()
 	run, err := store.Create(cfg.ResultsDir, cfg.Name, t0)
