@@ -76,21 +76,30 @@ func TestBadInputStartsNothing(t *testing.T) {
 	}
 }
 
-// TestFlagMistakesPointAtHelp: every subcommand that parses flags reports
-// a mistake in one line, then points at -h; -h itself prints the whole
-// usage and exits 0.
+// TestFlagMistakesPointAtHelp: every subcommand that parses flags, and the
+// built-in worker, reports a mistake in one line, then points at -h; -h
+// itself prints the whole usage and exits 0.
 func TestFlagMistakesPointAtHelp(t *testing.T) {
-	for _, cmd := range []string{"run", "check", "test-all", "cleanup", "register", "worker", "janitor"} {
-		code, stderr, _ := runBinary(t, cmd, "--no-such-flag")
+	type command struct {
+		name string   // as the messages name it
+		argv []string // program and subcommand
+	}
+	var cmds []command
+	for _, sub := range []string{"run", "check", "test-all", "cleanup", "register", "janitor"} {
+		cmds = append(cmds, command{"chaos " + sub, []string{chaostest.Binary(t), sub}})
+	}
+	cmds = append(cmds, command{"chaos-worker", []string{chaostest.Worker(t)}})
+	for _, c := range cmds {
+		code, stderr, _ := runProgramEnv(t, nil, c.argv[0], append(c.argv[1:], "--no-such-flag")...)
 		lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
-		want := []string{"chaos " + cmd + ": flag provided but not defined: -no-such-flag",
-			"chaos " + cmd + ": see 'chaos " + cmd + " -h' for the flags"}
+		want := []string{c.name + ": flag provided but not defined: -no-such-flag",
+			c.name + ": see '" + c.name + " -h' for the flags"}
 		if code != 255 || len(lines) != 2 || lines[0] != want[0] || lines[1] != want[1] {
-			t.Errorf("chaos %s --no-such-flag: exit %d, stderr:\n%s\nwant exit 255 and:\n%s", cmd, code, chaostest.Tail(stderr, 1000), strings.Join(want, "\n"))
+			t.Errorf("%s --no-such-flag: exit %d, stderr:\n%s\nwant exit 255 and:\n%s", c.name, code, chaostest.Tail(stderr, 1000), strings.Join(want, "\n"))
 		}
-		code, stderr, _ = runBinary(t, cmd, "-h")
+		code, stderr, _ = runProgramEnv(t, nil, c.argv[0], append(c.argv[1:], "-h")...)
 		if code != 0 || strings.Count(stderr, "\n") < 2 || !strings.Contains(stderr, "  -") {
-			t.Errorf("chaos %s -h: exit %d, want 0 and the flags:\n%s", cmd, code, chaostest.Tail(stderr, 1000))
+			t.Errorf("%s -h: exit %d, want 0 and the flags:\n%s", c.name, code, chaostest.Tail(stderr, 1000))
 		}
 	}
 }
