@@ -200,6 +200,13 @@ type Schedule struct {
 	Hold          time.Duration
 	InjectTimeout time.Duration
 	UndoTimeout   time.Duration
+	// EndGrace is how long an injection that began before the workload's
+	// end may go on after it (0: DefaultEndGrace). Cut at the end, an
+	// injection that is slow because the machine is loaded (iptables
+	// killed between two rules) would be recorded unverified though
+	// nothing failed but the clock; let finish, it is undone at once by
+	// the final Heal. Its own bound still applies.
+	EndGrace time.Duration
 }
 
 // The default bounds cover the slowest fault with room to spare: a
@@ -209,6 +216,7 @@ type Schedule struct {
 const (
 	DefaultInjectTimeout = 45 * time.Second
 	DefaultUndoTimeout   = 45 * time.Second
+	DefaultEndGrace      = 10 * time.Second
 )
 
 // Config builds the scheduler of a run.
@@ -284,6 +292,9 @@ func newScheduler(cfg Config, names []string, faults []Fault) (*Scheduler, error
 	if cfg.Schedule.UndoTimeout <= 0 {
 		cfg.Schedule.UndoTimeout = DefaultUndoTimeout
 	}
+	if cfg.Schedule.EndGrace <= 0 {
+		cfg.Schedule.EndGrace = DefaultEndGrace
+	}
 	return &Scheduler{cfg: cfg, names: names, faults: faults}, nil
 }
 
@@ -309,10 +320,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			return nil
 		}
 		i := s.cfg.Env.Rand.IntN(len(s.faults))
-		s.injectOne(ctx, s.names[i], s.faults[i])
+		ictx, cancel := outlast(ctx, s.cfg.Schedule.EndGrace)
+		s.injectOne(ictx, s.names[i], s.faults[i])
+		cancel()
 		ctxsleep.Sleep(ctx, s.cfg.Schedule.Hold)
 		s.Heal(ctx)
 	}
+}
+
+// outlast returns a context that ends d after ctx does, or at cancel.
+func outlast(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(d, cancel) })
+	return octx, func() { stop(); cancel() }
 }
 
 // finish marks the scheduler stopped and undoes what is left; an

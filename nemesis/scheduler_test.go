@@ -206,9 +206,37 @@ func TestUndoWhenRunEndsMidHold(t *testing.T) {
 	}
 }
 
+// TestInjectOutlastsRunEnd: an injection still going when the workload
+// ends is let finish (within EndGrace), recorded as it really ended, and
+// undone at once: a slow machine does not turn it unverified.
+func TestInjectOutlastsRunEnd(t *testing.T) {
+	var u undoCounter
+	started := make(chan struct{})
+	f := &fakeFault{start: "pause", stop: "resume", inject: func(ctx context.Context, _ *Env) (*Effect, error) {
+		close(started)
+		select {
+		case <-time.After(300 * time.Millisecond): // verified, slowly
+			return u.effect(), nil
+		case <-ctx.Done():
+			return u.effect(), fmt.Errorf("not seen stopped: %w", ctx.Err())
+		}
+	}}
+	s, h := testScheduler(t, Schedule{Quiet: time.Millisecond, Hold: time.Hour, EndGrace: 10 * time.Second}, 1, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	<-started
+	cancel()
+	<-done
+	ops := nemesisOps(h)
+	if u.n.Load() != 1 || len(ops) != 4 || ops[1].Type != history.OK || ops[3].Type != history.OK {
+		t.Fatalf("undone %d times; want pause ok then resume ok:%s", u.n.Load(), opsText(ops))
+	}
+}
+
 // TestUndoWhenRunEndsMidInject: an injection cut short by the end of the
-// run, which had already done something, is recorded unverified and
-// still undone.
+// run and its grace, which had already done something, is recorded
+// unverified and still undone.
 func TestUndoWhenRunEndsMidInject(t *testing.T) {
 	var u undoCounter
 	started := make(chan struct{})
@@ -217,7 +245,7 @@ func TestUndoWhenRunEndsMidInject(t *testing.T) {
 		<-ctx.Done() // the signal went out; verification waits
 		return u.effect(), fmt.Errorf("not seen stopped: %w", ctx.Err())
 	}}
-	s, h := testScheduler(t, Schedule{Quiet: time.Millisecond, Hold: time.Hour}, 1, f)
+	s, h := testScheduler(t, Schedule{Quiet: time.Millisecond, Hold: time.Hour, EndGrace: 50 * time.Millisecond}, 1, f)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()

@@ -22,6 +22,13 @@ import (
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
+// sweepBound is how long a janitor may take to sweep a run whose
+// controller was killed. It typically takes under 2 s; the bound is
+// generous so that a loaded machine (other test packages beside this
+// one) costs time, not a failure: what these tests prove is that
+// nothing of the run stays.
+const sweepBound = 20 * time.Second
+
 // isolatedNS is the namespace of the isolation in effect right now, from
 // the history ("" when the last nemesis event is not a completed isolate).
 func isolatedNS(dir string) string {
@@ -36,7 +43,7 @@ func isolatedNS(dir string) string {
 }
 
 // TestKilledControllerDuringIsolation SIGKILLs the controller while a
-// holder is cut off: 2 s later no rule, namespace or process of the run
+// holder is cut off: soon after (sweepBound) no rule, namespace or process of the run
 // may remain (the janitor sweeps the namespaces, and the rules with them).
 func TestKilledControllerDuringIsolation(t *testing.T) {
 	chaostest.NeedEnsemble(t)
@@ -55,11 +62,10 @@ func TestKilledControllerDuringIsolation(t *testing.T) {
 	}
 	t.Logf("killing controller pid %d while %s is isolated: %s", cmd.Process.Pid, ns, strings.TrimSpace(string(out)))
 	chaostest.Crash(t, cmd)
-	time.Sleep(2 * time.Second)
+	chaostest.AwaitNothingLeft(t, dir, sweepBound)
 	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
-		t.Errorf("namespace %s (with its rules) still exists 2 s after the controller died", ns)
+		t.Errorf("namespace %s (with its rules) still exists %s after the controller died", ns, sweepBound)
 	}
-	chaostest.AssertNothingLeft(t, dir)
 }
 
 // startUntilFault starts `chaos run` in the background and waits until the
@@ -102,7 +108,7 @@ func dropRulesIn(ns string) int {
 }
 
 // TestKilledControllerMidZKFault SIGKILLs the controller while a partition
-// is in effect, and while a server is paused: 2 seconds later nothing of
+// is in effect, and while a server is paused: soon after (sweepBound) nothing of
 // the run may remain (no process, none stopped, no namespace, so no rule).
 func TestKilledControllerMidZKFault(t *testing.T) {
 	for _, tc := range []struct{ nemesis, f string }{
@@ -132,8 +138,7 @@ func TestKilledControllerMidZKFault(t *testing.T) {
 				t.Fatalf("history says a partition is in effect but no namespace of the run has rules")
 			}
 			chaostest.Crash(t, cmd)
-			time.Sleep(2 * time.Second)
-			chaostest.AssertNothingLeft(t, dir)
+			chaostest.AwaitNothingLeft(t, dir, sweepBound)
 			if nss := slotNamespaces(t, runID); len(nss) > 0 {
 				t.Errorf("namespaces left: %v", nss)
 			}

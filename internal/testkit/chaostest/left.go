@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/netns"
@@ -27,6 +28,38 @@ func AssertNothingLeft(t *testing.T, dir string) {
 		t.Errorf("run %s ran in network namespaces but its %s names no slot", tf.RunID, store.LogFile)
 	}
 	AssertRunLeftNothing(t, tf.RunID, slot)
+}
+
+// AwaitNothingLeft is AssertNothingLeft after a crash: the janitor sweeps
+// the dead run in the background, so it checks until nothing is left or
+// within has passed, then reports what is still there. The bound is
+// generous on purpose: a loaded machine delays the sweep, and what the
+// test proves is that nothing stays, not how fast a busy machine is. The
+// time it took is logged.
+func AwaitNothingLeft(t *testing.T, dir string, within time.Duration) {
+	t.Helper()
+	tf, slot := ReadTest(t, dir), RunSlot(dir)
+	if tf.NetMode == "netns" && slot < 0 {
+		t.Errorf("run %s ran in network namespaces but its %s names no slot", tf.RunID, store.LogFile)
+	}
+	start := time.Now()
+	for {
+		left, err := leftovers(tf.RunID, slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 0 {
+			t.Logf("nothing of run %s left after %s", tf.RunID, time.Since(start).Round(10*time.Millisecond))
+			return
+		}
+		if time.Since(start) > within {
+			for _, l := range left {
+				t.Errorf("%s (after %s)", l, within)
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // AssertRunLeftNothing checks that no process of run runID exists (none
