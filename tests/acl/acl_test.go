@@ -52,6 +52,7 @@ func rogueOps(t *testing.T, dir string) (starts, ends []chaostest.FaultOp) {
 // every rogue-client is refused, the fenced seed run is valid, and the
 // secrets the workers receive are nowhere in the run folder or in ps.
 func TestRogueClientWithACL(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	cmd, so, se := chaostest.Start(t, append([]string{"run", "--results", results}, rogueRun("rogue-acl-on", "21")...)...)
@@ -200,9 +201,10 @@ func assertNoSecretInFiles(t *testing.T, dir string, secrets []string) {
 // lock, and a run gated on grant-overlap is invalid, the overlap's holder
 // being a process the rogue aimed at.
 func TestRogueClientWithoutACL(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
-	r := chaostest.Run(t, results, rogueRun("rogue-acl-off", "22", "--acl", "off", "--gate", "grant-overlap")...)
+	r := chaostest.Run(t, results, append(rogueRun("rogue-acl-off", "22", "--acl", "off", "--gate", "grant-overlap"), chaostest.UntilViolation()...)...)
 	t.Logf("stdout:\n%s", r.Stdout)
 	if r.Code != 1 {
 		t.Fatalf("exit %d, want 1 (invalid)\nstderr tail: %s", r.Code, chaostest.Tail(r.Stderr, 3000))
@@ -260,6 +262,7 @@ type overlapResults struct {
 // refused otherwise): acquisitions happen and the fenced run is valid,
 // with the rogue refused.
 func TestCuratorWithACL(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	r := chaostest.Run(t, results, "--recipe", "curator", "--nemesis", "rogue-client", "--fencing", "on",

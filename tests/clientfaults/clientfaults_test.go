@@ -78,6 +78,7 @@ func runAndJudge(t *testing.T, wantCode int, args ...string) string {
 }
 
 func TestPauseWorker(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	dir := runAndJudge(t, 0, shortRun("pause-worker", "on", "11")...)
 	ops := assertFaults(t, dir, history.FPause, history.FResume, "/status shows stopped", "unchanged since spawn")
@@ -91,6 +92,7 @@ func TestPauseWorker(t *testing.T) {
 }
 
 func TestExpireHolder(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	t.Run("fenced", func(t *testing.T) {
 		dir := runAndJudge(t, 0, shortRun("expire-holder", "on", "12")...)
@@ -102,7 +104,7 @@ func TestExpireHolder(t *testing.T) {
 		// A 500 ms hold puts the new holder's read well before the expired
 		// holder's write, so nearly every expiry that lands in the window
 		// loses an update; with 100 ms a 20 s run found none once.
-		dir := runAndJudge(t, 1, shortRun("expire-holder", "off", "13", "--hold", "500ms")...)
+		dir := runAndJudge(t, 1, append(shortRun("expire-holder", "off", "13", "--hold", "500ms"), chaostest.UntilViolation()...)...)
 		assertFaults(t, dir, "expire", "expire-end")
 		if valid, n := doubleWrites(t, dir); valid != false || n == 0 {
 			t.Errorf("double-writer valid=%v with %d violations; want false", valid, n)
@@ -111,6 +113,7 @@ func TestExpireHolder(t *testing.T) {
 }
 
 func TestIsolateHolder(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	chaostest.NeedRoot(t)
 	t.Run("fenced", func(t *testing.T) {
@@ -143,7 +146,7 @@ func TestIsolateHolder(t *testing.T) {
 	// the default 100 ms no double write is possible (measured, see
 	// docs/architecture.md).
 	t.Run("unfenced-long-work", func(t *testing.T) {
-		dir := runAndJudge(t, 1, shortRun("isolate-holder", "off", "15", "--hold", "4s")...)
+		dir := runAndJudge(t, 1, append(shortRun("isolate-holder", "off", "15", "--hold", "4s"), chaostest.UntilViolation()...)...)
 		assertFaults(t, dir, "isolate", history.FHeal)
 		if valid, n := doubleWrites(t, dir); valid != false || n == 0 {
 			t.Errorf("double-writer valid=%v with %d violations; want false", valid, n)

@@ -18,6 +18,7 @@ import (
 // The full check after the run agrees (gated on grant-overlap, as the
 // zoo cell judges it: exit 1).
 func TestOnlineGrantOverlapStopsRun(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	limit := 30 * time.Second
 	start := time.Now()

@@ -46,6 +46,7 @@ func isolatedNS(dir string) string {
 // holder is cut off: soon after (sweepBound) no rule, namespace or process of the run
 // may remain (the janitor sweeps the namespaces, and the rules with them).
 func TestKilledControllerDuringIsolation(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	chaostest.NeedRoot(t)
 	results := t.TempDir()
@@ -111,6 +112,7 @@ func dropRulesIn(ns string) int {
 // is in effect, and while a server is paused: soon after (sweepBound) nothing of
 // the run may remain (no process, none stopped, no namespace, so no rule).
 func TestKilledControllerMidZKFault(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ nemesis, f string }{
 		{"partition-zk-leader", history.FPartition},
 		{"pause-zk", history.FPause},
@@ -150,6 +152,7 @@ func TestKilledControllerMidZKFault(t *testing.T) {
 // its janitor mid-fault (a paused server), so only chaos cleanup can
 // remove what is left; a second cleanup must find nothing of the run.
 func TestCleanupAfterControllerAndJanitorDie(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedNetns(t)
 	cmd, dir, _ := startUntilFault(t, history.FPause, "--name", "orphan", "--nemesis", "pause-zk", "--nemesis-interval", "1s",
 		"--pause", "60s", "--time-limit", "5m", "--seed", "10")

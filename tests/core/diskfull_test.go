@@ -144,6 +144,7 @@ func TestRegisterExitsWhenApplyLogFails(t *testing.T) {
 // leave nothing behind; before, it carried on to its time limit recording
 // nothing.
 func TestRunStopsWhenResultsFolderFills(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := smallTmpfs(t, "256m")
 	cmd, _, se := chaostest.Start(t, "run", "--results", results, "--name", "diskfull", "--time-limit", "3m",

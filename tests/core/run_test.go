@@ -53,6 +53,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 }
 
 func TestFencedRunIsValid(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	r := chaostest.Run(t, results, "--fencing", "on", "--nemesis", "pause-holder", "--time-limit", "40s", "--seed", "1", "--name", "fenced")
@@ -86,6 +87,7 @@ func TestFencedRunIsValid(t *testing.T) {
 }
 
 func TestUnfencedRunFindsDoubleWrite(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	r := chaostest.Run(t, results, "--fencing", "off", "--nemesis", "pause-holder", "--time-limit", "40s", "--seed", "2", "--name", "unfenced")
@@ -219,6 +221,7 @@ func assertPausesHappened(t *testing.T, dir string) {
 // have made never happened, so a "valid" here would be a verdict on data
 // that is not there.
 func TestKilledControllerLeavesNothing(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	cmd, _, se := chaostest.Start(t, "run", "--results", results, "--name", "killed", "--fencing", "off",
@@ -274,6 +277,7 @@ type completionJSON struct {
 // an interrupted fenced run has found no violation in part of what it was
 // asked to run, and says so on stdout and in results.json.
 func TestInterruptedRunStillChecks(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	cmd, so, se, dir := chaostest.StartUntilPaused(t, results, "interrupted", "--time-limit", "5m", "--nemesis-interval", "1s", "--seed", "4")
@@ -300,6 +304,7 @@ func TestInterruptedRunStillChecks(t *testing.T) {
 // now. Whatever the controller manages after that, the run is never valid
 // and nothing of it survives.
 func TestTwiceInterruptedRun(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	cmd, so, se, dir := chaostest.StartUntilPaused(t, results, "interrupted-twice", "--time-limit", "5m", "--nemesis-interval", "1s", "--seed", "5")

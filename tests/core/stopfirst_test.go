@@ -18,6 +18,7 @@ import (
 // 1), with status.json and the summary saying it stopped at its first
 // violation rather than that it did not finish.
 func TestStopAtFirstEndsUnfencedRunEarly(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	limit := 60 * time.Second

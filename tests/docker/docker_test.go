@@ -68,13 +68,18 @@ func TestBadInputStartsNothing(t *testing.T) {
 // under holder pauses is valid and an unfenced one is caught writing
 // twice; both leave nothing of the run behind.
 func TestVerdictsMatchLocal(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedDocker(t)
 	results := t.TempDir()
 	for _, tc := range []struct {
 		fencing string
 		code    int
 	}{{"on", 0}, {"off", 1}} {
-		r := chaostest.Run(t, results, args("--name", "fencing-"+tc.fencing, "--nemesis", "pause-holder", "--fencing", tc.fencing, "--seed", "7")...)
+		a := args("--name", "fencing-"+tc.fencing, "--nemesis", "pause-holder", "--fencing", tc.fencing, "--seed", "7")
+		if tc.code == 1 {
+			a = append(a, chaostest.UntilViolation()...)
+		}
+		r := chaostest.Run(t, results, a...)
 		if r.Code != tc.code {
 			t.Fatalf("--fencing %s: exit %d, want %d\nstdout: %s\nstderr: %s", tc.fencing, r.Code, tc.code, r.Stdout, chaostest.Tail(r.Stderr, 3000))
 		}
@@ -95,6 +100,7 @@ func TestVerdictsMatchLocal(t *testing.T) {
 // each verified by the backend inside the container and undone with the
 // ensemble whole again, and the fenced run valid.
 func TestServerFaults(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedDocker(t)
 	r := chaostest.Run(t, t.TempDir(), "--cluster", "docker", "--time-limit", "35s", "--nemesis-interval", "1s", "--pause", "3s",
 		"--nemesis", "pause-zk-leader,kill-zk,partition-zk-leader", "--fencing", "on", "--seed", "3")
@@ -128,6 +134,7 @@ func TestServerFaults(t *testing.T) {
 // of the run is left (no container, Docker network, namespace, rule or
 // process). The janitor's log says how long its sweep took.
 func TestKilledControllerLeavesNothing(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedDocker(t)
 	results := t.TempDir()
 	cmd, _, se := chaostest.Start(t, append([]string{"run", "--results", results, "--name", "killed"},

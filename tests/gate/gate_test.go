@@ -47,7 +47,8 @@ func ciBlock(t *testing.T, repo string) string {
 // team's client: a correct lock, so the gate must pass and leave its JUnit
 // file and run folders under results/.
 func TestCIJobPasses(t *testing.T) {
-	chaostest.NeedEnsemble(t)
+	t.Parallel()
+	chaostest.NeedEnsembles(t, 2) // the job's gate runs --parallel 2
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +75,7 @@ func TestCIJobPasses(t *testing.T) {
 // on any fired watch (assume-on-watch), through a --matrix file of one
 // cell under contention: the gate must exit 1 and name that cell.
 func TestGateCatchesBrokenClient(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	exe := chaostest.Binary(t)
 	dir := t.TempDir()

@@ -54,12 +54,14 @@ func needKazoo(t *testing.T) {
 // that failed.
 func gate(t *testing.T, workload, recipe string, extra ...string) (int, string, []string) {
 	t.Helper()
-	chaostest.NeedEnsemble(t)
+	chaostest.NeedEnsembles(t, 2)
 	needKazoo(t)
 	exe := chaostest.Binary(t)
 	dir := t.TempDir()
 	junit := filepath.Join(dir, "gate.xml")
-	args := append([]string{"gate", "--workload", workload, "--quick", "--recipe", recipe,
+	// --parallel 2: the quick set's two cells at once, each in its own
+	// slot, as docs/ci.md's job runs them.
+	args := append([]string{"gate", "--workload", workload, "--quick", "--parallel", "2", "--recipe", recipe,
 		"--time-limit", gateTime, "--junit", junit, "--results", filepath.Join(dir, "results"), "--progress", "off"}, extra...)
 	cmd := exec.CommandContext(t.Context(), exe, args...)
 	var out bytes.Buffer
@@ -108,18 +110,21 @@ const electionWorker = "../../client/subjects/conformance/testdata/election_work
 // TestElectionGatePasses: a correct candidate is valid without faults,
 // and unfenced its paused leader's stale-term call is caught.
 func TestElectionGatePasses(t *testing.T) {
+	t.Parallel()
 	passes(t, "election", script(t, electionWorker))
 }
 
 // TestElectionGateCatchesZeroTerm: the same candidate presenting term 0
 // fails the baseline on term-order.
 func TestElectionGateCatchesZeroTerm(t *testing.T) {
+	t.Parallel()
 	caught(t, "election", script(t, "testdata/election_zero_term.py"), "election:subject/none/fencing-on")
 }
 
 // TestConfigGatePasses: a correct config client, two admins, is valid
 // without faults and with a client paused past its session.
 func TestConfigGatePasses(t *testing.T) {
+	t.Parallel()
 	passes(t, "config", script(t, "testdata/config_worker.py"))
 }
 
@@ -127,6 +132,7 @@ func TestConfigGatePasses(t *testing.T) {
 // version with the data read when its watch was set fails the baseline
 // on config-consistent.
 func TestConfigGateCatchesStaleApply(t *testing.T) {
+	t.Parallel()
 	caught(t, "config", script(t, "testdata/config_worker.py", "--bug", "stale-apply"), "config:subject/none/fencing-on")
 }
 

@@ -25,11 +25,11 @@ func needKazoo(t *testing.T) {
 }
 
 // run is a short kazoo run: 3 workers on 2 keys, faults from the start.
-func run(t *testing.T, fencing, name string) chaostest.RunResult {
+func run(t *testing.T, fencing, name string, extra ...string) chaostest.RunResult {
 	t.Helper()
-	r := chaostest.Run(t, t.TempDir(), "--recipe", "kazoo", "--nemesis", "pause-holder", "--fencing", fencing,
+	r := chaostest.Run(t, t.TempDir(), append([]string{"--recipe", "kazoo", "--nemesis", "pause-holder", "--fencing", fencing,
 		"--time-limit", "12s", "--nemesis-interval", "2s", "--keys", "2", "--workers", "4", "--seed", "13",
-		"--progress", "off", "--name", name)
+		"--progress", "off", "--name", name}, extra...)...)
 	t.Logf("stdout:\n%s", r.Stdout)
 	return r
 }
@@ -38,6 +38,7 @@ func run(t *testing.T, fencing, name string) chaostest.RunResult {
 // after real work (dozens of grants and writes, through the ACL and the
 // register's secret), and the run leaves nothing behind.
 func TestFencedValid(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	needKazoo(t)
 	r := run(t, "on", "kazoo-fenced")
@@ -54,9 +55,10 @@ func TestFencedValid(t *testing.T) {
 // TestUnfencedCaught: the same without fencing: a paused holder's stale
 // write lands and double-writer names it (exit 1).
 func TestUnfencedCaught(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	needKazoo(t)
-	r := run(t, "off", "kazoo-unfenced")
+	r := run(t, "off", "kazoo-unfenced", chaostest.UntilViolation()...)
 	if r.Code != 1 {
 		t.Fatalf("exit %d, want 1 (invalid)\nstderr tail: %s", r.Code, chaostest.Tail(r.Stderr, 3000))
 	}

@@ -34,7 +34,7 @@ func TestFencedValidUnfencedCaught(t *testing.T) {
 		// the unfenced one stops at its first double write, as early as
 		// a loaded machine lets it come (40 entries in one CI run).
 		minEntries int
-	}{{"on", 0, true, nil, 50}, {"off", 1, false, []string{"--stop-at-first"}, 10}} {
+	}{{"on", 0, true, nil, 50}, {"off", 1, false, chaostest.UntilViolation(), 10}} {
 		t.Run("fencing-"+c.fencing, func(t *testing.T) {
 			t.Parallel()
 			args := append(append([]string{"--fencing", c.fencing, "--seed", "13"}, short...), c.extra...)

@@ -44,6 +44,7 @@ func runArgs(s service, fencing string) []string {
 // turned away and the run is valid (exit 0); its servers were the
 // service's, tagged and gone after the run.
 func TestFencedValid(t *testing.T) {
+	t.Parallel()
 	for _, s := range services {
 		t.Run(s.name, func(t *testing.T) {
 			needService(t, s)
@@ -68,10 +69,11 @@ func TestFencedValid(t *testing.T) {
 // another client is granted, and the stale write lands: the
 // double-writer checker catches it (exit 1).
 func TestUnfencedCaught(t *testing.T) {
+	t.Parallel()
 	for _, s := range services {
 		t.Run(s.name, func(t *testing.T) {
 			needService(t, s)
-			r := chaostest.Run(t, t.TempDir(), runArgs(s, "off")...)
+			r := chaostest.Run(t, t.TempDir(), append(runArgs(s, "off"), chaostest.UntilViolation()...)...)
 			t.Logf("exit %d\n%s", r.Code, r.Stdout)
 			if r.Code != 1 {
 				t.Fatalf("exit %d, want 1 (invalid)\n%s", r.Code, chaostest.Tail(r.Stderr, 3000))

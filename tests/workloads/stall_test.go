@@ -23,6 +23,7 @@ import (
 // resumes, and the integrity check must attribute the copy to the one
 // invocation (as the protocol allows), not call the run unknown.
 func TestElectionStalls(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	cmd, stdout, stderr := chaostest.Start(t, "run", "--results", results, "--name", "stalls", "--workload", "election",

@@ -52,6 +52,7 @@ func TestBadInputStartsNothing(t *testing.T) {
 // at 2 s) is what a user gets; the lock gate's 1 s session left a watcher
 // without any version in 1 of 4 runs.
 func TestConfigValidUnderPauses(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	r := chaostest.Run(t, t.TempDir(), "--workload", "config", "--admins", "2", "--nemesis", "pause-worker",
 		"--time-limit", "20s", "--nemesis-interval", "2s", "--seed", "5")
@@ -93,6 +94,7 @@ func TestConfigValidUnderPauses(t *testing.T) {
 // TestConfigZooCaught: a client that applies the data it read when it set
 // its watch, under a new version number, is caught by config-consistent.
 func TestConfigZooCaught(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	r := chaostest.Run(t, t.TempDir(), "--workload", "config", "--recipe", "stale-apply", "--nemesis", "none",
 		"--time-limit", "8s", "--seed", "5")
@@ -106,6 +108,7 @@ func TestConfigZooCaught(t *testing.T) {
 // run is refused as soon as it says hello: exit 255 naming the mismatch,
 // and nothing of the run left.
 func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	script := t.TempDir() + "/lock-only-worker"
 	body := "#!/bin/sh\n# a worker written for the lock only: it drops --workload W\nskip=0\n" +
@@ -135,6 +138,7 @@ func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
 // up to matrix.DefaultLimit, and costs time only when the bug is slow to
 // show.
 func TestElectionFencing(t *testing.T) {
+	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	for _, tc := range []struct {

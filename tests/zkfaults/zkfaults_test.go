@@ -159,6 +159,7 @@ func checkZKFaultRun(t *testing.T, name string, r chaostest.RunResult, wantF str
 
 // TestZKFaults runs each ZooKeeper fault in a short fenced run.
 func TestZKFaults(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		nemesis string
 		netns   bool
@@ -186,6 +187,7 @@ func TestZKFaults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.nemesis, func(t *testing.T) {
+			t.Parallel()
 			if tc.netns {
 				chaostest.NeedNetns(t)
 			} else {

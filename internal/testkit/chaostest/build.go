@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/zkchaos/zkchaos/client/subjects"
 )
@@ -34,7 +35,7 @@ func sharedBuild() (string, error) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return "", err
 	}
-	lock, err := flockFile(filepath.Join(bin, "test.lock"), exclusive)
+	lock, err := flockFile(filepath.Join(bin, "test.lock"), syscall.LOCK_EX)
 	if err != nil {
 		return "", err
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,96 +14,81 @@ import (
 	"github.com/zkchaos/zkchaos/host/proc"
 )
 
-// canTake reports whether another holder could take the machine lock in
-// mode right now.
-func canTake(t *testing.T, mode lockMode) bool {
+// free counts the tokens in dir that another holder could take now.
+func free(t *testing.T) int {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(machineDir, machineLock), os.O_CREATE|os.O_RDWR, 0o666)
+	n := 0
+	for i := 0; i < Tokens; i++ {
+		f, ok, err := tryToken(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			n++
+			f.Close()
+		}
+	}
+	return n
+}
+
+// TestRunTokens: a test holds one token (its subtests run under it), a
+// test of n runs holds n, and both give them back when they end.
+func TestRunTokens(t *testing.T) {
+	defer func(d string, n int) { tokenDir, Tokens = d, n }(tokenDir, Tokens)
+	tokenDir, Tokens = t.TempDir(), 3
+	t.Run("one", func(t *testing.T) {
+		holdRuns(t, 1)
+		t.Run("nested", func(t *testing.T) {
+			holdRuns(t, 2)
+			if got := free(t); got != 2 {
+				t.Errorf("a subtest took tokens of its own: %d free, want 2", got)
+			}
+		})
+		if got := free(t); got != 2 {
+			t.Errorf("%d free while a test holds one, want 2", got)
+		}
+	})
+	t.Run("two", func(t *testing.T) {
+		holdRuns(t, 2)
+		if got := free(t); got != 1 {
+			t.Errorf("%d free while a test holds two, want 1", got)
+		}
+	})
+	if got := free(t); got != 3 {
+		t.Errorf("%d free after the tests ended, want all 3", got)
+	}
+}
+
+// TestRunTokensWait: a taker waits while every token is held and goes on
+// once one is given back.
+func TestRunTokensWait(t *testing.T) {
+	defer func(d string, n int) { tokenDir, Tokens = d, n }(tokenDir, Tokens)
+	tokenDir, Tokens = t.TempDir(), 2
+	held, err := takeTokens(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	return syscall.Flock(int(f.Fd()), int(mode)|syscall.LOCK_NB) == nil
-}
-
-// TestMachineLock: ensemble tests share the lock (a subtest shares its
-// parent's hold), a test alone excludes them, and both release it when
-// they end.
-func TestMachineLock(t *testing.T) {
-	defer func(d string) { machineDir = d }(machineDir)
-	machineDir = t.TempDir()
-	t.Run("shared", func(t *testing.T) {
-		holdMachine(t, shared)
-		t.Run("nested", func(t *testing.T) { holdMachine(t, shared) })
-		if canTake(t, exclusive) {
-			t.Error("the machine alone while an ensemble test holds it")
-		}
-		if !canTake(t, shared) {
-			t.Error("another ensemble test refused while one holds it")
-		}
-	})
-	if !canTake(t, exclusive) {
-		t.Error("shared hold not released when its test ended")
-	}
-	t.Run("alone", func(t *testing.T) {
-		holdMachine(t, exclusive)
-		if canTake(t, shared) {
-			t.Error("an ensemble test could start while a test has the machine alone")
-		}
-	})
-	if !canTake(t, exclusive) {
-		t.Error("exclusive hold not released when its test ended")
-	}
-}
-
-// TestMachineLockWriterFirst: a test waiting for the machine alone goes
-// before ensemble tests that ask after it, so another package starting
-// test after test cannot keep it waiting to its end.
-func TestMachineLockWriterFirst(t *testing.T) {
-	defer func(d string) { machineDir = d }(machineDir)
-	machineDir = t.TempDir()
-	first, err := takeMachine(shared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	order := make(chan string, 2)
-	writer := make(chan *os.File, 1)
+	got := make(chan []*os.File, 1)
 	go func() {
-		f, err := takeMachine(exclusive)
+		fs, err := takeTokens(1)
 		if err != nil {
 			t.Error(err)
 		}
-		order <- "alone"
-		writer <- f
+		got <- fs
 	}()
-	waitUntil(t, "the writer to wait at the gate", func() bool { return !canTakeGate(t) })
-	go func() {
-		f, err := takeMachine(shared)
-		if err != nil {
-			t.Error(err)
-		}
-		order <- "shared"
-		f.Close()
-	}()
-	time.Sleep(100 * time.Millisecond) // the reader queues behind the writer
-	first.Close()
-	if got := <-order; got != "alone" {
-		t.Fatalf("%s went first, want the test that asked for the machine alone", got)
+	select {
+	case <-got:
+		t.Fatal("took a token while all were held")
+	case <-time.After(300 * time.Millisecond):
 	}
-	(<-writer).Close()
-	if got := <-order; got != "shared" {
-		t.Fatalf("got %s", got)
+	held[1].Close()
+	select {
+	case fs := <-got:
+		fs[0].Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("no token within 10 s of one being given back")
 	}
-}
-
-func canTakeGate(t *testing.T) bool {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(machineDir, machineGate), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	held[0].Close()
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {

@@ -1,124 +1,153 @@
 package chaostest
 
-// The machine lock. Test packages run in parallel, each in its own process
-// (go test -p, GOMAXPROCS), so the lock is a flock on a well-known file:
-// ensemble tests hold it shared, a test that needs the machine alone holds
-// it exclusively. A plain reader-writer flock lets readers starve a writer
-// (Linux grants a shared flock whenever no exclusive one is held, whoever
-// waits), and another package starts its next test at once, so every taker
-// first passes a gate, held exclusively only while it takes the lock: once
-// a writer waits at the lock holding the gate, later readers queue behind
-// it. The files are not /tmp/zkchaos-real.lock, which CI and developers
-// hold around the whole of go test: taking that one inside would deadlock.
+// Run tokens. Real runs of every test package share the machine's two
+// cores, so a test that starts one takes a token first: a flock on one of
+// Tokens files, held until the test ends. Test packages run in parallel,
+// each in its own process, and within a package tests marked t.Parallel
+// run side by side; the tokens bound how many real runs go at once
+// machine-wide whichever way they were started. Each run keeps to its own
+// network slot and folder, so runs side by side do not disturb each other
+// beyond sharing the CPU, which the verdicts are built to withstand
+// (docs/architecture.md, "Tests"). The files are not
+// /tmp/zkchaos-real.lock, which CI and developers may hold around the
+// whole of go test: taking that one inside would deadlock.
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// machineDir holds the lock files; unit tests point it at a folder of
+// tokenDir holds the token files; unit tests point it at a folder of
 // their own so that they do not contend with real test packages.
-var machineDir = os.TempDir()
+var tokenDir = os.TempDir()
 
-const (
-	machineGate = "zkchaos-machine.gate"
-	machineLock = "zkchaos-machine.lock"
-)
+// Tokens is how many real runs go at once on the machine: a run keeps
+// about 0.7 of a core busy on average (its three JVMs, workers, register
+// and controller), so three keep two cores busy without starving any.
+// ZKCHAOS_TEST_RUNS overrides it.
+var Tokens = tokensFromEnv()
 
-type lockMode int
-
-const (
-	shared    lockMode = syscall.LOCK_SH
-	exclusive lockMode = syscall.LOCK_EX
-)
-
-// held is this process's shared hold. A subtest of a test that holds the
-// lock shares its parent's hold (counted): taking it again through the
-// gate could wait behind a writer that waits for the parent, forever.
-var held struct {
-	sync.Mutex
-	n int
-	f *os.File
+func tokensFromEnv() int {
+	if n, err := strconv.Atoi(os.Getenv("ZKCHAOS_TEST_RUNS")); err == nil && n > 0 {
+		return n
+	}
+	return 3
 }
 
-// holdMachine takes the machine lock in mode until t ends.
-func holdMachine(t *testing.T, mode lockMode) {
+// holds are this process's tokens by the name of the test that took
+// them. A subtest of a test that holds tokens runs under its parent's:
+// waiting for more could wait forever behind parents that all wait for
+// their subtests.
+var holds struct {
+	sync.Mutex
+	byTest map[string]int // test name -> tokens held
+}
+
+// holdRuns takes n tokens for t until it ends, unless t or a test it runs
+// under already holds some.
+func holdRuns(t *testing.T, n int) {
 	t.Helper()
-	held.Lock()
-	defer held.Unlock()
-	if mode == exclusive && held.n > 0 {
-		t.Fatal("the machine alone asked for inside a test that holds it shared")
+	holds.Lock()
+	for name := range holds.byTest {
+		if t.Name() == name || strings.HasPrefix(t.Name(), name+"/") {
+			holds.Unlock()
+			return
+		}
 	}
-	if mode == shared && held.n > 0 {
-		held.n++
-		t.Cleanup(releaseShared)
-		return
-	}
+	holds.Unlock()
 	start := time.Now()
-	f, err := takeMachine(mode)
+	files, err := takeTokens(min(n, Tokens))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if waited := time.Since(start); waited > time.Second {
-		t.Logf("waited %s for the machine lock (%s)", waited.Round(time.Second), modeName(mode))
+		t.Logf("waited %s for %d run token(s)", waited.Round(time.Second), len(files))
 	}
-	if mode == exclusive {
-		t.Cleanup(func() { f.Close() })
-		return
+	holds.Lock()
+	if holds.byTest == nil {
+		holds.byTest = map[string]int{}
 	}
-	held.n, held.f = 1, f
-	t.Cleanup(releaseShared)
+	holds.byTest[t.Name()] = len(files)
+	holds.Unlock()
+	t.Cleanup(func() {
+		holds.Lock()
+		delete(holds.byTest, t.Name())
+		holds.Unlock()
+		for _, f := range files {
+			f.Close()
+		}
+	})
 }
 
-func releaseShared() {
-	held.Lock()
-	defer held.Unlock()
-	held.n--
-	if held.n == 0 {
-		held.f.Close()
-		held.f = nil
+// takeTokens waits until it holds n tokens. It takes them one at a time,
+// polling: two takers that each hold part of what they need give theirs
+// back and try again, so neither waits forever for the other.
+func takeTokens(n int) ([]*os.File, error) {
+	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+		var got []*os.File
+		for i := 0; i < Tokens && len(got) < n; i++ {
+			f, ok, err := tryToken(i)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				got = append(got, f)
+			}
+		}
+		if len(got) == n {
+			return got, nil
+		}
+		for _, f := range got {
+			f.Close()
+		}
+		time.Sleep(backoff)
 	}
 }
 
-// takeMachine passes the gate and takes the lock in mode; closing the
-// returned file releases it (as does the process's death).
-func takeMachine(mode lockMode) (*os.File, error) {
-	gate, err := flockFile(filepath.Join(machineDir, machineGate), exclusive)
+// tryToken takes token i if nobody holds it; closing the file releases it
+// (as does the process's death).
+func tryToken(i int) (*os.File, bool, error) {
+	path := filepath.Join(tokenDir, fmt.Sprintf("zkchaos-run-token.%d", i))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
-		return nil, err
+		return nil, false, fmt.Errorf("run token: %w", err)
 	}
-	defer gate.Close()
-	return flockFile(filepath.Join(machineDir, machineLock), mode)
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	switch {
+	case err == nil:
+		return f, true, nil
+	case errors.Is(err, syscall.EWOULDBLOCK), errors.Is(err, syscall.EINTR):
+		f.Close()
+		return nil, false, nil
+	default:
+		f.Close()
+		return nil, false, fmt.Errorf("run token: flock %s: %w", path, err)
+	}
 }
 
 // flockFile opens path (creating it) and waits for a flock on it.
-func flockFile(path string, mode lockMode) (*os.File, error) {
+func flockFile(path string, mode int) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
-		return nil, fmt.Errorf("machine lock: %w", err)
+		return nil, fmt.Errorf("lock: %w", err)
 	}
 	for {
-		err = syscall.Flock(int(f.Fd()), int(mode))
+		err = syscall.Flock(int(f.Fd()), mode)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}
 	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("machine lock: flock %s: %w", path, err)
+		return nil, fmt.Errorf("lock: flock %s: %w", path, err)
 	}
 	return f, nil
-}
-
-func modeName(m lockMode) string {
-	if m == exclusive {
-		return "alone"
-	}
-	return "shared"
 }

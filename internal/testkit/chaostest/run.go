@@ -8,7 +8,20 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/run/matrix"
 )
+
+// UntilViolation are the flags of a run that must be caught: it stops at
+// its first violation, and runs up to matrix.DefaultLimit to find one, as
+// test-all's cells that expect only violations do. Given after a run's
+// own --time-limit, they override it. Whether one fault makes a violation
+// is a race in the faulted client, so a fixed short time is a rate that
+// a loaded machine lowers; this way the load costs time, not detection,
+// and a quiet machine stops early.
+func UntilViolation() []string {
+	return []string{"--stop-at-first", "--time-limit", matrix.DefaultLimit.String()}
+}
 
 // RunResult is what a finished `chaos run` left: its exit code (the
 // verdict), its output, and its run folder.

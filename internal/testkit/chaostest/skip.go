@@ -10,24 +10,16 @@ import (
 
 // NeedEnsemble skips a test that starts a real ZooKeeper ensemble when it
 // cannot run here (-short, no java, no ZooKeeper jars: make test installs
-// them), and otherwise holds the machine lock shared until the test ends,
-// so that a test that needs the machine alone (NeedMachineAlone) waits for
-// it instead of racing it.
-func NeedEnsemble(t *testing.T) {
-	t.Helper()
-	skipWithoutEnsemble(t)
-	holdMachine(t, shared)
-}
+// them), and otherwise holds a run token until the test ends, so that no
+// more real runs go at once on the machine than it has tokens (Tokens).
+func NeedEnsemble(t *testing.T) { NeedEnsembles(t, 1) }
 
-// NeedMachineAlone is NeedEnsemble for a test whose outcome depends on
-// what other runs on the machine do (which network slot is the lowest
-// free one, say): it holds the machine lock exclusively until it ends,
-// after the ensemble tests of other packages that hold it now, and before
-// any that ask after it.
-func NeedMachineAlone(t *testing.T) {
+// NeedEnsembles is NeedEnsemble for a test whose command starts n runs at
+// once (a gate or test-all with --parallel n): it holds n tokens.
+func NeedEnsembles(t *testing.T, n int) {
 	t.Helper()
 	skipWithoutEnsemble(t)
-	holdMachine(t, exclusive)
+	holdRuns(t, n)
 }
 
 func skipWithoutEnsemble(t *testing.T) {
