@@ -29,17 +29,18 @@ import (
 // their own so that they do not contend with real test packages.
 var tokenDir = os.TempDir()
 
-// Tokens is how many real runs go at once on the machine: a run keeps
-// about 0.7 of a core busy on average (its three JVMs, workers, register
-// and controller), so three keep two cores busy without starving any.
-// ZKCHAOS_TEST_RUNS overrides it.
+// Tokens is how many real runs go at once on the machine: two, the most
+// the project's CI allows on its 2-core machines. A run keeps about 0.7
+// of a core busy on average (its three JVMs, workers, register and
+// controller), so two leave room for the compiler and unit tests beside
+// them. ZKCHAOS_TEST_RUNS overrides it.
 var Tokens = tokensFromEnv()
 
 func tokensFromEnv() int {
 	if n, err := strconv.Atoi(os.Getenv("ZKCHAOS_TEST_RUNS")); err == nil && n > 0 {
 		return n
 	}
-	return 3
+	return 2
 }
 
 // holds are this process's tokens by the name of the test that took
