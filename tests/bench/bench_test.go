@@ -17,6 +17,15 @@ import (
 // subject, lock and whole section, hot and on 8 keys) is above zero, the
 // overhead was measured, every target has a verdict in bench.json and in
 // the output, and the bench left nothing.
+//
+// It is slow because even --quick measures fifteen windows one after
+// another on its ensemble (two raw-pair figures, four for each of the
+// three default subjects, and the overhead), each bench.QuickWarmup plus
+// bench.QuickWindow (2 s), after bench.HelloStarts (50) timed worker
+// starts each way, and starts 8 workers per subject (Curator's are JVMs).
+// It runs `chaos bench --quick` as make bench does, every default subject
+// included: a smaller bench would leave a figure, or a target's verdict,
+// untested.
 func TestQuickBench(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	bin := chaostest.Binary(t)

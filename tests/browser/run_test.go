@@ -121,6 +121,13 @@ const dwName = "double-writer"
 // two cells, each kind in a subtest: the two reports, the test-all index,
 // the `chaos compare` page of the pair, and `chaos serve` on the results
 // folder.
+//
+// It is slow because the pages must show real runs: a fenced one with
+// rejected writes and an unfenced one with double writes. The test-all
+// runs them one after another, each with its own ensemble, the fenced
+// cell for timeLimit (20 s) and the unfenced one until its first double
+// write (up to matrix.DefaultLimit); the pages then load in Chromium in
+// seconds.
 func TestRealRuns(t *testing.T) {
 	b := web.StartForTest(t) // before the runs: no browser, no runs
 	chaostest.NeedEnsemble(t)

@@ -91,6 +91,15 @@ func TestPauseWorker(t *testing.T) {
 	t.Logf("%d verified pauses, %d of them of a holder", len(ops), holding)
 }
 
+// TestExpireHolder: expiring a holder's session is verified, a fenced run
+// stays valid, and an unfenced one loses an update.
+//
+// It is slow because it makes two real runs one after another, each with
+// its own ensemble: the fenced one runs its 20 s so that several holders
+// are expired (2 s apart) while it stays valid, and the unfenced one runs
+// until its first lost update (up to
+// matrix.DefaultLimit), since whether an expiry lands between a holder's
+// read and its write is a race.
 func TestExpireHolder(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
@@ -112,6 +121,17 @@ func TestExpireHolder(t *testing.T) {
 	})
 }
 
+// TestIsolateHolder: cutting a holder off the network is verified and
+// healed in its namespace, a fenced run stays valid, and an unfenced one
+// with long work writes twice.
+//
+// It is slow because it makes two real runs one after another, each with
+// its own ensemble and a network namespace per worker: the fenced one runs
+// its 20 s to fit two whole cycles of isolation (held 4 s, 3 s quiet, the
+// heal verified in the worker's namespace), and the unfenced one runs
+// until its first double write (up to matrix.DefaultLimit): only a 4 s
+// hold makes one possible at all, and whether an isolation makes one is a
+// race.
 func TestIsolateHolder(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)

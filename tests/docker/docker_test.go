@@ -67,6 +67,13 @@ func TestBadInputStartsNothing(t *testing.T) {
 // TestVerdictsMatchLocal: on containers as on local JVMs, a fenced run
 // under holder pauses is valid and an unfenced one is caught writing
 // twice; both leave nothing of the run behind.
+//
+// It is slow because it makes two docker runs one after another, each
+// starting three containers: the fenced one runs its 20 s so that several
+// holders are paused (2 s apart) while it stays valid, and the unfenced
+// one runs until its first double write, up to
+// matrix.DefaultLimit. That second run is why its time varies: whether a
+// pause makes a stale write land is a race in the paused worker.
 func TestVerdictsMatchLocal(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedDocker(t)
@@ -99,6 +106,14 @@ func TestVerdictsMatchLocal(t *testing.T) {
 // TestServerFaults: pause, kill and partitions of containerised servers,
 // each verified by the backend inside the container and undone with the
 // ensemble whole again, and the fenced run valid.
+//
+// It is slow because its one docker run lasts 35 s to fit the three
+// verified faults of two kinds it asks for: each fault is held 3 s after
+// 1 s quiet, and its start counts only once verified through the engine,
+// for a leader's fault once a new leader is seen (1.0–3.1 s on docker,
+// docs/measurements.md). The containers' start and removal come on top,
+// and so does any wait for a run token held by the package's other tests
+// (all t.Parallel) or by other packages.
 func TestServerFaults(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedDocker(t)
@@ -133,6 +148,13 @@ func TestServerFaults(t *testing.T) {
 // are partitioned inside their containers: within dockerSweepBound nothing
 // of the run is left (no container, Docker network, namespace, rule or
 // process). The janitor's log says how long its sweep took.
+//
+// Its own steps are one docker ensemble's start, the first partition
+// verified (WaitForRun allows 90 s), the SIGKILL and the janitor's sweep
+// (up to dockerSweepBound); when it takes more than a minute, the rest is
+// waiting inside the test: for a run token held by the package's other
+// tests (all t.Parallel) or by other packages, or for the binaries' shared
+// build (chaostest.Binary).
 func TestKilledControllerLeavesNothing(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedDocker(t)

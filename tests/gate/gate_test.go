@@ -46,6 +46,13 @@ func ciBlock(t *testing.T, repo string) string {
 // folder, with the built-in worker (chaos-worker --recipe seed) as the
 // team's client: a correct lock, so the gate must pass and leave its JUnit
 // file and run folders under results/.
+//
+// It is slow because it runs a CI job's commands, not a shortcut: make
+// deps-run and make build, then the quick gate's two cells at once, the
+// fenced one for GATE_TIME (20 s here, 30 s in docs/ci.md) and the
+// unfenced one until its first double write (up to matrix.DefaultLimit),
+// each with its own ensemble. Anything shorter would test commands other
+// than the ones docs/ci.md tells a team to copy.
 func TestCIJobPasses(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsembles(t, 2) // the job's gate runs --parallel 2

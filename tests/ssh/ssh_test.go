@@ -52,6 +52,19 @@ func (r *rig) assertClean(t *testing.T, dir string) {
 	}
 }
 
+// TestSSH drives the ssh backend on the rig's three hosts: every fault
+// fenced and valid, each server fault verified on the hosts, an unfenced
+// run caught, and a controller SIGKILLed mid-partition whose hosts heal
+// themselves.
+//
+// It is slow because it makes six real runs one after another (they share
+// the rig's hosts and their ZooKeeper ports): 20 s with every fault, 8 s
+// for each of three server faults, 20 s unfenced, and one killed once its
+// partition is verified, after which the hosts' watchdogs need their 5 s
+// lease (zkssh.LeasePeriod) to heal. Every server verb goes over SSH and
+// is verified on its host, so each run costs well beyond its workload
+// (docs/measurements.md, "SSH backend"), and each server fault gets a run
+// of its own because a run of several may never pick it.
 func TestSSH(t *testing.T) {
 	r := newRig(t)
 	results := t.TempDir()

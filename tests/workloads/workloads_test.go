@@ -137,6 +137,12 @@ func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
 // (--stop-at-first, gated on stale-term, which the run follows online),
 // up to matrix.DefaultLimit, and costs time only when the bug is slow to
 // show.
+//
+// It is slow because its two runs go one after another, each with its own
+// ensemble. In the fenced one's 20 s the workload's 3 s session
+// (DefaultTiming, first fault at 2 s) makes each pause of the leader 6 s
+// after 2 s quiet, so it holds at most three pauses; a shorter run would
+// depose fewer leaders and prove exactly-once across fewer hand-overs.
 func TestElectionFencing(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)

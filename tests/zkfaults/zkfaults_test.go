@@ -158,6 +158,14 @@ func checkZKFaultRun(t *testing.T, name string, r chaostest.RunResult, wantF str
 }
 
 // TestZKFaults runs each ZooKeeper fault in a short fenced run.
+//
+// It is slow because it makes nine real runs (each of the eight faults
+// alone, then all of them), each with its own ensemble and a 12 s
+// workload, at most three at once (chaostest.Tokens). A run of several
+// faults may never pick one of them, a shared ensemble would blur which
+// fault left it broken, and 12 s already holds at most three faults
+// (held 3 s, 1 s apart, each counted only once verified), so a shorter
+// run could end with none verified.
 func TestZKFaults(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
