@@ -161,7 +161,7 @@ func checkZKFaultRun(t *testing.T, name string, r chaostest.RunResult, wantF str
 //
 // It is slow because it makes nine real runs (each of the eight faults
 // alone, then all of them), each with its own ensemble and a 12 s
-// workload, at most three at once (chaostest.Tokens). A run of several
+// workload, at most two at once (chaostest.Tokens). A run of several
 // faults may never pick one of them, a shared ensemble would blur which
 // fault left it broken, and 12 s already holds at most three faults
 // (held 3 s, 1 s apart, each counted only once verified), so a shorter
