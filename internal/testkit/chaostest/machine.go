@@ -88,35 +88,46 @@ func holdRuns(t *testing.T, n int) {
 	})
 }
 
-// takeTokens waits until it holds n tokens. It takes them one at a time,
-// polling: two takers that each hold part of what they need give theirs
-// back and try again, so neither waits forever for the other.
+// takeTokens waits until it holds n tokens. One token is whichever is
+// free first, polled. More are taken in order, 0 first, each waited for
+// while holding the ones before: a taker of several never starves behind
+// takers of one (it waits at its next token in the kernel's queue), and
+// two takers of several cannot each hold part of what the other needs.
 func takeTokens(n int) ([]*os.File, error) {
-	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+	if n > 1 {
 		var got []*os.File
-		for i := 0; i < Tokens && len(got) < n; i++ {
+		for i := range n {
+			f, err := flockFile(tokenPath(i), syscall.LOCK_EX)
+			if err != nil {
+				for _, g := range got {
+					g.Close()
+				}
+				return nil, err
+			}
+			got = append(got, f)
+		}
+		return got, nil
+	}
+	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+		for i := range Tokens {
 			f, ok, err := tryToken(i)
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				got = append(got, f)
+				return []*os.File{f}, nil
 			}
-		}
-		if len(got) == n {
-			return got, nil
-		}
-		for _, f := range got {
-			f.Close()
 		}
 		time.Sleep(backoff)
 	}
 }
 
+func tokenPath(i int) string { return filepath.Join(tokenDir, fmt.Sprintf("zkchaos-run-token.%d", i)) }
+
 // tryToken takes token i if nobody holds it; closing the file releases it
 // (as does the process's death).
 func tryToken(i int) (*os.File, bool, error) {
-	path := filepath.Join(tokenDir, fmt.Sprintf("zkchaos-run-token.%d", i))
+	path := tokenPath(i)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		return nil, false, fmt.Errorf("run token: %w", err)
