@@ -62,6 +62,11 @@ func TestCIJobPasses(t *testing.T) {
 	if code := chaostest.ExitOf(cmd.Run()); code != 0 {
 		t.Fatalf("the CI job exited %d, want 0:\n%s", code, chaostest.Tail(out.String(), 3000))
 	}
+	if line := baselineLine(out.String()); !strings.Contains(line, "the subject ran: acquire: ") {
+		t.Errorf("no baseline before the cells, or a baseline that says otherwise: %q", line)
+	} else {
+		t.Log(line) // what the baseline costs a CI job
+	}
 	all, failed := chaostest.JUnitCases(t, filepath.Join(team, "results", "gate.xml"))
 	if len(all) != 2 || len(failed) != 0 {
 		t.Errorf("JUnit: cases %v, failed %v; want the quick set's 2, none failed", all, failed)
@@ -101,6 +106,16 @@ func TestGateCatchesBrokenClient(t *testing.T) {
 	if _, failed := chaostest.JUnitCases(t, junit); len(failed) != 1 || failed[0] != cell {
 		t.Errorf("JUnit failures %v, want [%s]", failed, cell)
 	}
+}
+
+// baselineLine is the gate's line about its baseline ("" when none).
+func baselineLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "baseline (") {
+			return l
+		}
+	}
+	return ""
 }
 
 // lacking is the exec: subject of a worker that omits one of the run's
