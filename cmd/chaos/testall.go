@@ -184,6 +184,12 @@ func runBaseline(ctx context.Context, sel []matrix.Cell, r matrixRun, o matrix.O
 		return 0, false
 	}
 	b := matrix.RunBaseline(ctx, c, o)
+	if ctx.Err() != nil {
+		// An interrupted baseline completed little or nothing: that
+		// says nothing about the subject.
+		fmt.Fprintf(o.Out, "chaos %s: interrupted during the baseline (%s)\n", r.cmd, b.Attempt.Dir)
+		return exitUnknown, true
+	}
 	b.Write(o.Out)
 	code := exitUnknown
 	switch {
