@@ -19,9 +19,9 @@ import (
 // or failed every operation of a kind. A subject that cannot run (a
 // worker written before the credentials were required never
 // authenticates, and every acquire is refused) would otherwise take every
-// cell's full time and come out as cells judged wrong or unknown, with
-// nothing saying that it never held a lock: measured, the 15 standard
-// cells took about 9 minutes that way.
+// cell's full time (or its limit, waiting for a violation that cannot
+// come) and come out as cells judged wrong or unknown, with nothing
+// saying that it never held a lock.
 
 // DefaultBaseline is the baseline's workload time: a healthy subject
 // completes dozens of operations of each kind in it, and the run's setup
