@@ -152,7 +152,7 @@ func (p Process) String() string {
 //	                 register's token when it rejected the write)
 //	release:         Token, Node
 //	lost:            Token, Node, State (why: "expired", "session-changed", ...)
-//	session:         State, Session
+//	session:         State, Session (and Protocol, from a worker's hello)
 //	pause/resume:    PID, Target, Verified
 //	campaign ok:     Token (term), Node, Session
 //	demoted:         Token (term), State (reason)
@@ -198,6 +198,9 @@ type Value struct {
 	// read before it, which a correct compare-and-set passes to setData as
 	// the expected version.
 	Expected *int64 `json:"expected_version,omitempty"`
+	// Protocol, on the connected session a worker's hello is recorded
+	// as, is the protocol version its hello named (0: none).
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // Event is one line of history.jsonl.

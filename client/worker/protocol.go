@@ -103,6 +103,10 @@ type Message struct {
 	// absent means lock. The controller refuses a worker of another
 	// workload than the run's.
 	Workload string `json:"workload,omitempty"`
+	// Protocol (hello, optional) is the protocol version the worker was
+	// written against (Protocol); absent is 0, no version named. The
+	// controller logs it and names what changed since (VersionNotice).
+	Protocol int `json:"protocol,omitempty"`
 	// Wakeups (acquire responses, optional) is how many times, during this
 	// acquire, a watch notification woke its wait and made the lock code
 	// examine the queue again (docs/worker-protocol.md, "Wake-ups"); the

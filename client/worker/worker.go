@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		w.closer()
 		return fmt.Errorf("worker: waiting for a ZooKeeper session: %w", err)
 	}
-	hello := Message{Event: EventHello, PID: w.pid, Session: first.Session, Password: first.Password}
+	hello := Message{Event: EventHello, PID: w.pid, Session: first.Session, Password: first.Password, Protocol: Protocol}
 	if cfg.Workload != recipes.WorkloadLock {
 		hello.Workload = cfg.Workload // the default workload's hello stays as it was
 	}

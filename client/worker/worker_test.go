@@ -126,7 +126,7 @@ func TestProtocol(t *testing.T) {
 	obs := observer(t)
 	p := startWorker(t, testConfig(t, 0, root))
 	h := p.Hello()
-	if h.PID != p.PID() || !strings.HasPrefix(h.Session, "0x") || h.Session == "0x0" {
+	if h.PID != p.PID() || !strings.HasPrefix(h.Session, "0x") || h.Session == "0x0" || h.Protocol != Protocol {
 		t.Fatalf("hello %+v, pid %d", h, p.PID())
 	}
 

@@ -13,9 +13,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/observe/progress"
+	"github.com/zkchaos/zkchaos/report/diagnose"
 	"github.com/zkchaos/zkchaos/run/runner"
 	"github.com/zkchaos/zkchaos/workloads"
 )
@@ -307,6 +309,7 @@ func finishRun(cmd string, out *runner.Outcome, err error) int {
 	}
 	if out != nil && out.Check != nil {
 		printSummary(os.Stdout, out.Check)
+		printDiagnosis(os.Stdout, out)
 		fmt.Fprintf(os.Stdout, "timings: ensemble ready %.1fs, setup %.1fs, workload %.1fs, teardown %.1fs, total %.1fs, %d worker processes\n",
 			out.Timings.Ensemble.Seconds(), out.Timings.Setup.Seconds(), out.Timings.Workload.Seconds(),
 			out.Timings.Teardown.Seconds(), out.Timings.Total.Seconds(), out.Timings.Processes)
@@ -319,6 +322,28 @@ func finishRun(cmd string, out *runner.Outcome, err error) int {
 		return exitHarness
 	}
 	return exitCode(out.Check)
+}
+
+// printDiagnosis tells, after the summary of a run not judged valid, why
+// its subject could not run, when it completed no operation or failed
+// every operation of a kind (report/diagnose, which chaos gate's
+// baseline uses too). A verdict of unknown says only that nothing could
+// be judged; this says what the subject reported and what it likely
+// lacks. A subject that completed nothing is never judged valid (a run
+// without an accepted write or a finished task decides nothing), so a
+// valid run, a long soak's among them, is not read again for it.
+func printDiagnosis(w io.Writer, out *runner.Outcome) {
+	if out.Run == nil || out.Check.Results.Valid == checker.Valid {
+		return
+	}
+	d, err := diagnose.Dir(os.DirFS(out.Run.Dir))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chaos: %v\n", err)
+		return
+	}
+	if d.Stuck() {
+		d.Write(w)
+	}
 }
 
 // workloadDefaults gives the flags the user left out the workload's own

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +11,8 @@ import (
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/lock"
 	"github.com/zkchaos/zkchaos/checker/stats"
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/run/runner"
 )
 
@@ -51,5 +55,41 @@ func TestPrintSummaryStoppedAtFirst(t *testing.T) {
 	printSummary(&out, &runner.CheckOutcome{Results: res, Report: "/r/report.html"})
 	if s := out.String(); !strings.Contains(s, "run: "+why+"\n") || strings.Contains(s, "INCOMPLETE") {
 		t.Errorf("summary should say the run stopped at its first violation, not INCOMPLETE:\n%s", s)
+	}
+}
+
+// TestPrintDiagnosis: after a run not judged valid in which the subject
+// completed nothing, the summary is followed by the diagnosis of
+// report/diagnose (the one chaos gate's baseline prints); a valid run
+// gets none.
+func TestPrintDiagnosis(t *testing.T) {
+	dir := t.TempDir()
+	var lines []byte
+	for i, typ := range []history.Type{history.Invoke, history.Fail, history.Invoke, history.Fail, history.Invoke, history.Fail} {
+		e := history.Event{Index: int64(i), Time: int64(i) * 1e6, Process: 0, Type: typ, F: history.FAcquire, Key: "SKU-1"}
+		if typ == history.Fail {
+			e.Error = "acquire: create in /locks/inventory/SKU-1: zk: not authenticated"
+		}
+		b, err := e.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(append(lines, b...), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, store.HistoryFile), lines, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		valid checker.Validity
+		want  string
+	}{
+		{checker.Unknown, "the subject could not run: it completed no operation (acquire: 0 of 3 ok)"},
+		{checker.Valid, ""},
+	} {
+		var out bytes.Buffer
+		printDiagnosis(&out, &runner.Outcome{Run: &store.Run{Dir: dir}, Check: &runner.CheckOutcome{Results: checker.Results{Valid: tc.valid}}})
+		if first, _, _ := strings.Cut(out.String(), "\n"); first != tc.want || tc.want != "" && !strings.Contains(out.String(), "ZKCHAOS_ZK_AUTH") {
+			t.Errorf("verdict %s: printed %q, want first line %q", tc.valid, out.String(), tc.want)
+		}
 	}
 }

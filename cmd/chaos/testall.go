@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -165,6 +166,47 @@ type matrixRun struct {
 	prog      string
 	limit     time.Duration
 	stopLimit time.Duration
+	// baseline is chaos gate's --baseline (0: none; test-all has none).
+	baseline time.Duration
+}
+
+// runBaseline runs the gate's baseline (matrix.RunBaseline) when it has
+// one, and says whether the gate stops there, with which exit code: 2
+// when the subject could not run (the diagnosis is printed, and the
+// JUnit file has the baseline as its one failed case), 255 when the
+// baseline's run failed. Otherwise the cells run.
+func runBaseline(ctx context.Context, sel []matrix.Cell, r matrixRun, o matrix.Options) (int, bool) {
+	if r.baseline <= 0 {
+		return 0, false
+	}
+	c, ok := matrix.BaselineOf(sel, o.Skip, r.baseline)
+	if !ok {
+		return 0, false
+	}
+	b := matrix.RunBaseline(ctx, c, o)
+	if ctx.Err() != nil {
+		// An interrupted baseline completed little or nothing: that
+		// says nothing about the subject.
+		fmt.Fprintf(o.Out, "chaos %s: interrupted during the baseline (%s)\n", r.cmd, b.Attempt.Dir)
+		return exitUnknown, true
+	}
+	b.Write(o.Out)
+	code := exitUnknown
+	switch {
+	case b.HarnessFailed():
+		code = exitHarness
+	case !b.Stuck():
+		return 0, false
+	default:
+		fmt.Fprintf(o.Out, "chaos %s: stopped before the cells (--baseline 0 runs them anyway)\n", r.cmd)
+	}
+	if r.junit != "" {
+		if err := matrix.WriteBaselineJUnit(r.junit, r.cmd, b); err != nil {
+			fmt.Fprintf(o.Out, "chaos %s: %v\n", r.cmd, err)
+			code = exitHarness
+		}
+	}
+	return code, true
 }
 
 // runMatrix runs the cells and writes the table, <cmd>.json, index.html
@@ -182,8 +224,14 @@ func runMatrix(c *cobra.Command, sel []matrix.Cell, r matrixRun) int {
 		cell = &progress.Latest{}
 	}
 	shown := progress.Start(r.mode, os.Stderr, cell.Get) // a terminal line needs the file itself
-	rs, runErr := matrix.Run(ctx, sel, matrix.Options{Exe: exe, Results: dir, Repeat: r.repeat,
-		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(stdout), Skip: matrix.Missing(ctx), Progress: cell, Parallel: r.parallel})
+	opts := matrix.Options{Exe: exe, Results: dir, Repeat: r.repeat,
+		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(stdout), Skip: matrix.Missing(ctx), Progress: cell, Parallel: r.parallel}
+	if code, stop := runBaseline(ctx, sel, r, opts); stop {
+		shown.Stop()
+		fmt.Fprintf(stdout, "runs: %s\n", dir)
+		return code
+	}
+	rs, runErr := matrix.Run(ctx, sel, opts)
 	shown.Stop()
 	code := matrix.Summary(stdout, rs)
 	writes := []func() error{

@@ -183,5 +183,11 @@ func (r *Run) Path(name string) string { return filepath.Join(r.Dir, name) }
 
 // WorkerLog is the stderr log of one worker process.
 func (r *Run) WorkerLog(process int) string {
-	return filepath.Join(r.Dir, WorkersDir, fmt.Sprintf("p%d.log", process))
+	return filepath.Join(r.Dir, filepath.FromSlash(WorkerLogName(process)))
+}
+
+// WorkerLogName is WorkerLog's name inside the run folder, with a slash
+// (an fs.FS path).
+func WorkerLogName(process int) string {
+	return fmt.Sprintf("%s/p%d.log", WorkersDir, process)
 }

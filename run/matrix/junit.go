@@ -78,6 +78,30 @@ func WriteJUnit(path, command string, rs []CellResult) error {
 		}
 		s.Cases = append(s.Cases, tc)
 	}
+	return writeSuite(path, s)
+}
+
+// WriteBaselineJUnit writes a gate that stopped at its baseline as JUnit
+// XML: one test case, the baseline, failed with the diagnosis, so a CI
+// system that shows failed cases shows why no cell ran.
+func WriteBaselineJUnit(path, command string, b Baseline) error {
+	var out strings.Builder
+	b.Write(&out)
+	tc := junitCase{Name: b.Cell.Name(), Classname: "zkchaos." + b.Cell.Recipe, Time: b.Attempt.Elapsed.Seconds(),
+		Failure: &junitMessage{Message: b.Diagnosis.Headline(), Type: string(Unknown), Body: out.String()}}
+	if b.HarnessFailed() {
+		tc.Failure, tc.Error = nil, &junitMessage{Message: "baseline run failed: " + b.Attempt.Detail, Type: "harness", Body: out.String()}
+	}
+	s := junitSuite{Name: "zkchaos " + command, Tests: 1, Time: tc.Time, Cases: []junitCase{tc}}
+	if tc.Error != nil {
+		s.Errors = 1
+	} else {
+		s.Failures = 1
+	}
+	return writeSuite(path, s)
+}
+
+func writeSuite(path string, s junitSuite) error {
 	b, err := xml.MarshalIndent(junitSuites{Suites: []junitSuite{s}}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode junit: %w", err)

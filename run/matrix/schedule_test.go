@@ -44,6 +44,7 @@ func fakeRun(args []string) error {
 	fs.String("fencing", "", "")
 	fs.Bool("stop-at-first", false, "")
 	fs.String("gate", "", "")
+	fs.Int("nodes", 0, "")
 	limit := fs.Duration("time-limit", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -60,6 +60,9 @@ type fleet struct {
 	// target reported when the target exits (SessionState).
 	exited  []exitedStates
 	spawned int
+	// protocols are the protocol versions the workers' hellos named so
+	// far: each is logged once, not once per worker process.
+	protocols map[int]bool
 
 	// firstTries counts the slots that have not yet tried to start their
 	// first worker; tried is closed when none is left (waitFirstTries).
@@ -240,7 +243,8 @@ func (l *live) Event(m worker.Message) {
 		// session: it is the session of the process's first grants, which
 		// the checkers need to tell which session a loss or a server-side
 		// expiry ended.
-		l.f.instant(l.process, history.FSession, "", &history.Value{State: worker.StateConnected, Session: m.Session, PID: l.p.PID()}, "")
+		l.f.instant(l.process, history.FSession, "", &history.Value{State: worker.StateConnected, Session: m.Session, PID: l.p.PID(), Protocol: m.Protocol}, "")
+		l.f.noteProtocol(m.Protocol, l.p.PID())
 	case worker.EventSession:
 		l.sessionEvent(m.State, m.Session, m.Password)
 		l.f.instant(l.process, history.FSession, "", &history.Value{State: m.State, Session: m.Session, PID: l.p.PID()}, "")
@@ -256,6 +260,30 @@ func (l *live) Event(m worker.Message) {
 	case worker.EventApplied:
 		l.f.instant(l.process, history.FApplied, m.Key, &history.Value{Version: m.Version, Digest: m.Digest, N: m.Value}, m.Error)
 	}
+}
+
+// noteProtocol logs the protocol version a worker's hello named, the
+// first time a process names it: a version other than this controller's
+// (or none) with what changed since, as a warning, since a worker that
+// missed a change (the credentials, the register's secret) may complete
+// nothing; the run goes on whatever the version, as a worker that names
+// none may well speak all of it.
+func (f *fleet) noteProtocol(v, pid int) {
+	f.mu.Lock()
+	seen := f.protocols[v]
+	if f.protocols == nil {
+		f.protocols = map[int]bool{}
+	}
+	f.protocols[v] = true
+	f.mu.Unlock()
+	if seen {
+		return
+	}
+	if n := worker.VersionNotice(v); n != "" {
+		f.log.Warn("worker protocol: "+n, "pid", pid, "recipe", f.cfg.Recipe)
+		return
+	}
+	f.log.Info("worker protocol", "version", v, "pid", pid)
 }
 
 // Complete records the completion of a request (worker.Handler): the

@@ -3,8 +3,10 @@ package runner
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -472,3 +474,54 @@ func TestFleetDrive(t *testing.T) {
 		t.Errorf("failures: %v", f)
 	}
 }
+
+// TestHelloProtocolLogged: the hello's protocol version goes into the
+// history with its session, and the controller logs each version once:
+// an older one, and none, as a warning naming what changed since (the
+// credentials among it); the run goes on either way.
+func TestHelloProtocolLogged(t *testing.T) {
+	for _, tc := range []struct {
+		version int
+		want    string
+	}{
+		{2, "worker protocol: the worker speaks protocol 2"},
+		{0, "worker protocol: the worker's hello names no protocol version"},
+		{worker.Protocol, "msg=\"worker protocol\" version=" + strconv.Itoa(worker.Protocol)},
+	} {
+		mem := history.NewMemory()
+		tf := newTestFleet(t, fakeworker.Script{Protocol: tc.version}, mem, nil)
+		var logged strings.Builder
+		var mu sync.Mutex
+		tf.log = slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logged.Write(b)
+		}), nil))
+		for range 2 {
+			s := tf.start(t, 0)
+			mustOK(t, s.Do(context.Background(), acquire("SKU-1")))
+		}
+		mu.Lock()
+		log := logged.String()
+		mu.Unlock()
+		if strings.Count(log, "worker protocol") != 1 || !strings.Contains(log, tc.want) {
+			t.Errorf("version %d: log %q, want one line with %q", tc.version, log, tc.want)
+		}
+		if old := tc.version < worker.Protocol; old != strings.Contains(log, "ZKCHAOS_ZK_AUTH") || old != strings.Contains(log, "level=WARN") {
+			t.Errorf("version %d: the notice names the credentials and warns only for an older version: %q", tc.version, log)
+		}
+		hellos := 0
+		for _, e := range mem.Events() {
+			if e.F == history.FSession && e.Type == history.OK && e.Value.Protocol == tc.version {
+				hellos++
+			}
+		}
+		if hellos != 2 {
+			t.Errorf("version %d: %d connected sessions carry the version, want 2 (one per hello)", tc.version, hellos)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
@@ -69,6 +70,11 @@ func TestCIJobPasses(t *testing.T) {
 	if code := chaostest.ExitOf(cmd.Run()); code != 0 {
 		t.Fatalf("the CI job exited %d, want 0:\n%s", code, chaostest.Tail(out.String(), 3000))
 	}
+	if line := baselineLine(out.String()); !strings.Contains(line, "the subject ran: acquire: ") {
+		t.Errorf("no baseline before the cells, or a baseline that says otherwise: %q", line)
+	} else {
+		t.Log(line) // what the baseline costs a CI job
+	}
 	all, failed := chaostest.JUnitCases(t, filepath.Join(team, "results", "gate.xml"))
 	if len(all) != 2 || len(failed) != 0 {
 		t.Errorf("JUnit: cases %v, failed %v; want the quick set's 2, none failed", all, failed)
@@ -93,8 +99,10 @@ func TestGateCatchesBrokenClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	junit := filepath.Join(dir, "gate.xml")
+	// No baseline: the subject runs, and its cell is what is judged.
 	cmd := exec.CommandContext(t.Context(), exe, "gate", "--recipe", "exec:"+chaostest.Worker(t)+" --recipe assume-on-watch",
-		"--matrix", file, "--time-limit", "20s", "--junit", junit, "--results", filepath.Join(dir, "results"), "--progress", "off")
+		"--matrix", file, "--time-limit", "20s", "--junit", junit, "--results", filepath.Join(dir, "results"), "--progress", "off",
+		"--baseline", "0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if code := chaostest.ExitOf(cmd.Run()); code != 1 {
@@ -107,6 +115,76 @@ func TestGateCatchesBrokenClient(t *testing.T) {
 	if _, failed := chaostest.JUnitCases(t, junit); len(failed) != 1 || failed[0] != cell {
 		t.Errorf("JUnit failures %v, want [%s]", failed, cell)
 	}
+}
+
+// baselineLine is the gate's line about its baseline ("" when none).
+func baselineLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "baseline (") {
+			return l
+		}
+	}
+	return ""
+}
+
+// lacking is the exec: subject of a worker that omits one of the run's
+// secrets: the built-in worker with the variable taken out of its
+// environment by env(1), which then execs it (one process, as the
+// protocol asks). So a worker written before the credentials were
+// required behaves: it never sends them.
+func lacking(t *testing.T, variable string) string {
+	return "exec:/usr/bin/env -u " + variable + " " + chaostest.Worker(t) + " --recipe seed"
+}
+
+// gateStopsAtBaseline gates a subject that cannot run, with the full
+// standard set: the baseline must stop the gate within 30 s with exit 2
+// and no cell run, print the diagnosis's words (want), and leave the
+// baseline as the JUnit file's one failed case. Without the baseline
+// the 15 cells of such a subject run minutes each, for nothing.
+func gateStopsAtBaseline(t *testing.T, recipe string, want ...string) {
+	t.Helper()
+	chaostest.NeedEnsemble(t)
+	dir := t.TempDir()
+	junit := filepath.Join(dir, "gate.xml")
+	cmd := exec.CommandContext(t.Context(), chaostest.Binary(t), "gate", "--recipe", recipe, "--junit", junit,
+		"--results", filepath.Join(dir, "results"), "--progress", "off")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	code := chaostest.ExitOf(cmd.Run())
+	took := time.Since(start)
+	t.Logf("the gate stopped after %.1fs", took.Seconds())
+	if code != 2 || took > 30*time.Second {
+		t.Fatalf("gate of a subject that cannot run: exit %d after %s, want 2 within 30s:\n%s", code, took.Round(time.Second), chaostest.Tail(out.String(), 3000))
+	}
+	for _, w := range append([]string{"chaos gate: stopped before the cells"}, want...) {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("the gate's output lacks %q:\n%s", w, chaostest.Tail(out.String(), 3000))
+		}
+	}
+	if runs, _ := filepath.Glob(filepath.Join(dir, "results", "gate", "*", "subject_*", "*Z")); len(runs) != 1 || !strings.Contains(runs[0], "baseline") {
+		t.Errorf("run folders %v, want only the baseline's", runs)
+	}
+	const baseline = "subject/none/fencing-on/baseline"
+	if all, failed := chaostest.JUnitCases(t, junit); len(all) != 1 || len(failed) != 1 || failed[0] != baseline {
+		t.Errorf("JUnit cases %v, failed %v; want only %s, failed", all, failed, baseline)
+	}
+}
+
+// TestGateBaselineNoAuth: a worker that omits the ZooKeeper credential
+// is refused its every create (NoAuth): the gate says that the subject
+// completed nothing, shows the error and names ZKCHAOS_ZK_AUTH.
+func TestGateBaselineNoAuth(t *testing.T) {
+	gateStopsAtBaseline(t, lacking(t, "ZKCHAOS_ZK_AUTH"), "it completed no operation", "zk: not authenticated",
+		"ZooKeeper credentials:", "ZKCHAOS_ZK_AUTH (digest:USER:PASSWORD)", "stderr of process")
+}
+
+// TestGateBaseline401: a worker that omits the register's secret holds
+// its locks and is refused every register call (401): the gate says that
+// every read failed and names the Authorization header.
+func TestGateBaseline401(t *testing.T) {
+	gateStopsAtBaseline(t, lacking(t, "ZKCHAOS_REGISTER_SECRET"), "every read failed", "HTTP 401",
+		"the register's secret:", `"Authorization: Bearer <secret>"`)
 }
 
 // TestGateBadInput: what a CI job gets wrong is reported before anything
@@ -126,6 +204,7 @@ func TestGateBadInput(t *testing.T) {
 		{[]string{"--recipe", "no-such-recipe"}, `unknown subject "no-such-recipe"`},
 		{[]string{"--recipe", "seed", "--matrix", bad}, bad + `:2:42: json: unknown field "nemsis"`},
 		{[]string{"--quick"}, "--recipe is required"},
+		{[]string{"--recipe", "seed", "--baseline", "-1s"}, "--baseline must not be negative"},
 	}
 	for _, tc := range cases {
 		cmd := exec.CommandContext(t.Context(), exe, append([]string{"gate", "--results", filepath.Join(dir, "results")}, tc.args...)...)

@@ -94,6 +94,10 @@ abstract class CuratorBase {
     // shutdown closes the session at the end of stdin and reports it.
     abstract void shutdown();
 
+    // PROTOCOL is the version of docs/worker-protocol.md this worker
+    // speaks ("Versions"), sent in its hello.
+    static final int PROTOCOL = 6;
+
     // helloWorkload is the hello's workload field, null for the lock.
     String helloWorkload() { return null; }
 
@@ -204,7 +208,8 @@ abstract class CuratorBase {
         // hello carries the session either way.
         session = currentSession();
         usable = true;
-        emit(obj("event", "hello", "pid", pid, "session", hex(session), "password", password(), "workload", helloWorkload()));
+        emit(obj("event", "hello", "pid", pid, "session", hex(session), "password", password(), "workload", helloWorkload(),
+                "protocol", PROTOCOL));
         helloSent = true;
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;

@@ -57,6 +57,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState
 from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
+PROTOCOL = 6  # the version of docs/worker-protocol.md spoken ("Versions"), sent in the hello
 REGISTER_TIMEOUT = 5.0  # as chaos worker's registerTimeout
 ANSWER_SLACK = 0.5  # an acquire is answered by its deadline plus this
 WATCH_EVENTS = (EventType.CREATED, EventType.DELETED, EventType.CHANGED, EventType.CHILD)
@@ -550,7 +551,7 @@ class Worker:
         self.zk.start(timeout=20)
         with self.mu:
             sid = self.session
-        hello = {"event": "hello", "pid": self.pid, "session": hexid(sid)}
+        hello = {"event": "hello", "pid": self.pid, "session": hexid(sid), "protocol": PROTOCOL}
         pw = self.password()
         if pw:
             hello["password"] = pw

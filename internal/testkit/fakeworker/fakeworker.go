@@ -43,6 +43,9 @@ type Script struct {
 	// IgnoreEOF keeps the worker alive after its stdin closes, until it is
 	// killed.
 	IgnoreEOF bool `json:"ignore_eof,omitempty"`
+	// Protocol is the protocol version the hello names; 0 names none, as
+	// a worker written before hellos carried one.
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // Encode renders s as the value of Env.
@@ -91,6 +94,7 @@ type message struct {
 	State        string `json:"state,omitempty"`
 	Session      string `json:"session,omitempty"`
 	PID          int    `json:"pid,omitempty"`
+	Protocol     int    `json:"protocol,omitempty"`
 	Error        string `json:"error,omitempty"`
 }
 
@@ -110,7 +114,7 @@ type fake struct {
 // exit code.
 func Run(s Script, in io.Reader, out, errOut io.Writer) int {
 	f := &fake{s: s, out: out, next: 100, grants: map[string]int64{}, values: map[string]int64{}, delayed: map[string]bool{}}
-	if err := f.write(message{Event: "hello", PID: os.Getpid(), Session: "0x1"}); err != nil {
+	if err := f.write(message{Event: "hello", PID: os.Getpid(), Session: "0x1", Protocol: s.Protocol}); err != nil {
 		return 1
 	}
 	flood(errOut, s.StderrFlood)
