@@ -63,7 +63,7 @@ func (r *rig) assertClean(t *testing.T, dir string) {
 // partition is verified, after which the hosts' watchdogs need their 5 s
 // lease (zkssh.LeasePeriod) to heal. Every server verb goes over SSH and
 // is verified on its host, so each run costs well beyond its workload
-// (docs/measurements.md, "SSH backend"), and each server fault gets a run
+// (docs/measurements.md, "Backends, services, resources"), and each server fault gets a run
 // of its own because a run of several may never pick it.
 func TestSSH(t *testing.T) {
 	r := newRig(t)
