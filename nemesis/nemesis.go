@@ -305,6 +305,13 @@ func newScheduler(cfg Config, names []string, faults []Fault) (*Scheduler, error
 	if cfg.History == nil || cfg.Env.Rand == nil {
 		return nil, errors.New("nemesis: a scheduler needs a history and the run's seeded source")
 	}
+	if cfg.Follow != nil {
+		for i, e := range cfg.Follow.Entries {
+			if !slices.Contains(names, e.Fault) {
+				return nil, fmt.Errorf("nemesis: schedule entry %d: fault %q is not among the scheduler's (%s)", i+1, e.Fault, strings.Join(names, ", "))
+			}
+		}
+	}
 	if cfg.Env.Logger == nil {
 		cfg.Env.Logger = slog.New(slog.DiscardHandler)
 	}

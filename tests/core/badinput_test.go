@@ -86,7 +86,7 @@ func TestFlagMistakesPointAtHelp(t *testing.T) {
 		argv []string // program and subcommand
 	}
 	var cmds []command
-	for _, sub := range []string{"run", "check", "test-all", "cleanup", "register", "janitor"} {
+	for _, sub := range []string{"run", "check", "replay", "test-all", "cleanup", "register", "janitor"} {
 		cmds = append(cmds, command{"chaos " + sub, []string{chaostest.Binary(t), sub}})
 	}
 	cmds = append(cmds, command{"chaos-worker", []string{chaostest.Worker(t)}})

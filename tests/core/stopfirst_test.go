@@ -20,7 +20,7 @@ import (
 // it three times again from its folder, and at least two show its
 // violations. The run is the smallest that shows a pause-holder double
 // write (two workers on one key, one server), because the replays repeat
-// it: the test takes four runs (about 80 s on a loaded 2-core machine).
+// it: the test takes four runs (64 s on a loaded 2-core machine).
 func TestStopAtFirstEndsUnfencedRunEarly(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
