@@ -24,8 +24,12 @@ func init() {
 		requires(name, needWorkload("election"))
 	}
 	requireNetns("isolate-app-leader")
+	selects("pause-app-leader", "the application leader in its critical section (the leader at all after 1s)")
+	selects("expire-app-leader", "the application leader just past its check (the leader at all, with a session, after 3s)")
+	selects("isolate-app-leader", "the application leader before or just after its check (the leader at all after 3s)")
 	register("lost-reply", func() Fault { return lostReply{share: lostReplyShare} })
 	requires("lost-reply", needWorkload("election"))
+	selects("lost-reply", "the register's task calls")
 }
 
 // Resource is what the nemesis may do to the run's fenced resource.

@@ -18,11 +18,13 @@ import (
 // verbatim (docs/extending_test.go keeps the two identical). A real fault
 // is the same code in a file of its own, without the test.
 
-// init registers the fault under its --nemesis name and says what a run
-// needs for it; ValidateFor refuses it, with the reason, anywhere else.
+// init registers the fault under its --nemesis name, says what a run
+// needs for it (ValidateFor refuses it, with the reason, anywhere else)
+// and how it chooses its target (schedule.json's selector).
 func init() {
 	register("example-pause-newest-holder", func() Fault { return pauseNewestHolder{} })
 	requires("example-pause-newest-holder", needWorkload("lock"))
+	selects("example-pause-newest-holder", "the holder of the newest grant")
 }
 
 // pauseNewestHolder pauses the holder of the newest grant (the highest

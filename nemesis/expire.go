@@ -11,7 +11,10 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 )
 
-func init() { register("expire-holder", func() Fault { return expireHolder{} }) }
+func init() {
+	register("expire-holder", func() Fault { return expireHolder{} })
+	selects("expire-holder", "a lock holder just past its lock check (any holder with a session after 3s)")
+}
 
 // expireHolder makes the ensemble expire the lock holder's session while
 // the holder keeps running and stays reachable: the other way, besides a

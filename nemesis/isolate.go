@@ -11,6 +11,7 @@ import (
 
 func init() {
 	register("isolate-holder", func() Fault { return isolateHolder{} })
+	selects("isolate-holder", "a lock holder before or just after its lock check (any holder after 3s)")
 	requireNetns("isolate-holder")
 }
 

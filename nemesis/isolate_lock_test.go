@@ -73,7 +73,7 @@ func TestIsolateHealBoundedByXtablesLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.injectOne(ctx, "isolate-holder", isolateHolder{})
+	s.injectOne(ctx, "isolate-holder", isolateHolder{}, 0)
 	if ops := nemesisOps(h); len(ops) != 2 || ops[1].Type != history.OK {
 		t.Fatalf("isolate not in effect:%s", opsText(ops))
 	}

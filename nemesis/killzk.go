@@ -11,6 +11,7 @@ import (
 
 func init() {
 	register("kill-zk", func() Fault { return killZK{} })
+	selects("kill-zk", anyServer)
 	requires("kill-zk", needServer(cluster.CanKill))
 }
 

@@ -116,8 +116,9 @@ type Fault interface {
 }
 
 var (
-	regMu    sync.Mutex
-	registry = map[string]func() Fault{}
+	regMu     sync.Mutex
+	registry  = map[string]func() Fault{}
+	selectors = map[string]string{}
 )
 
 // register adds a fault under its --nemesis name; each fault's file calls
@@ -126,6 +127,24 @@ func register(name string, mk func() Fault) {
 	regMu.Lock()
 	defer regMu.Unlock()
 	registry[name] = mk
+}
+
+// selects records, in words, how the named fault chooses its target
+// (schedule.json's selector: "the ZooKeeper leader"); a fault's init
+// calls it next to register.
+func selects(name, words string) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	selectors[name] = words
+}
+
+// Selector is how the named fault chooses its target; false when no
+// fault of that name is registered.
+func Selector(name string) (string, bool) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	_, ok := registry[name]
+	return selectors[name], ok
 }
 
 // All is the --nemesis value that mixes every fault the run can use.
@@ -228,6 +247,14 @@ type Config struct {
 	// Caps is what the run can do: a fault it cannot perform is refused,
 	// and "all" leaves it out.
 	Caps Caps
+	// Follow, when set, is the schedule to run instead of drawing faults
+	// (Names must then be its faults): each entry at its offset from
+	// Origin, held for its hold, one after the other.
+	Follow *Plan
+	// Origin is what offsets count from (nil: the start of Run).
+	Origin *Origin
+	// Log, when set, gets every injection as a schedule entry.
+	Log EntryLog
 }
 
 // Scheduler runs the faults of a --nemesis list on a schedule.
@@ -235,6 +262,8 @@ type Scheduler struct {
 	cfg    Config
 	names  []string
 	faults []Fault
+	// started is when Run began: the origin of offsets without one.
+	started time.Time
 
 	// op serialises the nemesis's operations in the history: the nemesis
 	// is one process, so an observation made while a fault's operation is
@@ -256,8 +285,12 @@ type active struct {
 	scope  *scope
 }
 
-// New builds the scheduler for a --nemesis list; "none" gives nil.
+// New builds the scheduler for a --nemesis list, or for the faults of
+// the schedule to follow; "none" (or an empty schedule) gives nil.
 func New(cfg Config) (*Scheduler, error) {
+	if cfg.Follow != nil {
+		cfg.Names = cfg.Follow.Faults()
+	}
 	if err := ValidateFor(cfg.Names, cfg.Caps); err != nil {
 		return nil, err
 	}
@@ -279,6 +312,13 @@ func New(cfg Config) (*Scheduler, error) {
 func newScheduler(cfg Config, names []string, faults []Fault) (*Scheduler, error) {
 	if cfg.History == nil || cfg.Env.Rand == nil {
 		return nil, errors.New("nemesis: a scheduler needs a history and the run's seeded source")
+	}
+	if cfg.Follow != nil {
+		for i, e := range cfg.Follow.Entries {
+			if !slices.Contains(names, e.Fault) {
+				return nil, fmt.Errorf("nemesis: schedule entry %d: fault %q is not among the scheduler's (%s)", i+1, e.Fault, strings.Join(names, ", "))
+			}
+		}
 	}
 	if cfg.Env.Logger == nil {
 		cfg.Env.Logger = slog.New(slog.DiscardHandler)
@@ -311,6 +351,11 @@ func (s *Scheduler) Faults() []string { return slices.Clone(s.names) }
 // always starts, so a run with faults has one.
 func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.finish(ctx)
+	s.started = time.Now()
+	if s.cfg.Follow != nil {
+		s.follow(ctx)
+		return nil
+	}
 	for quiet, first := s.cfg.Schedule.First, true; ; quiet, first = s.cfg.Schedule.Quiet, false {
 		if !ctxsleep.Sleep(ctx, quiet) {
 			return nil
@@ -320,12 +365,61 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			return nil
 		}
 		i := s.cfg.Env.Rand.IntN(len(s.faults))
-		ictx, cancel := outlast(ctx, s.cfg.Schedule.EndGrace)
-		s.injectOne(ictx, s.names[i], s.faults[i])
-		cancel()
+		s.injectOne(ctx, s.names[i], s.faults[i], s.cfg.Schedule.Hold)
 		ctxsleep.Sleep(ctx, s.cfg.Schedule.Hold)
 		s.Heal(ctx)
 	}
+}
+
+// lateBy is how late an entry of a followed schedule may start before
+// the log says so: an injection before it (its target search, its
+// verification, its undo) ran past the entry's offset.
+const lateBy = 500 * time.Millisecond
+
+// follow injects the entries of cfg.Follow at their offsets from the
+// origin, each held for its hold, as Run does with drawn faults: an
+// entry after the first is left out, with the rest, when the workload
+// ends before its hold would.
+func (s *Scheduler) follow(ctx context.Context) {
+	origin := s.started
+	if s.cfg.Origin != nil {
+		var ok bool
+		if origin, ok = s.cfg.Origin.Wait(ctx); !ok {
+			return
+		}
+	}
+	log := s.cfg.Env.Logger
+	for i, e := range s.cfg.Follow.Entries {
+		at, hold := origin.Add(time.Duration(e.Offset)), time.Duration(e.Hold)
+		if !ctxsleep.Sleep(ctx, time.Until(at)) {
+			return
+		}
+		if late := time.Since(at); late > lateBy {
+			log.Warn("nemesis: schedule entry starts late", "entry", i+1, "fault", e.Fault, "offset", time.Duration(e.Offset).String(), "late", late.Round(time.Millisecond).String())
+		}
+		if d, ok := ctx.Deadline(); ok && i > 0 && time.Until(d) < hold {
+			log.Warn("nemesis: the workload ends before this schedule entry's hold would; it and the rest are left out", "entry", i+1, "of", len(s.cfg.Follow.Entries))
+			<-ctx.Done()
+			return
+		}
+		s.injectOne(ctx, e.Fault, s.faults[slices.Index(s.names, e.Fault)], hold)
+		ctxsleep.Sleep(ctx, hold)
+		s.Heal(ctx)
+	}
+	<-ctx.Done()
+}
+
+// offset is now on the schedule's clock: from the origin (0 before it is
+// marked), or from the start of Run.
+func (s *Scheduler) offset() time.Duration {
+	origin := s.started
+	if s.cfg.Origin != nil {
+		var ok bool
+		if origin, ok = s.cfg.Origin.At(); !ok {
+			return 0
+		}
+	}
+	return max(0, time.Since(origin))
 }
 
 // outlast returns a context that ends d after ctx does, or at cancel.
@@ -348,8 +442,12 @@ func (s *Scheduler) finish(ctx context.Context) {
 // injectOne injects f within InjectTimeout and records the outcome: fail
 // when nothing was done, info when something may have been done or was
 // not verified (an effect is kept and undone either way), ok when the
-// fault verified its effect.
-func (s *Scheduler) injectOne(ctx context.Context, name string, f Fault) {
+// fault verified its effect. The schedule's log gets the injection as an
+// entry held for hold. An injection under way when ctx ends has
+// Schedule.EndGrace more to finish.
+func (s *Scheduler) injectOne(ctx context.Context, name string, f Fault, hold time.Duration) {
+	ctx, cancelGrace := outlast(ctx, s.cfg.Schedule.EndGrace)
+	defer cancelGrace()
 	startF, stopF := f.Verbs()
 	sc := s.newScope(ctx)
 	keep := false
@@ -362,6 +460,7 @@ func (s *Scheduler) injectOne(ctx context.Context, name string, f Fault) {
 	}()
 	s.op.Lock()
 	defer s.op.Unlock()
+	at := s.offset()
 	s.record(history.Invoke, startF, &history.Value{Target: name}, "")
 	env := s.cfg.Env
 	env.scope = sc
@@ -370,40 +469,51 @@ func (s *Scheduler) injectOne(ctx context.Context, name string, f Fault) {
 		return f.Inject(ctx, &env)
 	}, func(eff *Effect, err error) { s.late(name, stopF, eff, err, sc) })
 	took := time.Since(t0).Round(time.Millisecond).String()
+	t, v, errText := s.settle(name, took, eff, err)
+	if eff != nil {
+		keep = true
+		s.mu.Lock()
+		s.active = append(s.active, active{name: name, stopF: stopF, effect: eff, since: time.Now(), scope: sc})
+		s.mu.Unlock()
+	}
+	s.record(t, startF, &v, errText)
+	if s.cfg.Log != nil {
+		if err := s.cfg.Log.Add(entryOf(name, at, hold, t, v, errText)); err != nil {
+			s.cfg.Env.Logger.Error("nemesis: schedule", "err", err)
+		}
+	}
+}
+
+// settle turns an injection's result into the start's completion: fail
+// when nothing was done, info when something may have been done or was
+// not verified, ok when the fault verified its effect.
+func (s *Scheduler) settle(name, took string, eff *Effect, err error) (history.Type, history.Value, string) {
 	chosen := history.Value{Target: name}
 	if te := (*targetError)(nil); errors.As(err, &te) {
 		chosen = te.v
 	}
 	switch {
 	case eff == nil && errors.Is(err, ErrNoTarget):
-		s.record(history.Fail, startF, &chosen, err.Error())
-		return
+		return history.Fail, chosen, err.Error()
 	case eff == nil && err != nil:
 		// Nothing to undo, but we cannot be sure nothing happened.
 		chosen.Verified = history.Bool(false)
-		s.record(history.Info, startF, &chosen, err.Error())
 		s.cfg.Env.Logger.Warn("nemesis: inject failed", "fault", name, "took", took, "err", err)
-		return
+		return history.Info, chosen, err.Error()
 	case eff == nil:
-		s.record(history.Fail, startF, &chosen, "fault returned no effect")
-		return
+		return history.Fail, chosen, "fault returned no effect"
 	}
-	keep = true
-	s.mu.Lock()
-	s.active = append(s.active, active{name: name, stopF: stopF, effect: eff, since: time.Now(), scope: sc})
-	s.mu.Unlock()
 	v := eff.Value
 	if err != nil {
 		v.Verified = history.Bool(false)
-		s.record(history.Info, startF, &v, err.Error())
 		s.cfg.Env.Logger.Warn("nemesis: fault not verified", "fault", name, "target", v.Target, "took", took, "err", err)
-		return
+		return history.Info, v, err.Error()
 	}
 	if v.Verified == nil {
 		v.Verified = history.Bool(true)
 	}
-	s.record(history.OK, startF, &v, "")
 	s.cfg.Env.Logger.Info("nemesis: fault in effect", "fault", name, "target", v.Target, "took", took, "detail", v.Detail)
+	return history.OK, v, ""
 }
 
 // late takes the result of an injection that was abandoned at its bound

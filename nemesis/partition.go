@@ -23,7 +23,15 @@ func init() {
 		register(name, func() Fault { return partition{shape: shape} })
 		requires(name, needServer(cluster.CanPartition))
 	}
+	selects("partition-zk-leader", leaderAlone)
+	selects("partition-zk-halves", "random halves, redrawn until the leader is cut from a server")
+	selects("partition-zk-ring", "a majorities ring, redrawn until the leader is cut from a server")
+	selects("partition-zk-bridge", "halves joined by a bridge server, redrawn until the leader is cut from a server")
 }
+
+// leaderAlone is the selector of the partitions that cut the leader from
+// every other server.
+const leaderAlone = "the leader, cut from every other server"
 
 // maxDraws bounds the redrawing of a random grudge that the leader would
 // not notice (see Inject).

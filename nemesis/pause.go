@@ -11,7 +11,10 @@ import (
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
-func init() { register("pause-holder", func() Fault { return pauseHolder{} }) }
+func init() {
+	register("pause-holder", func() Fault { return pauseHolder{} })
+	selects("pause-holder", "a lock holder in its critical section (any holder after 1s)")
+}
 
 // pauseHolder models a stop-the-world GC pause of the lock holder: SIGSTOP
 // the worker that holds a lock for longer than the session timeout, so

@@ -7,7 +7,10 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 )
 
-func init() { register("pause-worker", func() Fault { return pauseWorker{} }) }
+func init() {
+	register("pause-worker", func() Fault { return pauseWorker{} })
+	selects("pause-worker", "any live worker, holder or not")
+}
 
 // pauseWorker SIGSTOPs a random live worker, holder or not: a GC pause can
 // hit a client that is waiting in the queue or thinking just as well as

@@ -11,9 +11,15 @@ import (
 func init() {
 	register("pause-zk-leader", func() Fault { return pauseZK{leader: true} })
 	register("pause-zk", func() Fault { return pauseZK{} })
+	selects("pause-zk-leader", "the ZooKeeper leader")
+	selects("pause-zk", anyServer)
 	requires("pause-zk-leader", needServer(cluster.CanPause))
 	requires("pause-zk", needServer(cluster.CanPause))
 }
+
+// anyServer is the selector of the faults that draw one running server
+// with the run's seed.
+const anyServer = "a running server, drawn by the seed"
 
 // pauseZK stops a server with SIGSTOP: a server-side GC pause or a hung
 // VM. The leader's pause is the interesting one: its followers elect a

@@ -14,6 +14,7 @@ import (
 
 func init() {
 	register("pause-zk-majority", func() Fault { return pauseZKMajority{} })
+	selects("pause-zk-majority", "a majority without the leader")
 	requires("pause-zk-majority", needServer(cluster.CanPause))
 }
 

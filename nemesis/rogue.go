@@ -15,7 +15,10 @@ import (
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
-func init() { register("rogue-client", func() Fault { return rogueClient{} }) }
+func init() {
+	register("rogue-client", func() Fault { return rogueClient{} })
+	selects("rogue-client", "a key with a holder and a waiter")
+}
 
 // rogueClient is an ordinary ZooKeeper client that is not part of the lock
 // protocol and has no credential: a misconfigured tool, a script run by

@@ -117,7 +117,7 @@ func TestInjectClassification(t *testing.T) {
 			var u undoCounter
 			f := &fakeFault{start: "pause", stop: "resume", inject: func(context.Context, *Env) (*Effect, error) { return tc.inject(&u) }}
 			s, h := testScheduler(t, Schedule{}, 1, f)
-			s.injectOne(context.Background(), "f0", f)
+			s.injectOne(context.Background(), "f0", f, 0)
 			s.Heal(context.Background())
 			ops := nemesisOps(h)
 			if len(ops) < 2 || ops[0].Type != history.Invoke || ops[1].F != "pause" || ops[1].Type != tc.typ {
@@ -276,7 +276,7 @@ func TestUndoThatHangsIsCut(t *testing.T) {
 			}}, nil
 	}}
 	s, h := testScheduler(t, Schedule{UndoTimeout: bound}, 1, f)
-	s.injectOne(context.Background(), "f0", f)
+	s.injectOne(context.Background(), "f0", f, 0)
 	start := time.Now()
 	s.Heal(context.Background())
 	took := time.Since(start)
@@ -308,7 +308,7 @@ func TestUndoThatOverrunsSaysSo(t *testing.T) {
 		}}, nil
 	}}
 	s, h := testScheduler(t, Schedule{UndoTimeout: bound}, 1, f)
-	s.injectOne(context.Background(), "f0", f)
+	s.injectOne(context.Background(), "f0", f, 0)
 	start := time.Now()
 	s.Heal(context.Background())
 	if took := time.Since(start); took >= bound+cutGrace {
@@ -334,7 +334,7 @@ func TestInjectThatHangsIsCut(t *testing.T) {
 	}}
 	s, h := testScheduler(t, Schedule{InjectTimeout: 100 * time.Millisecond}, 1, f)
 	start := time.Now()
-	s.injectOne(context.Background(), "f0", f)
+	s.injectOne(context.Background(), "f0", f, 0)
 	if took := time.Since(start); took > 100*time.Millisecond+cutGrace+2*time.Second {
 		t.Fatalf("injectOne took %s with a 100ms bound", took)
 	}
@@ -361,7 +361,7 @@ func TestHealTwice(t *testing.T) {
 	var u undoCounter
 	f := &fakeFault{start: "pause", stop: "resume", inject: func(context.Context, *Env) (*Effect, error) { return u.effect(), nil }}
 	s, h := testScheduler(t, Schedule{}, 1, f)
-	s.injectOne(context.Background(), "f0", f)
+	s.injectOne(context.Background(), "f0", f, 0)
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() { s.Heal(context.Background()) })

@@ -37,6 +37,12 @@ func init() {
 		register(name, mk)
 		requires(name, needService(strings.SplitN(name, "-", 3)[1]))
 	}
+	for _, n := range []string{"pause-redis", "kill-redis", "pause-etcd", "kill-etcd"} {
+		selects(n, anyServer)
+	}
+	selects("partition-redis", "a server drawn by the seed, cut from every client")
+	selects("pause-etcd-leader", "the etcd leader")
+	selects("partition-etcd-leader", leaderAlone)
 	for _, n := range []string{"pause-redis", "pause-etcd", "pause-etcd-leader"} {
 		requires(n, needServer(cluster.CanPause))
 	}

@@ -46,6 +46,7 @@ var rawFiles = []Link{
 	{"history", store.HistoryFile},
 	{"register apply log", store.ApplyLogFile},
 	{"configuration", store.TestFile},
+	{"fault schedule", store.ScheduleFile},
 	{"results", store.ResultsFile},
 	{"status", store.StatusFile},
 	{"runbook monitor samples", store.MonitorFile},

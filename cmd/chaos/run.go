@@ -34,8 +34,20 @@ const (
 // outside the command tree: every problem is returned before anything
 // starts. Its writer is unused: the problem is the error.
 func parseRunFlags(args []string, _ io.Writer) (runner.Config, error) {
-	cfg, _, err := runParser{cmd: "chaos run", cfg: runner.Defaults()}.parseArgs(args)
+	cfg, _, err := newRunParser().parseArgs(args)
 	return cfg, err
+}
+
+// newRunParser is chaos run's parser: a run's flags and --schedule.
+func newRunParser() runParser {
+	var schedule string
+	return runParser{cmd: "chaos run", cfg: runner.Defaults(),
+		extra: func(fs *pflag.FlagSet, _ *runner.Config) {
+			fs.StringVar(&schedule, "schedule", "", "inject exactly the faults of this schedule (a run's schedule.json: JSON lines of offset, fault, hold), not drawn from --seed; "+
+				"the other settings come from the test.json beside it (or in the folder above), the flags given here override them")
+		},
+		finish: func(fs *pflag.FlagSet, cfg *runner.Config) error { return followSchedule(fs, cfg, schedule) },
+	}
 }
 
 // runParser is the one parser of a run's flags, for chaos run and for
@@ -218,7 +230,7 @@ func (u usageMistake) Error() string { return u.msg }
 
 // newRunCmd is `chaos run`.
 func newRunCmd(hard context.Context) *cobra.Command {
-	p := runParser{cmd: "chaos run", cfg: runner.Defaults()}
+	p := newRunParser()
 	c := &cobra.Command{
 		Use:     "run [flags]",
 		Short:   "run a chaos test and check it",

@@ -34,6 +34,8 @@ var settingTables = []settingTable{
 		"CheckBudget": "--check-budget", "LockRoot": "--lock-root", "ACL": "--acl", "StopAtFirst": "--stop-at-first",
 		"ResourcesInterval": "--resources-interval", "SummaryInterval": "--summary-interval",
 	}},
+	// A run's own: the schedule it follows.
+	{commands: []string{"run"}, config: runner.Config{}, flags: map[string]string{"Schedule": "--schedule"}},
 	// A soak's own: carrying a killed soak on, its length (TimeLimit's
 	// other flag, which the soak's figures name), its Prometheus address.
 	{commands: []string{"soak"}, flags: map[string]string{

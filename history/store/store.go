@@ -38,6 +38,11 @@ const (
 	MonitorFile = "monitor.jsonl" // the runbook monitor's samples (package monitor)
 	// ResourcesFile is a soak's resource samples (package resources).
 	ResourcesFile = "resources.jsonl"
+	// ScheduleFile is the faults the nemesis injected, an entry a line
+	// (nemesis.Plan); ReplayFile what replaying the run showed (package
+	// replay).
+	ScheduleFile = "schedule.json"
+	ReplayFile   = "replay.json"
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)

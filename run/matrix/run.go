@@ -3,20 +3,18 @@ package matrix
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/checker/integrity"
 	"github.com/zkchaos/zkchaos/observe/progress"
 	"github.com/zkchaos/zkchaos/report/runview"
+	"github.com/zkchaos/zkchaos/run/child"
 )
 
 // Options configure a matrix run.
@@ -185,36 +183,15 @@ func detected(c Cell, a Attempt) bool {
 func runAttempt(ctx context.Context, c Cell, o Options, seed int64, prefix string) Attempt {
 	a := Attempt{Seed: seed}
 	name := slug(c.Name())
-	args := append([]string{"run", "--results", o.Results, "--name", name}, c.RunArgs(seed)...)
-	cmd := exec.CommandContext(ctx, o.Exe, args...)
-	// Interrupt, not kill: the run then heals and still checks what it has.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
-	cmd.WaitDelay = 2 * time.Minute
 	logPath := filepath.Join(o.Results, name+".log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	r, err := child.Run(ctx, child.Spec{Exe: o.Exe, Args: append([]string{"--results", o.Results, "--name", name}, c.RunArgs(seed)...),
+		Log: logPath, Latest: filepath.Join(o.Results, name, "latest"), Progress: o.Progress, Prefix: prefix})
+	a.Elapsed, a.Exit, a.Dir = r.Elapsed, r.Exit, r.Dir
 	if err != nil {
 		a.Outcome, a.Detail = Error, err.Error()
 		return a
 	}
-	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	start := time.Now()
-	err = runShown(cmd, o.Progress, prefix)
-	a.Elapsed = time.Since(start)
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		a.Exit = ee.ExitCode()
-	case err != nil:
-		a.Outcome, a.Detail = Error, fmt.Sprintf("chaos run: %v", err)
-		return a
-	}
-	dir, err := filepath.EvalSymlinks(filepath.Join(o.Results, name, "latest"))
-	if err != nil {
-		a.Outcome, a.Detail = Error, fmt.Sprintf("no run folder (exit %d, see %s)", a.Exit, logPath)
-		return a
-	}
-	a.Dir = dir
+	dir := r.Dir
 	if a.Exit == 255 {
 		a.Outcome, a.Detail = Error, fmt.Sprintf("harness failure (see %s)", logPath)
 		return a
@@ -265,37 +242,6 @@ func toFirst(dir string, c Cell) *time.Duration {
 	}
 	d := f.After()
 	return &d
-}
-
-// runShown runs cmd, passing the status it reports to shown under prefix
-// (nil shown: just runs it).
-func runShown(cmd *exec.Cmd, shown *progress.Latest, prefix string) error {
-	if shown == nil {
-		return cmd.Run()
-	}
-	r, w, err := progress.Pipe(cmd)
-	if err != nil {
-		return err
-	}
-	defer shown.Clear()
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		r.Close()
-		return err
-	}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		progress.ReadStatuses(r, func(st progress.Status) {
-			st.Prefix = prefix
-			shown.Set(st)
-		})
-	}()
-	err = cmd.Wait()
-	r.Close() // ends the reader even if a stray process kept the pipe open
-	<-read
-	return err
 }
 
 // trusted says whether a cell's run can be judged at all: a run that did

@@ -68,6 +68,9 @@ type fleet struct {
 	// first worker; tried is closed when none is left (waitFirstTries).
 	firstTries atomic.Int32
 	tried      chan struct{}
+	// origin is marked by the first client operation: the nemesis's
+	// schedule counts its offsets from it.
+	origin *nemesis.Origin
 }
 
 // maxExited bounds fleet.exited: a fault verifies its target within
@@ -122,7 +125,7 @@ type slot struct {
 
 func newFleet(cfg Config, exe string, env []string, zk, reg string, pl placement, run *store.Run, hist history.Recorder, log *slog.Logger, hardCtx context.Context, fail func(error)) *fleet {
 	f := &fleet{cfg: cfg, exe: exe, env: env, zk: zk, reg: reg, pl: pl, run: run, hist: hist, log: log, hardCtx: hardCtx, fail: fail,
-		tried: make(chan struct{})}
+		tried: make(chan struct{}), origin: nemesis.NewOrigin()}
 	f.firstTries.Store(int32(cfg.Workers))
 	if cfg.Workers <= 0 {
 		close(f.tried)
@@ -445,6 +448,7 @@ func (s *slot) Do(_ context.Context, op workloads.Op) workloads.Result {
 	// time earlier than the worker's act, never later, so the history
 	// always explains what the register logs (TestElectionStalls).
 	s.f.record(inv)
+	s.f.origin.Mark()
 	req := worker.Request{F: op.F, Key: op.Key, Value: op.Value, ExpectedVersion: op.Expected}
 	timeout := s.f.cfg.OpTimeout
 	if op.Timeout > 0 {

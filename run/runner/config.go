@@ -125,6 +125,13 @@ type Config struct {
 	SummaryInterval   time.Duration `json:"summary_interval,omitempty"`
 	// Soak marks a run made by chaos soak.
 	Soak bool `json:"soak,omitempty"`
+	// Schedule, when set, is the schedule the nemesis follows instead of
+	// drawing faults (Follow; nil draws them from the seed), read from
+	// ScheduleFile. Overrides are the settings given beside it that
+	// replaced those of the run it belongs to, in words, for the log.
+	Schedule     *nemesis.Plan `json:"schedule,omitempty"`
+	ScheduleFile string        `json:"schedule_file,omitempty"`
+	Overrides    []string      `json:"overrides,omitempty"`
 }
 
 // Values of Config.ACL.

@@ -34,6 +34,9 @@ type faultEnv struct {
 	targets   nemesis.Targets
 	resource  nemesis.Resource
 	hist      history.Recorder
+	// origin is the first client operation; log is schedule.json.
+	origin *nemesis.Origin
+	log    nemesis.EntryLog
 }
 
 // newFaultLoop builds the scheduler of cfg's faults on env, its choices
@@ -44,11 +47,15 @@ func newFaultLoop(cfg Config, env faultEnv, log *slog.Logger) (*faultLoop, error
 		History:  env.hist,
 		Caps:     nemesis.Caps{Cluster: env.zk.Capabilities(), WorkerNet: env.workerNet, Workload: env.workload, Service: cfg.service()},
 		Env: nemesis.Env{Cluster: env.zk, Targets: env.targets, Resource: env.resource, Logger: log,
-			Rand: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6e656d))}})
+			Rand: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6e656d))},
+		Follow: cfg.Schedule, Origin: env.origin, Log: env.log})
 	if err != nil {
 		return nil, err
 	}
-	if nem != nil {
+	switch {
+	case nem != nil && cfg.Schedule != nil:
+		log.Info("nemesis follows the schedule", "faults", strings.Join(nem.Faults(), ","))
+	case nem != nil:
 		log.Info("nemesis", "faults", strings.Join(nem.Faults(), ","), "first", cfg.FirstFault.String(), "quiet", cfg.NemesisInterval.String(), "hold", cfg.Pause().String())
 	}
 	return &faultLoop{nem: nem, log: log}, nil
@@ -78,6 +85,9 @@ func (l *faultLoop) run(gen context.Context, ready func(context.Context)) (done 
 // what the run can do (when that is known, capsKnown), the schedule, and
 // a time limit that holds one whole fault cycle.
 func validateFaults(c Config, capsKnown bool) []error {
+	if c.Schedule != nil {
+		return validateSchedule(c, capsKnown)
+	}
 	var errs []error
 	if c.TimeLimit <= 0 {
 		errs = append(errs, setting.Errorf("TimeLimit", c.TimeLimit.String(), "must be positive"))

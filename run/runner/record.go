@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/nemesis"
 )
 
 // record is what the run writes of itself beside its parts' own files:
@@ -29,12 +30,20 @@ type record struct {
 
 	hist *history.Writer
 	rec  history.Recorder // hist, as the run's parts record: the progress tracker sees every event
+	// plan is schedule.json, where the nemesis writes each fault it
+	// injects.
+	plan *nemesis.PlanLog
 }
 
 // openHistory writes test.json and opens the history: both new, or for a
 // resumed soak the segments recorded and the history appended to, its
 // interrupted operations completed as info.
 func (r *record) open(args []string, netMode, connect string) (firstProcess int, err error) {
+	// A resumed soak goes on in its schedule.json: its new entries
+	// count from the new segment's first client operation.
+	if r.plan, err = nemesis.CreatePlanLog(r.st.run.Path(store.ScheduleFile), r.resume == nil); err != nil {
+		return 0, err
+	}
 	if r.resume == nil {
 		if err := r.writeTestFile(args, netMode); err != nil {
 			return 0, err

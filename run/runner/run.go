@@ -163,6 +163,7 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 		log = log.With("segment", segment)
 	}
 	log.Info("run starting", "dir", run.Dir, "run_id", runID, "seed", cfg.Seed)
+	logSchedule(log, cfg)
 
 	// The janitor first: from here on, whatever happens to us is undone.
 	jan, err := janitor.Start(exe, runID, run.Path(store.JanitorLog))
@@ -264,7 +265,7 @@ func (c *controller) setup(args []string) error {
 	c.cfg.Nodes = n.nodes(c.cfg)
 	c.rec.cfg = c.cfg
 	firstProcess, err := c.rec.open(args, n.mode, n.zk.ConnectString())
-	c.td.hist = c.rec.hist
+	c.td.hist, c.td.plan = c.rec.hist, c.rec.plan
 	if err != nil {
 		return err
 	}
@@ -302,7 +303,7 @@ func (c *controller) workload(ctx context.Context) {
 	defer obs.stop()
 
 	faults, err := newFaultLoop(c.cfg, faultEnv{zk: c.net.zk, workerNet: c.net.net != nil, workload: c.wl.Name(),
-		targets: c.fleet, resource: c.svc.nemesisResource(), hist: obs.nemesisHistory()}, c.log)
+		targets: c.fleet, resource: c.svc.nemesisResource(), hist: obs.nemesisHistory(), origin: c.fleet.origin, log: c.rec.plan}, c.log)
 	if err != nil {
 		c.abort(err)
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/nemesis"
 )
 
 // teardown stops a run's parts in order, once, on the normal path or
@@ -25,6 +26,7 @@ type teardown struct {
 	svc   *services
 	net   *network
 	hist  *history.Writer
+	plan  *nemesis.PlanLog
 
 	once sync.Once
 	// started closes when teardown starts: exits are expected from then
@@ -58,6 +60,11 @@ func (t *teardown) run() {
 		}
 		if t.hist != nil {
 			if err := t.hist.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if t.plan != nil {
+			if err := t.plan.Close(); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/runfixture"
 )
 
 // TestBadInputStartsNothing runs the real binary with each bad input
@@ -85,7 +86,7 @@ func TestFlagMistakesPointAtHelp(t *testing.T) {
 		argv []string // program and subcommand
 	}
 	var cmds []command
-	for _, sub := range []string{"run", "check", "test-all", "cleanup", "register", "janitor"} {
+	for _, sub := range []string{"run", "check", "replay", "test-all", "cleanup", "register", "janitor"} {
 		cmds = append(cmds, command{"chaos " + sub, []string{chaostest.Binary(t), sub}})
 	}
 	cmds = append(cmds, command{"chaos-worker", []string{chaostest.Worker(t)}})
@@ -238,4 +239,67 @@ func TestMissingWorkerStartsNothing(t *testing.T) {
 		t.Errorf("results folder %s exists after bad input (%v)", results, err)
 	}
 	chaostest.AssertNothingStarted(t, pid)
+}
+
+// TestBadScheduleStartsNothing: chaos run --schedule with a schedule
+// that does not read (a bad line, an unknown fault, offsets out of order)
+// exits 255 naming the file and the line on the first line of stderr,
+// and starts nothing.
+func TestBadScheduleStartsNothing(t *testing.T) {
+	good := `{"offset":"1s","fault":"pause-holder","hold":"2s"}`
+	for _, tc := range []struct {
+		name, line, first string
+	}{
+		{"bad line", `{"offset":"2s","fault":"pause-holder",`, "line 3: not a schedule entry"},
+		{"unknown fault", `{"offset":"2s","fault":"pause-hodler","hold":"2s"}`, `line 3: unknown fault "pause-hodler"`},
+		{"offsets out of order", `{"offset":"500ms","fault":"pause-holder","hold":"2s"}`, "line 3: offsets out of order: 500ms comes after 1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sched := filepath.Join(dir, "schedule.json")
+			if err := os.WriteFile(sched, []byte(good+"\n\n"+tc.line+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			results := filepath.Join(dir, "results")
+			code, stderr, pid := runBinary(t, "run", "--schedule", sched, "--results", results, "--time-limit", "5s")
+			first := strings.SplitN(stderr, "\n", 2)[0]
+			if code != 255 || !strings.HasPrefix(first, "chaos run: schedule "+sched+" "+tc.first) {
+				t.Errorf("exit %d, first line %q; want 255 and %q", code, first, tc.first)
+			}
+			if _, err := os.Lstat(results); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("results folder %s exists after bad input (%v)", results, err)
+			}
+			chaostest.AssertNothingStarted(t, pid)
+		})
+	}
+}
+
+// TestReplayRefusesWhatItCannotReplay: chaos replay of no run is bad
+// input (255); of a run never checked, exit 2 saying so; of a valid run,
+// exit 0, nothing to reproduce. None starts anything.
+func TestReplayRefusesWhatItCannotReplay(t *testing.T) {
+	base := t.TempDir()
+	valid := runfixture.Write(t, base, runfixture.Spec{Name: "valid", Start: time.Now()})
+	unchecked := runfixture.Write(t, base, runfixture.Spec{Name: "unchecked", Start: time.Now(), Invalid: true, Unchecked: true})
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		first string
+	}{
+		{[]string{filepath.Join(base, "none")}, 255, "chaos replay: " + filepath.Join(base, "none") + " is not a run folder"},
+		{[]string{"--repeat", "0", valid}, 255, "chaos replay: --repeat 0: must be at least 1"},
+		{[]string{unchecked}, 2, "chaos replay: cannot replay " + unchecked + ": it was never checked"},
+		{[]string{valid}, 0, ""},
+	} {
+		code, stderr, pid := runBinary(t, append([]string{"replay"}, tc.args...)...)
+		if first := strings.SplitN(stderr, "\n", 2)[0]; code != tc.code || !strings.HasPrefix(first, tc.first) {
+			t.Errorf("chaos replay %v: exit %d, first line %q; want %d and %q", tc.args, code, first, tc.code, tc.first)
+		}
+		chaostest.AssertNothingStarted(t, pid)
+	}
+	for _, dir := range []string{valid, unchecked} {
+		if _, err := os.Lstat(filepath.Join(dir, "replay")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: a replay folder was made (%v)", dir, err)
+		}
+	}
 }

@@ -84,6 +84,8 @@ func TestFencedRunIsValid(t *testing.T) {
 	assertPausesHappened(t, r.Dir)
 	assertMonitorRecorded(t, r.Dir)
 	chaostest.AssertNothingLeft(t, r.Dir)
+	assertScheduleRecorded(t, r.Dir)
+	assertNothingToReplay(t, r.Dir)
 }
 
 func TestUnfencedRunFindsDoubleWrite(t *testing.T) {

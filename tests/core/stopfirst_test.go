@@ -16,7 +16,11 @@ import (
 // its workload at the first double write long before its time limit,
 // heals and reads finally, and is judged invalid by the full check (exit
 // 1), with status.json and the summary saying it stopped at its first
-// violation rather than that it did not finish.
+// violation rather than that it did not finish. Then chaos replay runs
+// it three times again from its folder, and at least two show its
+// violations. The run is the smallest that shows a pause-holder double
+// write (two workers on one key, one server), because the replays repeat
+// it: the test takes four runs (64 s on a loaded 2-core machine).
 func TestStopAtFirstEndsUnfencedRunEarly(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
@@ -24,6 +28,7 @@ func TestStopAtFirstEndsUnfencedRunEarly(t *testing.T) {
 	limit := 60 * time.Second
 	start := time.Now()
 	r := chaostest.Run(t, results, "--fencing", "off", "--nemesis", "pause-holder", "--nemesis-interval", "2s",
+		"--workers", "2", "--keys", "1", "--nodes", "1",
 		"--time-limit", limit.String(), "--seed", "2", "--name", "stop-at-first", "--stop-at-first", "--progress", "off")
 	took := time.Since(start)
 	t.Logf("stdout:\n%s", r.Stdout)
@@ -58,4 +63,5 @@ func TestStopAtFirstEndsUnfencedRunEarly(t *testing.T) {
 		t.Errorf("chaos check on the stopped run: exit %d, want 1\n%s", code, out)
 	}
 	chaostest.AssertNothingLeft(t, r.Dir)
+	assertReplayReproduces(t, r.Dir)
 }

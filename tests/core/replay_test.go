@@ -1,0 +1,114 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/nemesis"
+	"github.com/zkchaos/zkchaos/run/replay"
+)
+
+// runReplay runs `chaos replay args...` (bounded at 5 minutes) and
+// returns its exit code, stdout and stderr.
+func runReplay(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chaostest.Binary(t), append([]string{"replay", "--progress", "off"}, args...)...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("chaos replay: %v", err)
+	}
+	return chaostest.ExitOf(err), so.String(), se.String()
+}
+
+// assertScheduleRecorded checks that the run in dir recorded in its
+// schedule.json each fault it started, in the history's order, with its
+// selector and what it hit; it returns the schedule.
+func assertScheduleRecorded(t *testing.T, dir string) *nemesis.Plan {
+	t.Helper()
+	p, err := nemesis.ReadPlan(filepath.Join(dir, store.ScheduleFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.ReadFile(filepath.Join(dir, store.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started []string
+	for _, e := range h.Events {
+		if _, start := history.StopVerb(e.F); e.Process == history.Nemesis && e.Type != history.Invoke && start {
+			started = append(started, e.Value.Target)
+		}
+	}
+	if len(p.Entries) != len(started) || len(started) == 0 {
+		t.Fatalf("%d schedule entries for %d faults started", len(p.Entries), len(started))
+	}
+	for i, e := range p.Entries {
+		if sel, _ := nemesis.Selector(e.Fault); e.Selector != sel || e.Target != started[i] || e.Outcome == "" {
+			t.Errorf("entry %d: %+v; want the fault's selector, the history's target %q, an outcome", i+1, e, started[i])
+		}
+	}
+	return p
+}
+
+// assertReplayReproduces replays the unfenced run in dir three times and
+// checks that at least two showed its violations, each replay following
+// its schedule (the same faults, in order) with its settings, and leaving
+// nothing behind.
+func assertReplayReproduces(t *testing.T, dir string) {
+	t.Helper()
+	orig := assertScheduleRecorded(t, dir)
+	start := time.Now()
+	code, stdout, stderr := runReplay(t, dir, "--repeat", "3")
+	t.Logf("chaos replay (%s):\n%s", time.Since(start).Round(time.Second), stdout)
+	res := chaostest.ReadJSON[replay.Result](t, filepath.Join(dir, "replay"), store.ReplayFile)
+	if code != 1 || res.Repeat != 3 || len(res.Replays) != 3 || res.Reproduced < 2 || !strings.Contains(stdout, "reproduced ") {
+		t.Fatalf("exit %d, %d of %d replays reproduced %v; want exit 1, at least 2 of 3\nstderr: %s", code, res.Reproduced, len(res.Replays), res.Kinds, chaostest.Tail(stderr, 2000))
+	}
+	for i, rp := range res.Replays {
+		if rp.Reproduced && rp.ToFirst == nil {
+			t.Errorf("replay %d reproduced without a time to its first violation", i+1)
+		}
+		tf := chaostest.ReadJSON[struct {
+			Fencing      string `json:"fencing"`
+			ScheduleFile string `json:"schedule_file"`
+		}](t, rp.Dir, store.TestFile)
+		if tf.Fencing != "off" || tf.ScheduleFile != filepath.Join(dir, store.ScheduleFile) {
+			t.Errorf("replay %d: fencing %s, schedule %s; want the original's settings and schedule", i+1, tf.Fencing, tf.ScheduleFile)
+		}
+		p := assertScheduleRecorded(t, rp.Dir)
+		for j, e := range p.Entries {
+			if j >= len(orig.Entries) || e.Fault != orig.Entries[j].Fault || e.Hold != orig.Entries[j].Hold {
+				t.Errorf("replay %d entry %d: %+v; want the original's %d entries", i+1, j+1, e, len(orig.Entries))
+			}
+		}
+		chaostest.AssertNothingLeft(t, rp.Dir)
+	}
+}
+
+// assertNothingToReplay checks that chaos replay of the valid run in dir
+// says there is nothing to reproduce, exits 0 and starts nothing.
+func assertNothingToReplay(t *testing.T, dir string) {
+	t.Helper()
+	code, stdout, stderr := runReplay(t, dir)
+	if code != 0 || !strings.HasPrefix(stdout, "nothing to reproduce: "+dir+" is valid") {
+		t.Errorf("chaos replay of a valid run: exit %d, stdout %q, stderr %q; want 0, nothing to reproduce", code, stdout, stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "replay")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("chaos replay of a valid run made a replay folder (%v)", err)
+	}
+}
