@@ -233,13 +233,13 @@ func runMatrix(c *cobra.Command, sel []matrix.Cell, r matrixRun) int {
 	}
 	rs, runErr := matrix.Run(ctx, sel, opts)
 	shown.Stop()
-	code := matrix.Summary(stdout, rs)
+	code := matrix.Summary(stdout, exe, rs)
 	writes := []func() error{
 		func() error { return matrix.WriteJSON(filepath.Join(dir, r.cmd+".json"), rs) },
-		func() error { return matrix.WriteIndex(filepath.Join(dir, "index.html"), r.cmd, rs) },
+		func() error { return matrix.WriteIndex(filepath.Join(dir, "index.html"), r.cmd, exe, rs) },
 	}
 	if r.junit != "" {
-		writes = append(writes, func() error { return matrix.WriteJUnit(r.junit, r.cmd, rs) })
+		writes = append(writes, func() error { return matrix.WriteJUnit(r.junit, r.cmd, exe, rs) })
 	}
 	for _, w := range writes {
 		if err := w(); err != nil {

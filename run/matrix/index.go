@@ -25,6 +25,7 @@ td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertic
 .pass { color: #2e7d32; font-weight: bold; }
 .skipped { color: #666; }
 .wrong, .error, .unknown { color: #c62828; font-weight: bold; }
+.repro { color: #222; font-weight: normal; }
 .n { text-align: right; font-variant-numeric: tabular-nums; }
 </style>
 </head>
@@ -33,7 +34,7 @@ td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertic
 <p>{{.Passed}} of {{len .Rows}} cells as expected; written {{.Written}}. Each cell's outcome is judged on all its runs; each run links its report. A cell that expects only violations runs until its first one, up to its limit.</p>
 <table>
 <tr><th>cell</th><th>expected</th><th>outcome</th><th>caught</th><th>first violation after the first client op</th><th>runs (seed: actual, first violation, time)</th></tr>
-{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Expected}}</td><td class="{{.Outcome}}">{{.Outcome}}{{if .Skipped}}: {{.Skipped}}{{end}}</td><td class="n">{{.Caught}}</td><td class="n">{{.Firsts}}</td>
+{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Expected}}</td><td class="{{.Outcome}}">{{.Outcome}}{{if .Skipped}}: {{.Skipped}}{{end}}{{if .Reproduce}}<div class="repro"><code>{{.Reproduce}}</code></div>{{end}}</td><td class="n">{{.Caught}}</td><td class="n">{{.Firsts}}</td>
 <td>{{range .Runs}}<div>{{if .Href}}<a href="{{.Href}}">seed {{.Seed}}</a>{{else}}seed {{.Seed}}{{end}}: {{.Actual}}, {{.First}}, {{.Elapsed}}</div>{{end}}</td></tr>
 {{end}}</table>
 </body>
@@ -44,7 +45,9 @@ var indexPage = template.Must(template.New("index").Parse(indexSource))
 
 type indexRow struct {
 	Name, Expected, Outcome, Skipped, Caught, Firsts string
-	Runs                                             []indexRun
+	// Reproduce is the cell's Reproduction.
+	Reproduce string
+	Runs      []indexRun
 }
 
 type indexRun struct {
@@ -55,8 +58,10 @@ type indexRun struct {
 // WriteIndex writes the matrix as index.html at path, titled for the
 // command that ran it (test-all, gate: a gate's page said "test-all");
 // links to the runs' reports are relative to path's folder, so the folder
-// can be moved or kept as a CI artifact whole.
-func WriteIndex(path, command string, rs []CellResult) error {
+// can be moved or kept as a CI artifact whole. A cell not as expected
+// shows what reruns it (Reproduction, with exe the chaos binary; its
+// folder absolute, as a command to paste on this machine).
+func WriteIndex(path, command, exe string, rs []CellResult) error {
 	base := filepath.Dir(path)
 	view := struct {
 		Command string
@@ -65,7 +70,8 @@ func WriteIndex(path, command string, rs []CellResult) error {
 		Written string
 	}{Command: command, Written: time.Now().UTC().Format(time.RFC3339)}
 	for _, r := range rs {
-		row := indexRow{Name: r.Name, Expected: r.Cell.ExpectString(), Outcome: string(r.Outcome), Skipped: r.SkippedBecause}
+		row := indexRow{Name: r.Name, Expected: r.Cell.ExpectString(), Outcome: string(r.Outcome), Skipped: r.SkippedBecause,
+			Reproduce: Reproduction(exe, r)}
 		if r.Outcome == Pass {
 			view.Passed++
 		}

@@ -43,8 +43,9 @@ type junitMessage struct {
 
 // WriteJUnit writes the results as JUnit XML to path, as the suite
 // "zkchaos <command>" (test-all, gate), so a CI system that keeps both
-// tells them apart.
-func WriteJUnit(path, command string, rs []CellResult) error {
+// tells them apart. A failure's or error's message ends with what reruns
+// the cell (Reproduction, with exe the chaos binary).
+func WriteJUnit(path, command, exe string, rs []CellResult) error {
 	s := junitSuite{Name: "zkchaos " + command, Tests: len(rs)}
 	for _, r := range rs {
 		tc := junitCase{Name: r.Name, Classname: "zkchaos." + r.Cell.Recipe}
@@ -61,6 +62,9 @@ func WriteJUnit(path, command string, rs []CellResult) error {
 		}
 		if m := missed(r); m != "" {
 			msg += "; " + m
+		}
+		if rep := Reproduction(exe, r); rep != "" {
+			msg += "; " + rep
 		}
 		body := strings.Join(out, "\n")
 		switch r.Outcome {

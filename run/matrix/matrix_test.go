@@ -121,7 +121,7 @@ func TestSummaryExitCodes(t *testing.T) {
 		{[]CellResult{mk(Wrong), mk(Error)}, 255},
 	}
 	for _, tc := range cases {
-		if got := Summary(&sb, tc.rs); got != tc.want {
+		if got := Summary(&sb, "", tc.rs); got != tc.want {
 			t.Errorf("Summary(%v) = %d, want %d", tc.rs, got, tc.want)
 		}
 	}
@@ -135,7 +135,7 @@ func TestJUnit(t *testing.T) {
 		{Cell: c, Name: c.Name() + "-3", Outcome: Error, Attempts: []Attempt{{Seed: 3, Outcome: Error, Detail: "boom <&>"}}},
 	}
 	p := filepath.Join(t.TempDir(), "junit.xml")
-	if err := WriteJUnit(p, "gate", rs); err != nil {
+	if err := WriteJUnit(p, "gate", "", rs); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(p)
@@ -170,12 +170,12 @@ func TestMissedViolationsSaySo(t *testing.T) {
 		t.Fatalf("judged %s, limit %v, median %v; want wrong, 2m, 4s", cr.Outcome, cr.Limit, cr.MedianToFirst)
 	}
 	var sum strings.Builder
-	Summary(&sum, []CellResult{cr})
+	Summary(&sum, "", []CellResult{cr})
 	if want := "seed/expire-holder/fencing-off: wrong (expected double-writer=false): no violation in 120s in 1 of 2 runs"; !strings.Contains(sum.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, sum.String())
 	}
 	p := filepath.Join(t.TempDir(), "junit.xml")
-	if err := WriteJUnit(p, "test-all", []CellResult{cr}); err != nil {
+	if err := WriteJUnit(p, "test-all", "", []CellResult{cr}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(p)
@@ -321,7 +321,7 @@ func TestSkippedCellIsReportedNotPassed(t *testing.T) {
 		t.Fatalf("results %+v, %v; want one skipped cell with no attempts", rs, err)
 	}
 	var sum strings.Builder
-	if code := Summary(&sum, rs); code != 0 || !strings.Contains(sum.String(), "1 skipped") ||
+	if code := Summary(&sum, "", rs); code != 0 || !strings.Contains(sum.String(), "1 skipped") ||
 		!strings.Contains(sum.String(), "skipped: no Docker engine") {
 		t.Errorf("summary exit %d:\n%s", code, sum.String())
 	}
@@ -329,7 +329,7 @@ func TestSkippedCellIsReportedNotPassed(t *testing.T) {
 		t.Errorf("table:\n%s", table.String())
 	}
 	path := filepath.Join(t.TempDir(), "junit.xml")
-	if err := WriteJUnit(path, "test-all", rs); err != nil {
+	if err := WriteJUnit(path, "test-all", "", rs); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
@@ -359,7 +359,7 @@ func TestIndex(t *testing.T) {
 		{Cell: zoo, Name: "<b>hostile</b>", Outcome: Wrong, Attempts: []Attempt{{Seed: 2, Outcome: Wrong}}},
 	}
 	p := filepath.Join(dir, "index.html")
-	if err := WriteIndex(p, "gate", rs); err != nil {
+	if err := WriteIndex(p, "gate", "", rs); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(p)

@@ -334,8 +334,10 @@ func slug(s string) string {
 	return r.Replace(s)
 }
 
-// Summary is the verdict of the matrix, with Jepsen test-all's exit codes.
-func Summary(w io.Writer, rs []CellResult) int {
+// Summary is the verdict of the matrix, with Jepsen test-all's exit codes;
+// each cell not as expected names what reruns it (Reproduction, with exe
+// the chaos binary).
+func Summary(w io.Writer, exe string, rs []CellResult) int {
 	counts := map[Outcome]int{}
 	worst := Pass
 	for _, r := range rs {
@@ -356,7 +358,7 @@ func Summary(w io.Writer, rs []CellResult) int {
 			if m := missed(r); m != "" {
 				fmt.Fprintf(w, ": %s", m)
 			}
-			fmt.Fprintln(w)
+			fmt.Fprintf(w, "; %s\n", Reproduction(exe, r))
 		}
 	}
 	switch worst {

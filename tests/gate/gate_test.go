@@ -115,6 +115,34 @@ func TestGateCatchesBrokenClient(t *testing.T) {
 	if _, failed := chaostest.JUnitCases(t, junit); len(failed) != 1 || failed[0] != cell {
 		t.Errorf("JUnit failures %v, want [%s]", failed, cell)
 	}
+	replayNamed(t, out.String(), cell, junit)
+}
+
+// replayNamed checks that the failing cell's summary line ends with the
+// command that replays its run, that the folder it names is that run's
+// (it exists, with its history), and that the JUnit failure says the same.
+func replayNamed(t *testing.T, out, cell, junit string) {
+	t.Helper()
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  "+cell+": ") {
+			line = l
+		}
+	}
+	_, runDir, ok := strings.Cut(line, " replay ")
+	if !ok || !filepath.IsAbs(runDir) {
+		t.Fatalf("the summary line of %s names no replay of an absolute run folder: %q", cell, line)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, "history.jsonl")); err != nil {
+		t.Errorf("the replayed folder is no run: %v", err)
+	}
+	b, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "replay "+runDir+`" type="wrong"`) {
+		t.Errorf("the JUnit failure message lacks %q:\n%s", "replay "+runDir, b)
+	}
 }
 
 // baselineLine is the gate's line about its baseline ("" when none).
