@@ -35,8 +35,8 @@ type resumeTest struct {
 // (valid: the last segment ran to its end) and says it had a gap, a
 // second resume of the finished soak is refused, and nothing is left.
 func TestResumedSoak(t *testing.T) {
-	chaostest.NeedEnsemble(t)
 	t.Parallel()
+	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	cmd, _, stderr := chaostest.Start(t, "soak", "--results", results, "--duration", "5m", "--seed", "6",
 		"--acl", "off", "--resources-interval", "1s", "--progress", "off")

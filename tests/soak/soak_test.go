@@ -113,8 +113,8 @@ func readSamples(t *testing.T, dir string) []sample {
 // times, logs its summary lines, is valid, shows its soak section, and
 // leaves nothing behind.
 func TestSoakServesSamplesAndReports(t *testing.T) {
-	chaostest.NeedEnsemble(t)
 	t.Parallel()
+	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", freePort(t))
 	cmd, stdout, stderr := chaostest.Start(t, "soak", "--results", results, "--duration", "20s", "--seed", "3",
@@ -206,8 +206,8 @@ func TestSoakServesSamplesAndReports(t *testing.T) {
 // its first double write, within 5 s of the write's commit in the apply
 // log, logs a summary line for it, and is invalid.
 func TestUnfencedSoakStopsAtFirst(t *testing.T) {
-	chaostest.NeedEnsemble(t)
 	t.Parallel()
+	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	cmd, stdout, stderr := chaostest.Start(t, "soak", "--results", results, "--duration", "60s", "--seed", "2",
 		"--fencing", "off", "--nemesis", "pause-holder", "--nemesis-interval", "2s", "--resources-interval", "1s", "--progress", "off")
@@ -282,8 +282,8 @@ func logTime(t *testing.T, log, msg string) time.Time {
 // valid (the run did not finish), and the report still has the samples
 // taken before the kill.
 func TestKilledSoakIsChecked(t *testing.T) {
-	chaostest.NeedEnsemble(t)
 	t.Parallel()
+	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	cmd, _, stderr := chaostest.Start(t, "soak", "--results", results, "--duration", "5m", "--seed", "4",
 		"--resources-interval", "1s", "--progress", "off")
