@@ -91,15 +91,6 @@ func TestRunTokensWait(t *testing.T) {
 	held[0].Close()
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 10s", what)
-		}
-	}
-}
-
 // TestRunSlot reads the slot from a controller log line as the runner
 // writes it, and -1 from a loopback run's log.
 func TestRunSlot(t *testing.T) {
