@@ -85,7 +85,7 @@ func newNetwork(t *testing.T) *Network {
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
 	netSeq++
-	n, err := Create(ctx, fmt.Sprintf("test-%s-%d-%d", t.Name(), os.Getpid(), netSeq), os.Getpid(), log)
+	n, err := Create(ctx, fmt.Sprintf("test-%s-%d-%d", t.Name(), os.Getpid(), netSeq), proc.Self(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := findSlot(infos, n.Slot); i == nil || i.RunID != n.RunID || !i.ControllerAlive || !i.HasBridge || i.Leftover() {
+	if i := findSlot(infos, n.Slot); i == nil || i.RunID != n.RunID || !i.Alive || !i.HasBridge || i.Leftover() {
 		t.Errorf("Slots() entry for slot %d: %+v", n.Slot, i)
 	}
 

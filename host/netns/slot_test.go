@@ -22,7 +22,7 @@ func deadPID(t *testing.T) int {
 }
 
 func TestSlotOwnerAlive(t *testing.T) {
-	me, err := newOwner("alive-test", os.Getpid())
+	me, err := newOwner("alive-test", proc.Self())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +31,10 @@ func TestSlotOwnerAlive(t *testing.T) {
 	old := me
 	old.ControllerStart = 0 // a slot file of a version without start times
 	dead := SlotFile{RunID: "dead", ControllerPID: deadPID(t), ControllerStart: me.ControllerStart}
+	sweeping := dead // its janitor still sweeps it
+	sweeping.JanitorPID, sweeping.JanitorStart = me.ControllerPID, me.ControllerStart
+	bothDead := dead
+	bothDead.JanitorPID, bothDead.JanitorStart = deadPID(t), me.ControllerStart
 	for _, c := range []struct {
 		name string
 		f    *SlotFile
@@ -40,6 +44,8 @@ func TestSlotOwnerAlive(t *testing.T) {
 		{"PID reused by another process", &reused, false},
 		{"older slot file, PID alive", &old, true},
 		{"controller exited", &dead, false},
+		{"controller exited, janitor runs", &sweeping, true},
+		{"controller and janitor exited", &bothDead, false},
 		{"no PID (unparseable file)", &SlotFile{}, false},
 		{"no slot file", nil, false},
 	} {
@@ -47,7 +53,7 @@ func TestSlotOwnerAlive(t *testing.T) {
 			t.Errorf("%s: Alive() = %v, want %v", c.name, got, c.want)
 		}
 	}
-	if !Abandoned(&reused) || !Abandoned(nil) || Abandoned(&me) {
+	if !Abandoned(&reused) || !Abandoned(nil) || Abandoned(&me) || Abandoned(&sweeping) || !Abandoned(&bothDead) {
 		t.Error("Abandoned must allow dead or unknown owners only")
 	}
 	if !OwnedBy("alive-test")(&me) || OwnedBy("other")(&me) || OwnedBy("")(&SlotFile{}) || OwnedBy("x")(nil) {

@@ -53,6 +53,7 @@ type dockerRun struct {
 // network and, when the test ends, a removal by label and slot of
 // whatever the test has not removed.
 func startDockerRun(t *testing.T, ctx context.Context, tag string, ctrlPID int, start bool) *dockerRun {
+	owners := proc.ControlledBy(ctrlPID)
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
 	r := &dockerRun{id: fmt.Sprintf("jd%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)}
@@ -61,7 +62,7 @@ func startDockerRun(t *testing.T, ctx context.Context, tag string, ctrlPID int, 
 		_, _ = docker.Cleanup(ctx, r.id)
 		_, _ = netns.ReleaseRun(ctx, r.id)
 	})
-	c, err := docker.New(ctx, docker.Config{Nodes: 1, Dir: t.TempDir(), RunID: r.id, ControllerPID: ctrlPID, Image: tag, Logger: log})
+	c, err := docker.New(ctx, docker.Config{Nodes: 1, Dir: t.TempDir(), RunID: r.id, Owners: owners, Image: tag, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func startDockerRun(t *testing.T, ctx context.Context, tag string, ctrlPID int, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.net, err = netns.Attach(ctx, r.id, ctrlPID, slot, r.nw.Bridge, 127, log); err != nil {
+	if r.net, err = netns.Attach(ctx, r.id, owners, slot, r.nw.Bridge, 127, log); err != nil {
 		t.Fatal(err)
 	}
 	if r.host, err = r.net.AddHost(ctx, "w1"); err != nil {
@@ -168,7 +169,7 @@ func TestSweepRemovesDockerRun(t *testing.T) {
 	ctrl := startController(t)
 	r := startDockerRun(t, ctx, tag, ctrl.Process.Pid, true)
 	worker := r.host.Command(ctx, "sleep", "300")
-	worker.Env = append(os.Environ(), proc.Env(r.id, ctrl.Process.Pid)...)
+	worker.Env = append(os.Environ(), proc.Env(r.id, proc.ControlledBy(ctrl.Process.Pid))...)
 	worker.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)

@@ -143,7 +143,7 @@ time=2026-01-01T00:00:00Z level=INFO msg="network created" slot=13 bridge=zkc13 
 func TestLeftovers(t *testing.T) {
 	run := "chaostest-left"
 	sleeper := exec.Command("sleep", "60")
-	sleeper.Env = append(os.Environ(), proc.Env(run, os.Getpid())...)
+	sleeper.Env = append(os.Environ(), proc.Env(run, proc.Self())...)
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestLeftovers(t *testing.T) {
 		t.Skip("the network part needs root and network namespaces")
 	}
 	ctx := context.Background()
-	n, err := netns.Create(ctx, run, os.Getpid(), nil)
+	n, err := netns.Create(ctx, run, proc.Self(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
