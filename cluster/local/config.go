@@ -6,8 +6,10 @@
 package local
 
 import (
+	"archive/zip"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -125,6 +127,11 @@ func DefaultClassPath() (string, error) {
 		if err != nil || len(jars) == 0 {
 			return "", fmt.Errorf("no jars in $ZOOKEEPER_HOME/lib (%s)", home)
 		}
+		// A lib without the server's jar would only show when each JVM
+		// exits at once, after the run's network is made.
+		if !anyHasClass(jars, zkjvm.MainClass) {
+			return "", fmt.Errorf("no jar in $ZOOKEEPER_HOME/lib (%s) holds %s: not a ZooKeeper server's lib", home, zkjvm.MainClass)
+		}
 		return strings.Join(append(jars, filepath.Join(home, "conf")), ":"), nil
 	}
 	for _, p := range strings.Split(zkjvm.DebianClassPath, ":") {
@@ -133,6 +140,24 @@ func DefaultClassPath() (string, error) {
 		}
 	}
 	return zkjvm.DebianClassPath, nil
+}
+
+// anyHasClass reports whether one of jars holds the Java class named
+// (a.b.C is the entry a/b/C.class); a jar that does not open holds none.
+func anyHasClass(jars []string, class string) bool {
+	entry := strings.ReplaceAll(class, ".", "/") + ".class"
+	for _, j := range jars {
+		z, err := zip.OpenReader(j)
+		if err != nil {
+			continue
+		}
+		_, err = fs.Stat(z, entry)
+		z.Close()
+		if err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // zooCfg is the server's configuration (zkjvm.ZooCfg). Ports are those

@@ -141,9 +141,7 @@ func TestAttachLeavesTheExternalBridge(t *testing.T) {
 	}
 	ctrl.Process.Kill()
 	ctrl.Wait()
-	if _, swept, err := SweepSlot(ctx, slot, Abandoned); err != nil || !swept {
-		t.Fatalf("sweep of a dead controller's attached slot: swept %v, %v", swept, err)
-	}
+	sweepAbandoned(t, ctx, slot)
 	assertAttachedGone(t, slot, br)
 }
 

@@ -87,8 +87,9 @@ func TestClaimSkipsLockedAndUsedSlots(t *testing.T) {
 	}
 
 	// A controller that died during its claim: the slot file names it
-	// (dead) and its bridge exists. Nobody claims the slot; its run's
-	// janitor removes it.
+	// (dead) and its janitor (this test, alive: no other run's start
+	// sweeps the slot first), and its bridge exists. Nobody claims the
+	// slot; its run's janitor removes it.
 	deadRun := fmt.Sprintf("died-in-claim-%d", os.Getpid())
 	unlock, ok, err = lockSlot(ctx, s, false)
 	if err != nil || !ok {
@@ -98,7 +99,9 @@ func TestClaimSkipsLockedAndUsedSlots(t *testing.T) {
 		unlock()
 		t.Skipf("slot %d in use by another process since: %v", s, err)
 	}
-	err = writeSlotFile(s, SlotFile{RunID: deadRun, ControllerPID: deadPID(t), ControllerStart: 1})
+	janitor := proc.IdentOf(os.Getpid())
+	err = writeSlotFile(s, SlotFile{RunID: deadRun, ControllerPID: deadPID(t), ControllerStart: 1,
+		JanitorPID: janitor.PID, JanitorStart: janitor.Start})
 	if err == nil {
 		_, err = run(ctx, "ip", "link", "add", bridgeName(s), "type", "bridge")
 	}
@@ -137,6 +140,21 @@ func TestClaimSkipsLockedAndUsedSlots(t *testing.T) {
 	if _, swept, err := SweepSlot(ctx, c.Slot, OwnedBy(c.RunID)); err != nil || !swept {
 		t.Fatalf("sweep of our own slot: swept %v, %v", swept, err)
 	}
+}
+
+// sweepAbandoned sweeps slot s by chaos cleanup's rule. Every run's start
+// sweeps by that rule too, so a run of another test package may have
+// swept the slot first: then it must be gone already.
+func sweepAbandoned(t *testing.T, ctx context.Context, s int) {
+	t.Helper()
+	_, swept, err := SweepSlot(ctx, s, Abandoned)
+	if err != nil {
+		t.Fatalf("sweep of abandoned slot %d: %v", s, err)
+	}
+	if !swept {
+		t.Logf("slot %d swept by another run's start first", s)
+	}
+	assertGone(t, s)
 }
 
 // TestSlotOwnerRecordsStartTime: the slot file of a new network names the

@@ -125,9 +125,14 @@ func TestCleanupLeavesASlotToItsJanitor(t *testing.T) {
 	}
 	_ = jan.Process.Kill()
 	<-janDone
+	// Every run's start sweeps too: one of another test package may take
+	// the slot first, but after Cleanup it must be gone.
 	report, err = Cleanup(ctx, false)
-	if !mentions(report) {
+	if got, _ := readOwner(n.Slot); got == run {
 		t.Fatalf("the slot of a run whose controller and janitor are gone was not swept: %q, %v", report, err)
+	}
+	if !mentions(report) {
+		t.Logf("slot %d swept by another run's start first", n.Slot)
 	}
 }
 
