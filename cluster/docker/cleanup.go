@@ -110,11 +110,11 @@ func runs(ctx context.Context, cli *testcontainers.DockerClient, runID string) (
 // ownersOf reads a run's owners from its labels; labels of versions
 // before LabelOwners name the controller's PID alone.
 func ownersOf(labels map[string]string) proc.Owners {
-	if s, ok := labels[LabelOwners]; ok {
-		return proc.ParseOwners(s)
+	o := proc.ParseOwners(labels[LabelOwners])
+	if o.Controller.PID == 0 {
+		o.Controller.PID, _ = strconv.Atoi(labels[LabelController])
 	}
-	pid, _ := strconv.Atoi(labels[LabelController])
-	return proc.Owners{Controller: proc.Ident{PID: pid}}
+	return o
 }
 
 func containerName(names []string, id string) string {

@@ -69,8 +69,9 @@ func (o Owners) String() string {
 }
 
 // ParseOwners reads String's form. What does not parse is left unknown
-// (0), which judges by the PID alone or not at all, never a live run
-// dead.
+// (0): a start time unknown judges by the PID alone, a janitor unknown by
+// the controller alone (readers fall back to the controller's PID of its
+// own record when the controller's part is unknown too).
 func ParseOwners(s string) Owners {
 	c, j, _ := strings.Cut(s, ",")
 	return Owners{Controller: parseIdent(c), Janitor: parseIdent(j)}

@@ -68,20 +68,24 @@ func TestOwnersText(t *testing.T) {
 }
 
 // TestFindTaggedReadsOwners: a process's tag names its owners; a tag of
-// a version before the owners names the controller's PID alone.
+// a version before the owners, or whose owners do not parse, names the
+// controller's PID alone.
 func TestFindTaggedReadsOwners(t *testing.T) {
 	owners := Owners{Controller: IdentOf(os.Getpid()), Janitor: Ident{PID: 7, Start: 8}}
 	cmd := exec.Command("sleep", "60")
 	cmd.Env = append(os.Environ(), Env("proc-test-owners", owners)...)
 	old := exec.Command("sleep", "60")
 	old.Env = append(os.Environ(), EnvRun+"=proc-test-owners-old", EnvController+"=42")
-	for _, c := range []*exec.Cmd{cmd, old} {
+	bad := exec.Command("sleep", "60")
+	bad.Env = append(os.Environ(), EnvRun+"=proc-test-owners-bad", EnvController+"=43", EnvOwners+"=garbage")
+	for _, c := range []*exec.Cmd{cmd, old, bad} {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
 	}
-	for run, want := range map[string]Owners{"proc-test-owners": owners, "proc-test-owners-old": {Controller: Ident{PID: 42}}} {
+	for run, want := range map[string]Owners{"proc-test-owners": owners, "proc-test-owners-old": {Controller: Ident{PID: 42}},
+		"proc-test-owners-bad": {Controller: Ident{PID: 43}}} {
 		ts, err := FindTagged(run)
 		if err != nil || len(ts) != 1 || ts[0].Owners != want {
 			t.Errorf("FindTagged(%q) = %+v, %v; want one process owned by %v", run, ts, err, want)

@@ -62,19 +62,19 @@ func FindTagged(run string) ([]Tagged, error) {
 			continue // gone, or not ours to read
 		}
 		t := Tagged{PID: pid}
-		owners := ""
+		controller := 0
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			s := string(kv)
 			if v, ok := strings.CutPrefix(s, EnvRun+"="); ok {
 				t.Run = v
 			} else if v, ok := strings.CutPrefix(s, EnvOwners+"="); ok {
-				owners = v
+				t.Owners = ParseOwners(v)
 			} else if v, ok := strings.CutPrefix(s, EnvController+"="); ok {
-				t.Owners.Controller.PID, _ = strconv.Atoi(v)
+				controller, _ = strconv.Atoi(v)
 			}
 		}
-		if owners != "" {
-			t.Owners = ParseOwners(owners)
+		if t.Owners.Controller.PID == 0 {
+			t.Owners.Controller.PID = controller // a tag before EnvOwners
 		}
 		if t.Run == "" || (run != "" && t.Run != run) {
 			continue

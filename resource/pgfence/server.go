@@ -184,36 +184,43 @@ func initAndLaunch(ctx context.Context, cfg ServerConfig, uid, gid int) (*Server
 // 0700 as initdb wants) and returns the data directory's path. Where the
 // postgres user cannot reach Dir (a results folder under a private home,
 // mode 0700), the data directory goes into a folder of its own under
-// tempBases (outsideHome), and DataDir links to it: the run folder keeps its layout,
-// and chaos check finds the data a killed run left.
-func prepareDir(cfg ServerConfig, uid, gid int) (data string, err error) {
+// tempBases, and DataDir links to it (linkOutside): the run folder keeps
+// its layout, and chaos check finds the data a killed run left.
+func prepareDir(cfg ServerConfig, uid, gid int) (string, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return "", fmt.Errorf("postgres folder: %w", err)
 	}
-	data = cfg.DataDir()
+	data, undo := cfg.DataDir(), func() error { return nil }
 	if unreachable := reachable(cfg.Dir, uid, gid); unreachable != nil {
-		home, err := outsideHome(uid, gid)
-		if err != nil {
+		var err error
+		if data, undo, err = linkOutside(cfg, uid, gid); err != nil {
 			return "", fmt.Errorf("postgres: %w, nor a folder for the data directory elsewhere (%w); use a %s folder it can search",
 				unreachable, err, setting.Name("ResultsDir"))
 		}
-		data = filepath.Join(home, "data")
-		defer func() {
-			if err != nil {
-				err = errors.Join(err, os.RemoveAll(home), os.Remove(cfg.DataDir()))
-			}
-		}()
-		if err := os.Symlink(data, cfg.DataDir()); err != nil {
-			return "", fmt.Errorf("postgres data directory: %w", err)
-		}
 	}
-	if err := os.Mkdir(data, 0o700); err != nil {
-		return "", fmt.Errorf("postgres data directory: %w", err)
+	err := os.Mkdir(data, 0o700)
+	if err == nil {
+		err = os.Chown(data, uid, gid)
 	}
-	if err := os.Chown(data, uid, gid); err != nil {
-		return "", fmt.Errorf("postgres data directory: %w", err)
+	if err != nil {
+		return "", errors.Join(fmt.Errorf("postgres data directory: %w", err), undo())
 	}
 	return data, nil
+}
+
+// linkOutside makes a folder for the data directory outside the run
+// folder (outsideHome) and links DataDir to the data directory's place in
+// it; undo removes the link and the folder.
+func linkOutside(cfg ServerConfig, uid, gid int) (data string, undo func() error, err error) {
+	home, err := outsideHome(uid, gid)
+	if err != nil {
+		return "", nil, err
+	}
+	data = filepath.Join(home, "data")
+	if err := os.Symlink(data, cfg.DataDir()); err != nil {
+		return "", nil, errors.Join(fmt.Errorf("postgres data directory: %w", err), os.RemoveAll(home))
+	}
+	return data, func() error { return errors.Join(os.Remove(cfg.DataDir()), os.RemoveAll(home)) }, nil
 }
 
 // tempBases are where the folders go that the postgres user must reach

@@ -311,12 +311,12 @@ func Cleanup(ctx context.Context, all bool) ([]string, error) {
 // process must not keep a run from starting.
 const startSweepTimeout = 30 * time.Second
 
-// SweepDead is what every run does at its start, before it makes
-// anything: Cleanup of the runs whose controller and janitor are both
-// gone (a whole job killed at once leaves such runs, and without this
-// their slots would stay until someone ran chaos cleanup). Each thing
-// removed is logged. A failure is logged, not returned: what could not be
-// removed keeps its slot out of use, and the run takes another.
+// SweepDead is what every run does at its start, beside its setup:
+// Cleanup of the runs whose controller and janitor are both gone (a whole
+// job killed at once leaves such runs, and without this their slots would
+// stay until someone ran chaos cleanup). Each thing removed is logged. A
+// failure is logged, not returned: what could not be removed keeps its
+// slot out of use, and the run takes another.
 func SweepDead(ctx context.Context, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, startSweepTimeout)
 	defer cancel()
