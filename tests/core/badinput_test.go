@@ -179,7 +179,7 @@ func missingCases(t *testing.T) []missingCase {
 		{"no java", []string{"PATH=" + empty}, []string{"run"},
 			"the local backend's servers: no java on PATH (install a JRE 11 or later, Debian's openjdk-17-jre-headless", nil},
 		{"no ZooKeeper server jar", []string{"ZOOKEEPER_HOME=" + noServer}, []string{"run"},
-			"the local backend's servers: no jar in $ZOOKEEPER_HOME/lib (" + noServer + ") holds org.apache.zookeeper.server.quorum.QuorumPeerMain", nil},
+			"the local backend's servers: no jar of $ZOOKEEPER_HOME/lib (" + noServer + ") holds org.apache.zookeeper.server.quorum.QuorumPeerMain", nil},
 		{"no ip for netns", []string{"PATH=" + empty}, []string{"run", "--net", "netns"},
 			"--net netns: network namespaces need ip (install Debian's iproute2", needRoot},
 		{"no redis-server", []string{"PATH=" + empty}, []string{"run", "--service", "redis"},
