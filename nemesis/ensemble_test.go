@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -24,7 +23,7 @@ func realEnsemble(t *testing.T, n int, run string, d time.Duration) (context.Con
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
-	c, err := local.Launch(ctx, local.Config{Nodes: n, Dir: t.TempDir(), Env: proc.Env(run, os.Getpid())})
+	c, err := local.Launch(ctx, local.Config{Nodes: n, Dir: t.TempDir(), Env: proc.Env(run, proc.Self())})
 	if err != nil {
 		t.Fatal(err)
 	}

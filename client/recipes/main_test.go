@@ -41,7 +41,7 @@ func runTests(m *testing.M) int {
 	defer cancel()
 	// wchp on top of the harness's words: TestQueueWatchesPredecessorOnly
 	// looks at the watches from the server's side.
-	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: dir, Env: proc.Env("test-recipes", os.Getpid()),
+	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: dir, Env: proc.Env("test-recipes", proc.Self()),
 		FourLetterWords: append(slices.Clone(cluster.FourLetterWords), "wchp")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -24,7 +24,7 @@ func launchService(t *testing.T, prog local.Program) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := local.Launch(ctx, local.Config{Nodes: 3, Dir: t.TempDir(), Program: prog,
-		Env: proc.Env(fmt.Sprintf("test-recipes-%s-%d", prog.Name(), os.Getpid()), os.Getpid())})
+		Env: proc.Env(fmt.Sprintf("test-recipes-%s-%d", prog.Name(), os.Getpid()), proc.Self())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func runTests(m *testing.M) int {
 	defer cancel()
 	sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
 	defer scancel()
-	c, err := local.Launch(sctx, local.Config{Nodes: 1, Dir: dir + "/zk", Env: proc.Env(testRun, os.Getpid())})
+	c, err := local.Launch(sctx, local.Config{Nodes: 1, Dir: dir + "/zk", Env: proc.Env(testRun, proc.Self())})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

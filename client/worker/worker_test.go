@@ -36,7 +36,7 @@ func testConfig(t *testing.T, process int, root string) Config {
 func startWorker(t *testing.T, cfg Config) *Proc {
 	t.Helper()
 	cmd := workerCommand(t, cfg)
-	cmd.Env = append(cmd.Env, proc.Env(testRun, os.Getpid())...)
+	cmd.Env = append(cmd.Env, proc.Env(testRun, proc.Self())...)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	p := New(cmd, Options{Handler: newInbox(), Log: testlog.Writer(t), LogHead: 1 << 20, LogTail: 1 << 20})

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	zkssh "github.com/zkchaos/zkchaos/cluster/ssh"
 	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
@@ -346,10 +346,11 @@ type Options struct {
 	MaxSessionTimeout time.Duration
 	// NetMode is netns or loopback (local only).
 	NetMode string
-	// RunID and ControllerPID own and label what is made, so the janitor
-	// and `chaos cleanup` find it after a crash.
-	RunID         string
-	ControllerPID int
+	// RunID and Owners own and label what is made, so the janitor and
+	// `chaos cleanup` find it after a crash, and leave it alone while
+	// its controller or janitor runs (default: this process, no janitor).
+	RunID  string
+	Owners proc.Owners
 	// Image is the docker backend's image ("" = this machine's default).
 	Image string
 	// Env tags the local JVMs with the run (proc.Env).
@@ -402,8 +403,8 @@ func (e *Ensemble) Close(ctx context.Context) error {
 // made is in the returned Ensemble (possibly partly), for the caller's
 // teardown to remove; the janitor finds it too.
 func Open(ctx context.Context, name string, o Options) (*Ensemble, error) {
-	if o.ControllerPID == 0 {
-		o.ControllerPID = os.Getpid()
+	if o.Owners.Controller.PID == 0 {
+		o.Owners = proc.Self()
 	}
 	e := &Ensemble{}
 	b, err := Lookup(name)
@@ -421,7 +422,7 @@ func relayNet(ctx context.Context, e *Ensemble, o Options) (string, error) {
 	if o.NetMode != "netns" {
 		return "", nil
 	}
-	n, err := netns.Create(ctx, o.RunID, o.ControllerPID, o.Logger)
+	n, err := netns.Create(ctx, o.RunID, o.Owners, o.Logger)
 	if err != nil {
 		return "", fmt.Errorf("create run network: %w", err)
 	}

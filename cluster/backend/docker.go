@@ -89,14 +89,14 @@ func (dockerBackend) Preflight(ctx context.Context, tag string, noBuild bool, lo
 // run's own network to the same bridge, so workers reach the servers and
 // client faults act in the workers' namespaces as on local.
 func (dockerBackend) Open(ctx context.Context, e *Ensemble, o Options) error {
-	c, err := docker.New(ctx, docker.Config{Nodes: o.Nodes, Dir: o.Dir, RunID: o.RunID, ControllerPID: o.ControllerPID,
+	c, err := docker.New(ctx, docker.Config{Nodes: o.Nodes, Dir: o.Dir, RunID: o.RunID, Owners: o.Owners,
 		Image: o.Image, TickTime: o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout, Logger: o.Logger})
 	if err != nil {
 		return fmt.Errorf("prepare ensemble: %w", err)
 	}
 	e.Cluster, e.netFirst = c, true
 	nw := c.Network()
-	n, err := netns.Attach(ctx, o.RunID, o.ControllerPID, nw.Slot, nw.Bridge, docker.FirstHost, o.Logger)
+	n, err := netns.Attach(ctx, o.RunID, o.Owners, nw.Slot, nw.Bridge, docker.FirstHost, o.Logger)
 	if err != nil {
 		return fmt.Errorf("attach run network to docker network %s: %w", nw.Name, err)
 	}

@@ -35,7 +35,7 @@ func (localBackend) checkServers(service string) error { return program(service)
 // server on it.
 func (localBackend) Open(ctx context.Context, e *Ensemble, o Options) error {
 	if o.NetMode == "netns" {
-		n, err := netns.Create(ctx, o.RunID, o.ControllerPID, o.Logger)
+		n, err := netns.Create(ctx, o.RunID, o.Owners, o.Logger)
 		if err != nil {
 			return fmt.Errorf("create run network: %w", err)
 		}

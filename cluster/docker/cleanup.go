@@ -16,14 +16,15 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
+	"github.com/zkchaos/zkchaos/host/proc"
 )
 
 // Run is one run's containers and networks, found by label.
 type Run struct {
-	ID            string
-	ControllerPID int
-	Containers    []string // names
-	Networks      []string // names
+	ID         string
+	Owners     proc.Owners
+	Containers []string // names
+	Networks   []string // names
 }
 
 // Sweeper removes runs' containers and networks by label, in the steps a
@@ -85,8 +86,7 @@ func runs(ctx context.Context, cli *testcontainers.DockerClient, runID string) (
 		id := labels[LabelRun]
 		r := byID[id]
 		if r == nil {
-			pid, _ := strconv.Atoi(labels[LabelController])
-			r = &Run{ID: id, ControllerPID: pid}
+			r = &Run{ID: id, Owners: ownersOf(labels)}
 			byID[id] = r
 		}
 		return r
@@ -105,6 +105,16 @@ func runs(ctx context.Context, cli *testcontainers.DockerClient, runID string) (
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// ownersOf reads a run's owners from its labels; labels of versions
+// before LabelOwners name the controller's PID alone.
+func ownersOf(labels map[string]string) proc.Owners {
+	o := proc.ParseOwners(labels[LabelOwners])
+	if o.Controller.PID == 0 {
+		o.Controller.PID, _ = strconv.Atoi(labels[LabelController])
+	}
+	return o
 }
 
 func containerName(names []string, id string) string {

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -26,15 +25,20 @@ import (
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
 	"github.com/zkchaos/zkchaos/cluster/docker/image"
+	"github.com/zkchaos/zkchaos/host/proc"
 )
 
 // Labels on every container and network of a run.
 const (
 	// LabelRun is the run id: what Cleanup removes by.
 	LabelRun = "zkchaos.run"
-	// LabelController is the controller's PID, so a sweep can tell a
-	// leftover (controller dead) from a run in progress.
+	// LabelController is the controller's PID alone, as versions before
+	// LabelOwners read it.
 	LabelController = "zkchaos.controller"
+	// LabelOwners is the run's controller and janitor (proc.Owners'
+	// String), so a sweep can tell a leftover (both gone) from a run in
+	// progress.
+	LabelOwners = "zkchaos.owners"
 	// LabelNode is the server id of a container.
 	LabelNode = "zkchaos.node"
 	// LabelLog is where a container's log is copied before it is removed,
@@ -52,8 +56,9 @@ type Config struct {
 	Dir string
 	// RunID labels everything made; required.
 	RunID string
-	// ControllerPID is recorded in the labels (default: this process).
-	ControllerPID int
+	// Owners are recorded in the labels (default: this process, no
+	// janitor).
+	Owners proc.Owners
 	// Image is the tag to run (default: this machine's image.Detect tag).
 	// It must exist: nothing is pulled.
 	Image string
@@ -75,8 +80,8 @@ func (c *Config) defaults(ctx context.Context) error {
 	if c.RunID == "" {
 		return errors.New("config: RunID is required (it labels the containers and network)")
 	}
-	if c.ControllerPID == 0 {
-		c.ControllerPID = os.Getpid()
+	if c.Owners.Controller.PID == 0 {
+		c.Owners = proc.Self()
 	}
 	if c.TickTime <= 0 {
 		c.TickTime = 200 * time.Millisecond
@@ -98,7 +103,7 @@ func (c *Config) defaults(ctx context.Context) error {
 }
 
 func (c *Config) labels() map[string]string {
-	return map[string]string{LabelRun: c.RunID, LabelController: strconv.Itoa(c.ControllerPID)}
+	return map[string]string{LabelRun: c.RunID, LabelController: strconv.Itoa(c.Owners.Controller.PID), LabelOwners: c.Owners.String()}
 }
 
 // Cluster is an ensemble of containers. It implements cluster.Cluster.

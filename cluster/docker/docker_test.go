@@ -201,7 +201,7 @@ func TestEnsembleFaults(t *testing.T) {
 			t.Errorf("network subnet %s outside %s", nw.Subnet, Reserved)
 		}
 		rs, err := runs(ctx, c.cli, run)
-		if err != nil || len(rs) != 1 || len(rs[0].Containers) != 3 || len(rs[0].Networks) != 1 || rs[0].ControllerPID != os.Getpid() {
+		if err != nil || len(rs) != 1 || len(rs[0].Containers) != 3 || len(rs[0].Networks) != 1 || rs[0].Owners.Controller.PID != os.Getpid() {
 			t.Errorf("labelled for run %s: %+v, %v; want 3 containers, 1 network, controller %d", run, rs, err, os.Getpid())
 		}
 		for _, n := range c.nodes {
@@ -419,7 +419,7 @@ func TestCleanupAfterControllerCrash(t *testing.T) {
 			mine = &rs[i]
 		}
 	}
-	if err != nil || mine == nil || len(mine.Containers) != 3 || len(mine.Networks) != 1 || mine.ControllerPID != os.Getpid() {
+	if err != nil || mine == nil || len(mine.Containers) != 3 || len(mine.Networks) != 1 || mine.Owners.Controller.PID != os.Getpid() {
 		t.Fatalf("leftovers of run %s: %+v, %v; want 3 containers and 1 network labelled with controller %d", run, mine, err, os.Getpid())
 	}
 	start := time.Now()
@@ -460,7 +460,7 @@ func crashingController(spec string) int {
 	// alive: a `chaos cleanup` of another test package, which removes runs
 	// whose controller is dead, must not take this run before the test's
 	// own Cleanup does.
-	c, err := New(ctx, Config{Nodes: 3, RunID: parts[0], Dir: parts[1], Image: parts[2], ControllerPID: os.Getppid()})
+	c, err := New(ctx, Config{Nodes: 3, RunID: parts[0], Dir: parts[1], Image: parts[2], Owners: proc.ControlledBy(os.Getppid())})
 	if err != nil {
 		return fail(err)
 	}

@@ -109,7 +109,7 @@ func archiveRun(t *testing.T, flag string, want int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := Launch(ctx, Config{Nodes: 3, Dir: t.TempDir(), Logger: testLogger(t),
-		Env: proc.Env(fmt.Sprintf("test-%s-%d", t.Name(), os.Getpid()), os.Getpid())})
+		Env: proc.Env(fmt.Sprintf("test-%s-%d", t.Name(), os.Getpid()), proc.Self())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,8 @@ func Available() error {
 }
 
 // DefaultClassPath is the class path used when Config.ClassPath is empty.
-// It fails when the jars are missing, so a missing install is reported
+// It fails when the jars are missing, or lack a class the server cannot
+// start without (checkServerJars), so a missing install is reported
 // before any JVM starts (and tests can skip on it).
 func DefaultClassPath() (string, error) {
 	if home := os.Getenv("ZOOKEEPER_HOME"); home != "" {
@@ -125,12 +126,20 @@ func DefaultClassPath() (string, error) {
 		if err != nil || len(jars) == 0 {
 			return "", fmt.Errorf("no jars in $ZOOKEEPER_HOME/lib (%s)", home)
 		}
+		if err := checkServerJars(jars, fmt.Sprintf("$ZOOKEEPER_HOME/lib (%s)", home), "not a ZooKeeper server's lib"); err != nil {
+			return "", err
+		}
 		return strings.Join(append(jars, filepath.Join(home, "conf")), ":"), nil
 	}
-	for _, p := range strings.Split(zkjvm.DebianClassPath, ":") {
+	const install = "install Debian's libzookeeper-java and libslf4j-java: scripts/install-deps.sh run, or set ZOOKEEPER_HOME to a ZooKeeper tarball"
+	jars := strings.Split(zkjvm.DebianClassPath, ":")
+	for _, p := range jars {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("ZooKeeper's jars not found (install Debian's libzookeeper-java and libslf4j-java: scripts/install-deps.sh run, or set ZOOKEEPER_HOME to a ZooKeeper tarball): %w", err)
+			return "", fmt.Errorf("ZooKeeper's jars not found (%s): %w", install, err)
 		}
+	}
+	if err := checkServerJars(jars, "ZooKeeper's class path "+zkjvm.DebianClassPath+" and the jars its manifests name", install); err != nil {
+		return "", err
 	}
 	return zkjvm.DebianClassPath, nil
 }

@@ -45,7 +45,7 @@ func TestNetnsEnsemble(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nw, err := netns.Create(ctx, "test-local-"+fmt.Sprint(os.Getpid()), os.Getpid(), testLogger(t))
+	nw, err := netns.Create(ctx, "test-local-"+fmt.Sprint(os.Getpid()), proc.Self(), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func exercise(t *testing.T, nw *netns.Network) {
 	c, err := New(ctx, Config{
 		Nodes:  3,
 		Dir:    t.TempDir(),
-		Env:    proc.Env(run, os.Getpid()),
+		Env:    proc.Env(run, proc.Self()),
 		Logger: testLogger(t),
 		// Network nil: loopback mode.
 		Network: nw,

@@ -23,7 +23,7 @@ func TestServicePrograms(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			run := fmt.Sprintf("test-%s-%d", p.Name(), os.Getpid())
-			c, err := Launch(ctx, Config{Nodes: 3, Dir: t.TempDir(), Program: p, Env: proc.Env(run, os.Getpid()), Logger: testLogger(t)})
+			c, err := Launch(ctx, Config{Nodes: 3, Dir: t.TempDir(), Program: p, Env: proc.Env(run, proc.Self()), Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

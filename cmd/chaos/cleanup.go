@@ -10,16 +10,17 @@ import (
 )
 
 // newCleanupCmd is `chaos cleanup`: it removes what earlier runs left
-// behind: processes tagged with a run whose controller is dead, their
-// Docker containers, network slots and Docker networks. A run in progress
-// is left alone unless --all.
+// behind: the processes, Docker containers, network slots and Docker
+// networks of runs whose controller and janitor are both gone (what every
+// run's start sweeps too). A run in progress, or one its janitor is still
+// sweeping, is left alone unless --all.
 func newCleanupCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "cleanup [--all]",
 		Short:   "remove processes, namespaces and rules left by earlier runs",
 		GroupID: groupMaint,
 	}
-	all := c.Flags().Bool("all", false, "also remove runs whose controller is still alive")
+	all := c.Flags().Bool("all", false, "also remove runs whose controller or janitor is still alive")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return status(mistake(c, "unexpected arguments: %s", strings.Join(args, " ")))

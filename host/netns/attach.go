@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/zkchaos/zkchaos/host/proc"
 )
 
 // TotalSlots is the number of /21 slots of 198.18.0.0/15: MaxSlots for
@@ -24,7 +26,7 @@ const TotalSlots = MaxSlots + DockerSlots
 var linkNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$`) })
 
 // Attach claims slot (one of the Docker slots, MaxSlots..TotalSlots-1) for
-// run runID, whose controller is controllerPID, on an existing bridge that
+// run runID, owned by owners, on an existing bridge that
 // someone else made and owns (the Docker network cluster/docker created on
 // that slot's subnet). Hosts then get namespaces with veths on that bridge,
 // addresses from base+1+firstHost upward and the slot's gateway (base+1,
@@ -38,7 +40,7 @@ var linkNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 // lock is waited for (bounded by ctx) rather than tried: the engine gave
 // this run the subnet, so no other live run can claim it, and a sweep in
 // progress is one of a dead run's leftovers.
-func Attach(ctx context.Context, runID string, controllerPID int, slot int, bridge string, firstHost int, log *slog.Logger) (*Network, error) {
+func Attach(ctx context.Context, runID string, owners proc.Owners, slot int, bridge string, firstHost int, log *slog.Logger) (*Network, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
@@ -54,7 +56,7 @@ func Attach(ctx context.Context, runID string, controllerPID int, slot int, brid
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	owner, err := newOwner(runID, controllerPID)
+	owner, err := newOwner(runID, owners)
 	if err != nil {
 		return nil, err
 	}

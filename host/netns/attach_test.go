@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/host/proc"
 )
 
 // externalBridge makes a bridge as the Docker engine would for a Docker
@@ -71,14 +73,14 @@ func TestAttachLeavesTheExternalBridge(t *testing.T) {
 	slot, br := externalBridge(t)
 	run := fmt.Sprintf("attach-%d", os.Getpid())
 
-	if _, err := Attach(ctx, run, os.Getpid(), 3, br, 127, log); err == nil {
+	if _, err := Attach(ctx, run, proc.Self(), 3, br, 127, log); err == nil {
 		t.Error("Attach took a local slot")
 	}
 	for wrong := MaxSlots; wrong < TotalSlots; wrong++ {
 		if _, err := os.Stat(slotPath(wrong)); wrong == slot || err == nil {
 			continue // ours, or in use by another run
 		}
-		if _, err := Attach(ctx, run, os.Getpid(), wrong, br, 127, log); err == nil || !strings.Contains(err.Error(), "gateway") {
+		if _, err := Attach(ctx, run, proc.Self(), wrong, br, 127, log); err == nil || !strings.Contains(err.Error(), "gateway") {
 			t.Errorf("Attach of slot %d to the bridge of slot %d: %v; want a gateway mismatch", wrong, slot, err)
 		}
 		if o, _ := readSlotFile(wrong); o != nil && o.RunID == run {
@@ -87,7 +89,7 @@ func TestAttachLeavesTheExternalBridge(t *testing.T) {
 		break
 	}
 
-	n, err := Attach(ctx, run, os.Getpid(), slot, br, 127, log)
+	n, err := Attach(ctx, run, proc.Self(), slot, br, 127, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func TestAttachLeavesTheExternalBridge(t *testing.T) {
 	if err := ctrl.Start(); err != nil {
 		t.Fatal(err)
 	}
-	n2, err := Attach(ctx, run+"-dead", ctrl.Process.Pid, slot, br, 127, log)
+	n2, err := Attach(ctx, run+"-dead", proc.ControlledBy(ctrl.Process.Pid), slot, br, 127, log)
 	if err != nil {
 		ctrl.Process.Kill()
 		ctrl.Wait()
@@ -139,9 +141,7 @@ func TestAttachLeavesTheExternalBridge(t *testing.T) {
 	}
 	ctrl.Process.Kill()
 	ctrl.Wait()
-	if _, swept, err := SweepSlot(ctx, slot, Abandoned); err != nil || !swept {
-		t.Fatalf("sweep of a dead controller's attached slot: swept %v, %v", swept, err)
-	}
+	sweepAbandoned(t, ctx, slot)
 	assertAttachedGone(t, slot, br)
 }
 

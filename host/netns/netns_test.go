@@ -85,7 +85,7 @@ func newNetwork(t *testing.T) *Network {
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
 	netSeq++
-	n, err := Create(ctx, fmt.Sprintf("test-%s-%d-%d", t.Name(), os.Getpid(), netSeq), os.Getpid(), log)
+	n, err := Create(ctx, fmt.Sprintf("test-%s-%d-%d", t.Name(), os.Getpid(), netSeq), proc.Self(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := findSlot(infos, n.Slot); i == nil || i.RunID != n.RunID || !i.ControllerAlive || !i.HasBridge || i.Leftover() {
+	if i := findSlot(infos, n.Slot); i == nil || i.RunID != n.RunID || !i.Alive || !i.HasBridge || i.Leftover() {
 		t.Errorf("Slots() entry for slot %d: %+v", n.Slot, i)
 	}
 
@@ -291,10 +291,16 @@ func TestSweepSlot(t *testing.T) {
 
 	// Without the slot file (as an older version leaves a crash between
 	// bridge and file) the slot is still found, and has no live owner.
+	// Under the slot's lock: every run's start sweeps such a slot.
+	unlock, _, err := lockSlot(ctx, n.Slot, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Remove(slotPath(n.Slot)); err != nil {
 		t.Fatal(err)
 	}
 	infos, err := Slots()
+	unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,10 +312,7 @@ func TestSweepSlot(t *testing.T) {
 		t.Errorf("the run's janitor swept a slot with no file naming it: swept %v, %v", swept, err)
 	}
 
-	if _, swept, err := SweepSlot(ctx, n.Slot, Abandoned); err != nil || !swept {
-		t.Fatalf("cleanup of an abandoned slot: swept %v, %v", swept, err)
-	}
-	assertGone(t, n.Slot)
+	sweepAbandoned(t, ctx, n.Slot)
 	deadline := time.Now().Add(5 * time.Second)
 	for proc.Alive(cmd.Process.Pid) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
@@ -66,18 +67,18 @@ func makeNetwork(s int, bridge string, owner SlotFile) *Network {
 	return n
 }
 
-// Create claims the first free slot for run runID, whose controller is
-// controllerPID, and sets up its bridge and forwarding. The claim follows
+// Create claims the first free slot for run runID, owned by owners (the
+// slot file names them), and sets up its bridge and forwarding. The claim follows
 // the slot protocol (slot.go): a slot is free when nobody holds its lock
 // and nothing of it exists; the owner is recorded before anything is made.
-func Create(ctx context.Context, runID string, controllerPID int, log *slog.Logger) (*Network, error) {
+func Create(ctx context.Context, runID string, owners proc.Owners, log *slog.Logger) (*Network, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	owner, err := newOwner(runID, controllerPID)
+	owner, err := newOwner(runID, owners)
 	if err != nil {
 		return nil, err
 	}

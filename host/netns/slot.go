@@ -15,8 +15,9 @@ package netns
 //     ever sees a slot of a live claim without its owner.
 //   - A sweep re-reads the slot file under the lock and lets a rule decide
 //     from the owner recorded there: a run's own Close and its janitor
-//     sweep only a slot that names their run; chaos cleanup only a slot
-//     whose owner is dead or that names no owner. The slot file goes last,
+//     sweep only a slot that names their run; chaos cleanup and the start
+//     of every run only a slot whose controller and janitor are both gone
+//     or that names no owner. The slot file goes last,
 //     and only once everything else is gone, so a sweep that fails half way
 //     leaves a slot that still names its (dead) owner.
 
@@ -43,8 +44,14 @@ type SlotFile struct {
 	// ControllerStart is the controller's start time (proc.StartTime):
 	// with the PID it still names the controller after the PID is reused.
 	// 0 in slot files of versions before it.
-	ControllerStart uint64    `json:"controller_start,omitempty"`
-	Created         time.Time `json:"created"`
+	ControllerStart uint64 `json:"controller_start,omitempty"`
+	// JanitorPID and JanitorStart name the run's janitor, which sweeps
+	// the slot once the controller is gone: until it is gone too, the
+	// slot is still its run's. 0 in slot files of versions before it,
+	// and of networks made without a janitor.
+	JanitorPID   int       `json:"janitor_pid,omitempty"`
+	JanitorStart uint64    `json:"janitor_start,omitempty"`
+	Created      time.Time `json:"created"`
 	// Bridge is the bridge the slot's hosts are on when it is not the
 	// slot's own zkc<s>; ExternalBridge says someone else (the Docker
 	// engine) made it and owns it, so no sweep, even one long after the
@@ -63,20 +70,21 @@ func (f *SlotFile) bridge(s int) (name string, external bool) {
 	return bridgeName(s), s >= MaxSlots
 }
 
-// Alive reports whether the controller that owns the slot still runs.
-// A slot file without a start time (an older version's) is judged by the
-// PID alone, so a reused PID keeps such a slot: a leftover may be kept,
-// a live run is never taken for dead.
-func (f *SlotFile) Alive() bool {
-	if f == nil || f.ControllerPID <= 0 || !proc.Alive(f.ControllerPID) {
-		return false
+// Owners are the processes the slot file names.
+func (f *SlotFile) Owners() proc.Owners {
+	if f == nil {
+		return proc.Owners{}
 	}
-	if f.ControllerStart == 0 {
-		return true
+	return proc.Owners{
+		Controller: proc.Ident{PID: f.ControllerPID, Start: f.ControllerStart},
+		Janitor:    proc.Ident{PID: f.JanitorPID, Start: f.JanitorStart},
 	}
-	st, err := proc.StartTime(f.ControllerPID)
-	return err == nil && st == f.ControllerStart
 }
+
+// Alive reports whether the run that owns the slot is still there: its
+// controller or its janitor runs (proc.Owners). A slot whose controller
+// died is its janitor's to sweep while the janitor lives.
+func (f *SlotFile) Alive() bool { return !f.Owners().Gone() }
 
 // sameOwner reports whether two slot files name the same run of the same
 // controller process.
@@ -85,16 +93,22 @@ func sameOwner(a, b *SlotFile) bool {
 		a.ControllerPID == b.ControllerPID && a.ControllerStart == b.ControllerStart
 }
 
-// newOwner is the slot file of a run whose controller is pid.
-func newOwner(runID string, pid int) (SlotFile, error) {
+// newOwner is the slot file of a run owned by o. The controller's start
+// time is required: without it a slot outlives its run whenever the PID
+// is reused.
+func newOwner(runID string, o proc.Owners) (SlotFile, error) {
 	if runID == "" {
 		return SlotFile{}, errors.New("claim a network slot: empty run id")
 	}
-	st, err := proc.StartTime(pid)
-	if err != nil {
-		return SlotFile{}, fmt.Errorf("claim a network slot: controller: %w", err)
+	if o.Controller.Start == 0 {
+		st, err := proc.StartTime(o.Controller.PID)
+		if err != nil {
+			return SlotFile{}, fmt.Errorf("claim a network slot: controller: %w", err)
+		}
+		o.Controller.Start = st
 	}
-	return SlotFile{RunID: runID, ControllerPID: pid, ControllerStart: st, Created: time.Now().UTC()}, nil
+	return SlotFile{RunID: runID, ControllerPID: o.Controller.PID, ControllerStart: o.Controller.Start,
+		JanitorPID: o.Janitor.PID, JanitorStart: o.Janitor.Start, Created: time.Now().UTC()}, nil
 }
 
 // SweepRule decides, under the slot's lock, whether a sweep may remove a
@@ -106,9 +120,10 @@ func OwnedBy(runID string) SweepRule {
 	return func(o *SlotFile) bool { return o != nil && o.RunID != "" && o.RunID == runID }
 }
 
-// Abandoned allows a slot whose owner is dead, or that names no owner (an
-// older version's leftover: under the lock, a slot of a live claim always
-// has its file). What chaos cleanup sweeps.
+// Abandoned allows a slot whose controller and janitor are both gone, or
+// that names no owner (an older version's leftover: under the lock, a slot
+// of a live claim always has its file). What chaos cleanup and the start
+// of every run sweep.
 func Abandoned(o *SlotFile) bool { return o == nil || !o.Alive() }
 
 // AnyOwner allows every slot, live runs' too: chaos cleanup --all.
@@ -135,6 +150,13 @@ func SweepSlot(ctx context.Context, s int, rule SweepRule) (owner *SlotFile, swe
 	}
 	if !rule(owner) {
 		return owner, false, nil
+	}
+	if owner == nil {
+		// Nothing of it left (another sweep took it since the caller
+		// looked): nothing to remove, and nothing to report.
+		if empty, err := slotEmpty(ctx, s); err == nil && empty {
+			return nil, false, nil
+		}
 	}
 	if err := sweepLocked(ctx, s, owner); err != nil {
 		return owner, false, fmt.Errorf("sweep slot %d: %w", s, err)

@@ -22,7 +22,7 @@ func deadPID(t *testing.T) int {
 }
 
 func TestSlotOwnerAlive(t *testing.T) {
-	me, err := newOwner("alive-test", os.Getpid())
+	me, err := newOwner("alive-test", proc.Self())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +31,10 @@ func TestSlotOwnerAlive(t *testing.T) {
 	old := me
 	old.ControllerStart = 0 // a slot file of a version without start times
 	dead := SlotFile{RunID: "dead", ControllerPID: deadPID(t), ControllerStart: me.ControllerStart}
+	sweeping := dead // its janitor still sweeps it
+	sweeping.JanitorPID, sweeping.JanitorStart = me.ControllerPID, me.ControllerStart
+	bothDead := dead
+	bothDead.JanitorPID, bothDead.JanitorStart = deadPID(t), me.ControllerStart
 	for _, c := range []struct {
 		name string
 		f    *SlotFile
@@ -40,6 +44,8 @@ func TestSlotOwnerAlive(t *testing.T) {
 		{"PID reused by another process", &reused, false},
 		{"older slot file, PID alive", &old, true},
 		{"controller exited", &dead, false},
+		{"controller exited, janitor runs", &sweeping, true},
+		{"controller and janitor exited", &bothDead, false},
 		{"no PID (unparseable file)", &SlotFile{}, false},
 		{"no slot file", nil, false},
 	} {
@@ -47,7 +53,7 @@ func TestSlotOwnerAlive(t *testing.T) {
 			t.Errorf("%s: Alive() = %v, want %v", c.name, got, c.want)
 		}
 	}
-	if !Abandoned(&reused) || !Abandoned(nil) || Abandoned(&me) {
+	if !Abandoned(&reused) || !Abandoned(nil) || Abandoned(&me) || Abandoned(&sweeping) || !Abandoned(&bothDead) {
 		t.Error("Abandoned must allow dead or unknown owners only")
 	}
 	if !OwnedBy("alive-test")(&me) || OwnedBy("other")(&me) || OwnedBy("")(&SlotFile{}) || OwnedBy("x")(nil) {
@@ -81,8 +87,9 @@ func TestClaimSkipsLockedAndUsedSlots(t *testing.T) {
 	}
 
 	// A controller that died during its claim: the slot file names it
-	// (dead) and its bridge exists. Nobody claims the slot; its run's
-	// janitor removes it.
+	// (dead) and its janitor (this test, alive: no other run's start
+	// sweeps the slot first), and its bridge exists. Nobody claims the
+	// slot; its run's janitor removes it.
 	deadRun := fmt.Sprintf("died-in-claim-%d", os.Getpid())
 	unlock, ok, err = lockSlot(ctx, s, false)
 	if err != nil || !ok {
@@ -92,7 +99,9 @@ func TestClaimSkipsLockedAndUsedSlots(t *testing.T) {
 		unlock()
 		t.Skipf("slot %d in use by another process since: %v", s, err)
 	}
-	err = writeSlotFile(s, SlotFile{RunID: deadRun, ControllerPID: deadPID(t), ControllerStart: 1})
+	janitor := proc.IdentOf(os.Getpid())
+	err = writeSlotFile(s, SlotFile{RunID: deadRun, ControllerPID: deadPID(t), ControllerStart: 1,
+		JanitorPID: janitor.PID, JanitorStart: janitor.Start})
 	if err == nil {
 		_, err = run(ctx, "ip", "link", "add", bridgeName(s), "type", "bridge")
 	}
@@ -131,6 +140,21 @@ func TestClaimSkipsLockedAndUsedSlots(t *testing.T) {
 	if _, swept, err := SweepSlot(ctx, c.Slot, OwnedBy(c.RunID)); err != nil || !swept {
 		t.Fatalf("sweep of our own slot: swept %v, %v", swept, err)
 	}
+}
+
+// sweepAbandoned sweeps slot s by chaos cleanup's rule. Every run's start
+// sweeps by that rule too, so a run of another test package may have
+// swept the slot first: then it must be gone already.
+func sweepAbandoned(t *testing.T, ctx context.Context, s int) {
+	t.Helper()
+	_, swept, err := SweepSlot(ctx, s, Abandoned)
+	if err != nil {
+		t.Fatalf("sweep of abandoned slot %d: %v", s, err)
+	}
+	if !swept {
+		t.Logf("slot %d swept by another run's start first", s)
+	}
+	assertGone(t, s)
 }
 
 // TestSlotOwnerRecordsStartTime: the slot file of a new network names the

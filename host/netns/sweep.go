@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zkchaos/zkchaos/host/proc"
@@ -17,13 +19,15 @@ import (
 // SlotInfo is what exists of one slot, so cleanup can remove leftovers and
 // leave runs in progress alone.
 type SlotInfo struct {
-	Slot            int
-	RunID           string // "" when there is no slot file
-	ControllerPID   int
-	Created         time.Time
-	ControllerAlive bool
-	HasFile         bool
-	HasBridge       bool // the slot's own bridge zkc<s>
+	Slot          int
+	RunID         string // "" when there is no slot file
+	ControllerPID int
+	Created       time.Time
+	// Alive says the run that owns the slot is still there: its
+	// controller or its janitor runs (SlotFile.Alive).
+	Alive     bool
+	HasFile   bool
+	HasBridge bool // the slot's own bridge zkc<s>
 	// ExternalBridge is the Docker bridge an attached slot's hosts are on
 	// (from the slot file): never removed by a sweep.
 	ExternalBridge string
@@ -31,9 +35,9 @@ type SlotInfo struct {
 }
 
 // Leftover reports whether nobody owns the slot any more (see
-// SlotFile.Alive). It is a snapshot for reports: chaos cleanup decides
-// again under the slot's lock.
-func (s SlotInfo) Leftover() bool { return !s.ControllerAlive }
+// SlotFile.Alive). It is a snapshot: a sweep decides again under the
+// slot's lock.
+func (s SlotInfo) Leftover() bool { return !s.Alive }
 
 // Slots lists every slot of which anything exists: a slot file, a bridge,
 // or namespaces (the latter two also without a file, e.g. after a crash
@@ -61,7 +65,7 @@ func Slots() ([]SlotInfo, error) {
 		info.HasFile = true
 		if sf, err := readSlotFile(s); err == nil && sf != nil {
 			info.RunID, info.ControllerPID, info.Created = sf.RunID, sf.ControllerPID, sf.Created
-			info.ControllerAlive = sf.Alive()
+			info.Alive = sf.Alive()
 			if br, ext := sf.bridge(s); ext {
 				info.ExternalBridge = br
 			}
@@ -105,11 +109,7 @@ func sweepLocked(ctx context.Context, s int, owner *SlotFile) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, ns := range nsOfSlot(nss, s) {
-		if err := removeHost(ctx, ns, ""); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, removeHosts(ctx, nsOfSlot(nss, s))...)
 	links, err := listLinks(ctx)
 	if err != nil {
 		errs = append(errs, err)
@@ -139,6 +139,19 @@ func sweepLocked(ctx context.Context, s int, owner *SlotFile) error {
 		return fmt.Errorf("remove slot file: %w", err)
 	}
 	return nil
+}
+
+// removeHosts removes namespaces nss (removeHost), all at once: each
+// takes a few calls of ip, and a dead run's slot holds a namespace per
+// server, worker and register, which the next run's start sweeps.
+func removeHosts(ctx context.Context, nss []string) []error {
+	errs := make([]error, len(nss))
+	var wg sync.WaitGroup
+	for i, ns := range nss {
+		wg.Go(func() { errs[i] = removeHost(ctx, ns, "") })
+	}
+	wg.Wait()
+	return slices.DeleteFunc(errs, func(err error) bool { return err == nil })
 }
 
 // removeHost kills the processes in namespace ns, deletes it, and deletes

@@ -1,9 +1,11 @@
 // Package proc finds, pauses, resumes and kills the OS processes of a run.
 //
-// Every process a run starts (servers, register, workers) carries two
-// environment variables: the run id and the controller's PID. That tag is
-// what lets the janitor and chaos cleanup find every process of a run from
-// /proc alone, however the controller died and whatever it failed to record.
+// Every process a run starts (servers, register, workers) carries a tag in
+// its environment: the run id and the run's owners (the controller's and
+// the janitor's PID and start time). That tag is what lets the janitor and
+// chaos cleanup find every process of a run from /proc alone, however the
+// controller died and whatever it failed to record, and tell a leftover
+// (both owners gone) from a run in progress.
 package proc
 
 import (
@@ -21,21 +23,24 @@ import (
 
 // Environment variables that tag a run's processes.
 const (
-	EnvRun        = "ZKCHAOS_RUN"
+	EnvRun = "ZKCHAOS_RUN"
+	// EnvController is the controller's PID alone, as versions before
+	// EnvOwners read it.
 	EnvController = "ZKCHAOS_CONTROLLER"
+	EnvOwners     = "ZKCHAOS_OWNERS"
 )
 
 // Env returns the tag to add to the environment of every process a run
 // starts.
-func Env(runID string, controllerPID int) []string {
-	return []string{EnvRun + "=" + runID, EnvController + "=" + strconv.Itoa(controllerPID)}
+func Env(runID string, o Owners) []string {
+	return []string{EnvRun + "=" + runID, EnvController + "=" + strconv.Itoa(o.Controller.PID), EnvOwners + "=" + o.String()}
 }
 
 // Tagged is a process found by its tag.
 type Tagged struct {
-	PID        int
-	Run        string
-	Controller int
+	PID    int
+	Run    string
+	Owners Owners
 }
 
 // FindTagged lists the processes carrying a run tag. With run != "" only
@@ -57,13 +62,19 @@ func FindTagged(run string) ([]Tagged, error) {
 			continue // gone, or not ours to read
 		}
 		t := Tagged{PID: pid}
+		controller := 0
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			s := string(kv)
 			if v, ok := strings.CutPrefix(s, EnvRun+"="); ok {
 				t.Run = v
+			} else if v, ok := strings.CutPrefix(s, EnvOwners+"="); ok {
+				t.Owners = ParseOwners(v)
 			} else if v, ok := strings.CutPrefix(s, EnvController+"="); ok {
-				t.Controller, _ = strconv.Atoi(v)
+				controller, _ = strconv.Atoi(v)
 			}
+		}
+		if t.Owners.Controller.PID == 0 {
+			t.Owners.Controller.PID = controller // a tag before EnvOwners
 		}
 		if t.Run == "" || (run != "" && t.Run != run) {
 			continue
@@ -209,6 +220,15 @@ func SweepRun(run string, timeout time.Duration) ([]int, error) {
 	for _, t := range ts {
 		pids = append(pids, t.PID)
 	}
+	if err := KillAndWait(pids, timeout); err != nil {
+		return pids, fmt.Errorf("run %s: %w", run, err)
+	}
+	return pids, nil
+}
+
+// KillAndWait resumes and kills pids (KillAll) and waits, up to timeout,
+// until they are gone.
+func KillAndWait(pids []int, timeout time.Duration) error {
 	KillAll(pids)
 	deadline := time.Now().Add(timeout)
 	for _, p := range pids {
@@ -216,8 +236,8 @@ func SweepRun(run string, timeout time.Duration) ([]int, error) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		if Alive(p) {
-			return pids, fmt.Errorf("pid %d of run %s still alive after SIGKILL", p, run)
+			return fmt.Errorf("pid %d still alive after SIGKILL", p)
 		}
 	}
-	return pids, nil
+	return nil
 }

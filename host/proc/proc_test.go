@@ -17,7 +17,7 @@ import (
 func startSleeper(t *testing.T, run string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sleep", "60")
-	cmd.Env = append(os.Environ(), Env(run, os.Getpid())...)
+	cmd.Env = append(os.Environ(), Env(run, Self())...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -82,8 +82,8 @@ func TestFindTaggedAndSweep(t *testing.T) {
 	var pids []int
 	for _, x := range ts {
 		pids = append(pids, x.PID)
-		if x.Controller != os.Getpid() {
-			t.Errorf("controller tag %d, want %d", x.Controller, os.Getpid())
+		if x.Owners != Self() {
+			t.Errorf("owners tag %v, want %v", x.Owners, Self())
 		}
 	}
 	if !slices.Contains(pids, mine.Process.Pid) || slices.Contains(pids, other.Process.Pid) {

@@ -218,7 +218,7 @@ func newNetwork(t *testing.T) *netns.Network {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	n, err := netns.Create(ctx, fmt.Sprintf("test-workerproc-%d", os.Getpid()), os.Getpid(), log)
+	n, err := netns.Create(ctx, fmt.Sprintf("test-workerproc-%d", os.Getpid()), proc.Self(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

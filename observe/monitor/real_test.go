@@ -32,7 +32,7 @@ func TestMonitorOnARealEnsemble(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := local.New(ctx, local.Config{Nodes: 3, Dir: t.TempDir(), Env: proc.Env(fmt.Sprintf("test-monitor-%d", os.Getpid()), os.Getpid())})
+	c, err := local.New(ctx, local.Config{Nodes: 3, Dir: t.TempDir(), Env: proc.Env(fmt.Sprintf("test-monitor-%d", os.Getpid()), proc.Self())})
 	if err != nil {
 		t.Fatal(err)
 	}

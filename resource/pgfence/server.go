@@ -59,8 +59,14 @@ func Preflight() error {
 			return fmt.Errorf("PostgreSQL server binary %s missing or not executable (install Debian's postgresql-15, scripts/install-deps.sh, or set %s)", p, BinDirEnv)
 		}
 	}
-	if _, err := user.Lookup(SystemUser); err != nil {
+	u, err := user.Lookup(SystemUser)
+	if err != nil {
 		return fmt.Errorf("no %q system user to run PostgreSQL as (install Debian's postgresql-15): %w", SystemUser, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := reachable(dir, uid, gid); err != nil {
+		return fmt.Errorf("%w: initdb and postgres run as that user (set %s to a folder it can search)", err, BinDirEnv)
 	}
 	if _, err := os.Stat(setpriv); err != nil {
 		return fmt.Errorf("%s missing (util-linux): it starts PostgreSQL as the %s user", setpriv, SystemUser)
@@ -85,6 +91,9 @@ type ServerConfig struct {
 	Password string
 	// Mode is the run's fencing mode, written into the schema.
 	Mode string
+	// data is where the data directory really is: DataDir, or the
+	// folder DataDir links to (prepareDir).
+	data string
 }
 
 // Server is a running postgres.
@@ -101,8 +110,18 @@ type Server struct {
 // LogFile is the server's log in ServerConfig.Dir.
 const LogFile = "postgres.log"
 
-// DataDir is the data directory in ServerConfig.Dir.
+// DataDir is the data directory in ServerConfig.Dir: the directory
+// itself, or a link to it where the postgres user cannot reach Dir.
 func (c ServerConfig) DataDir() string { return filepath.Join(c.Dir, "data") }
+
+// dataDir is where the data directory really is, for the programs that
+// run as the postgres user (a link they cannot reach would not do).
+func (c ServerConfig) dataDir() string {
+	if c.data != "" {
+		return c.data
+	}
+	return c.DataDir()
+}
 
 // absolute is cfg with Dir made absolute: initdb and the server run in
 // "/" (asUser), so a relative run folder (`--results results`) would name
@@ -118,7 +137,8 @@ func (c ServerConfig) absolute() (ServerConfig, error) {
 
 // Start runs initdb, starts the server in cfg.Host's namespace, waits
 // until it answers, and creates the schema. On error nothing it started
-// is left running.
+// is left running, and no data directory is left (a server that never
+// answered holds nothing of the run).
 func Start(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.Host == nil {
 		return nil, fmt.Errorf("postgres: needs the run's network namespaces (%s netns)", setting.Name("Net"))
@@ -133,9 +153,19 @@ func Start(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	if err := prepareDir(cfg, uid, gid); err != nil {
+	if cfg.data, err = prepareDir(cfg, uid, gid); err != nil {
 		return nil, err
 	}
+	s, err := initAndLaunch(ctx, cfg, uid, gid)
+	if err != nil {
+		return nil, errors.Join(err, removeData(cfg))
+	}
+	return s, nil
+}
+
+// initAndLaunch makes the cluster in cfg's data directory and runs the
+// server until it answers with the schema in place.
+func initAndLaunch(ctx context.Context, cfg ServerConfig, uid, gid int) (*Server, error) {
 	if err := initdb(ctx, cfg, uid, gid); err != nil {
 		return nil, err
 	}
@@ -150,23 +180,81 @@ func Start(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
-// prepareDir makes Dir and the data directory (the postgres user's,
-// mode 0700 as initdb wants), after checking that user can reach it.
-func prepareDir(cfg ServerConfig, uid, gid int) error {
+// prepareDir makes Dir and the data directory (the postgres user's, mode
+// 0700 as initdb wants) and returns the data directory's path. Where the
+// postgres user cannot reach Dir (a results folder under a private home,
+// mode 0700), the data directory goes into a folder of its own under
+// tempBases, and DataDir links to it (linkOutside): the run folder keeps
+// its layout, and chaos check finds the data a killed run left.
+func prepareDir(cfg ServerConfig, uid, gid int) (string, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return fmt.Errorf("postgres folder: %w", err)
+		return "", fmt.Errorf("postgres folder: %w", err)
 	}
-	if err := reachable(cfg.Dir, uid, gid); err != nil {
-		return err
+	data, undo := cfg.DataDir(), func() error { return nil }
+	if unreachable := reachable(cfg.Dir, uid, gid); unreachable != nil {
+		var err error
+		if data, undo, err = linkOutside(cfg, uid, gid); err != nil {
+			return "", fmt.Errorf("postgres: %w, nor a folder for the data directory elsewhere (%w); use a %s folder it can search",
+				unreachable, err, setting.Name("ResultsDir"))
+		}
 	}
-	data := cfg.DataDir()
-	if err := os.Mkdir(data, 0o700); err != nil {
-		return fmt.Errorf("postgres data directory: %w", err)
+	err := os.Mkdir(data, 0o700)
+	if err == nil {
+		err = os.Chown(data, uid, gid)
 	}
-	if err := os.Chown(data, uid, gid); err != nil {
-		return fmt.Errorf("postgres data directory: %w", err)
+	if err != nil {
+		return "", errors.Join(fmt.Errorf("postgres data directory: %w", err), undo())
 	}
-	return nil
+	return data, nil
+}
+
+// linkOutside makes a folder for the data directory outside the run
+// folder (outsideHome) and links DataDir to the data directory's place in
+// it; undo removes the link and the folder.
+func linkOutside(cfg ServerConfig, uid, gid int) (data string, undo func() error, err error) {
+	home, err := outsideHome(uid, gid)
+	if err != nil {
+		return "", nil, err
+	}
+	data = filepath.Join(home, "data")
+	if err := os.Symlink(data, cfg.DataDir()); err != nil {
+		return "", nil, errors.Join(fmt.Errorf("postgres data directory: %w", err), os.RemoveAll(home))
+	}
+	return data, func() error { return errors.Join(os.Remove(cfg.DataDir()), os.RemoveAll(home)) }, nil
+}
+
+// tempBases are where the folders go that the postgres user must reach
+// outside the run folder: /var/tmp first, which outlives a reboot as the
+// run folder does (chaos check re-exports a killed run's data).
+var tempBases = []string{"/var/tmp", os.TempDir()}
+
+// outsideHome makes the folder of a data directory that cannot be in the
+// run folder: the harness's (root's), searchable but not listable by
+// others, so the data directory in it (the postgres user's, 0700) is
+// reachable and nothing else is shown.
+func outsideHome(uid, gid int) (string, error) {
+	home, err := reachableTemp("zkchaos-pg-", uid, gid)
+	if err == nil {
+		err = os.Chmod(home, 0o711)
+	}
+	if err != nil {
+		return "", fmt.Errorf("postgres data directory: %w", err)
+	}
+	return home, nil
+}
+
+// reachableTemp makes a new folder (os.MkdirTemp) under the first of
+// tempBases the postgres user (uid/gid) can reach.
+func reachableTemp(prefix string, uid, gid int) (string, error) {
+	var errs []error
+	for _, base := range tempBases {
+		if err := reachable(base, uid, gid); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return os.MkdirTemp(base, prefix)
+	}
+	return "", errors.Join(errs...)
 }
 
 // reachable checks that uid/gid may search every folder down to dir: a
@@ -196,8 +284,7 @@ func reachable(dir string, uid, gid int) error {
 			can = perm&0o001 != 0
 		}
 		if !can {
-			return fmt.Errorf("postgres: the %s user cannot reach %s: %s is mode %v; use a %s folder it can search",
-				SystemUser, dir, d, st.Mode().Perm(), setting.Name("ResultsDir"))
+			return fmt.Errorf("the %s user cannot reach %s: %s is mode %v", SystemUser, dir, d, st.Mode().Perm())
 		}
 		if d == "/" {
 			return nil
@@ -225,7 +312,8 @@ func asUser(cfg ServerConfig, host *netns.Host, uid, gid int, prog string, args 
 // (scram over TCP); on the Unix socket only the postgres user itself, by
 // peer. Its output goes to the server's log.
 func initdb(ctx context.Context, cfg ServerConfig, uid, gid int) error {
-	pw := filepath.Join(cfg.Dir, "initdb.pw")
+	// Beside the data directory: a folder the postgres user can reach.
+	pw := filepath.Join(filepath.Dir(cfg.dataDir()), "initdb.pw")
 	if err := os.WriteFile(pw, []byte(cfg.Password+"\n"), 0o600); err != nil {
 		return fmt.Errorf("postgres initdb: %w", err)
 	}
@@ -239,7 +327,7 @@ func initdb(ctx context.Context, cfg ServerConfig, uid, gid int) error {
 	}
 	defer logf.Close()
 	tail := logcap.NewTail(logf, 3)
-	cmd := asUser(cfg, nil, uid, gid, filepath.Join(BinDir(), "initdb"), "-D", cfg.DataDir(), "-U", User,
+	cmd := asUser(cfg, nil, uid, gid, filepath.Join(BinDir(), "initdb"), "-D", cfg.dataDir(), "-U", User,
 		"--pwfile", pw, "--auth-host", "scram-sha-256", "--auth-local", "peer", "-E", "UTF8", "--locale", "C", "--no-sync")
 	cmd.Stdout, cmd.Stderr = tail, tail
 	if err := cmd.Start(); err != nil {
@@ -262,7 +350,7 @@ func initdb(ctx context.Context, cfg ServerConfig, uid, gid int) error {
 		return fmt.Errorf("postgres initdb: %w: %s", err, tail.Last())
 	}
 	hba := "local all " + SystemUser + " peer\nhost all " + User + " 0.0.0.0/0 scram-sha-256\n"
-	if err := os.WriteFile(filepath.Join(cfg.DataDir(), "pg_hba.conf"), []byte(hba), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.dataDir(), "pg_hba.conf"), []byte(hba), 0o600); err != nil {
 		return fmt.Errorf("postgres pg_hba.conf: %w", err)
 	}
 	return nil
@@ -295,7 +383,7 @@ func spawn(cfg ServerConfig, host *netns.Host, uid, gid int, settings ...string)
 	if err != nil {
 		return nil, fmt.Errorf("postgres log: %w", err)
 	}
-	args := append([]string{"-D", cfg.DataDir(), "-c", "logging_collector=off"}, settings...)
+	args := append([]string{"-D", cfg.dataDir(), "-c", "logging_collector=off"}, settings...)
 	cmd := asUser(cfg, host, uid, gid, filepath.Join(BinDir(), "postgres"), args...)
 	s := &Server{cfg: cfg, cmd: cmd, stderr: logcap.NewTail(logf, 5), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.stderr, s.stderr
@@ -411,8 +499,19 @@ func (s *Server) Stop(grace time.Duration) {
 
 // RemoveData removes the data directory (the apply log holds what the
 // run needs; the data directory is about 40 MB).
-func (s *Server) RemoveData() error {
-	if err := os.RemoveAll(s.cfg.DataDir()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func (s *Server) RemoveData() error { return removeData(s.cfg) }
+
+// removeData removes cfg's data directory, and the folder of its own it
+// had outside the run folder, with the link to it.
+func removeData(cfg ServerConfig) error {
+	var errs []error
+	if data := cfg.dataDir(); data != cfg.DataDir() {
+		errs = append(errs, os.RemoveAll(filepath.Dir(data)))
+	}
+	if err := os.RemoveAll(cfg.DataDir()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("postgres: remove the data directory: %w", err)
 	}
 	return nil

@@ -43,7 +43,7 @@ func startShared() {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	shared.run = "pgt" + uuid.NewString()[:5]
-	n, err := netns.Create(ctx, shared.run, os.Getpid(), nil)
+	n, err := netns.Create(ctx, shared.run, proc.Self(), nil)
 	if err != nil {
 		shared.err = err
 		return
@@ -67,7 +67,7 @@ func startShared() {
 				shared.err = err
 				return
 			}
-			s, err = Start(ctx, ServerConfig{Dir: "pg", Host: h, Env: proc.Env(shared.run, os.Getpid()),
+			s, err = Start(ctx, ServerConfig{Dir: "pg", Host: h, Env: proc.Env(shared.run, proc.Self()),
 				Password: "secret-" + shared.run, Mode: register.ModeOn})
 			back()
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,15 +40,15 @@ type env struct {
 // env for close.
 func openEnv(ctx context.Context, cfg Config, exe string, run *store.Run, log *slog.Logger) (*env, error) {
 	e := &env{cfg: cfg, exe: exe, run: run, runID: uuid.NewString()[:8], netMode: cfg.netMode(), log: log}
-	e.procEnv = proc.Env(e.runID, os.Getpid())
 	jan, err := janitor.Start(exe, e.runID, run.Path(store.JanitorLog))
 	if err != nil {
 		return e, err
 	}
 	e.jan = jan
+	e.procEnv = proc.Env(e.runID, jan.Owners())
 	ens, err := backend.Open(ctx, cfg.Cluster, backend.Options{Nodes: cfg.Nodes, Dir: run.Path(store.ZKDir),
 		TickTime: cfg.TickTime, MaxSessionTimeout: 2 * cfg.SessionTimeout, NetMode: e.netMode, RunID: e.runID,
-		ControllerPID: os.Getpid(), Env: e.procEnv, Logger: log})
+		Owners: jan.Owners(), Env: e.procEnv, Logger: log})
 	e.ens = ens
 	if err != nil {
 		return e, err

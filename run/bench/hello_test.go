@@ -85,7 +85,7 @@ func benchEnsemble(b *testing.B) string {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: b.TempDir(), Env: proc.Env(benchRun, os.Getpid()),
+	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: b.TempDir(), Env: proc.Env(benchRun, proc.Self()),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -108,7 +108,7 @@ var benchRun = fmt.Sprintf("bench-hello-%d", os.Getpid())
 func startCommand(b *testing.B, prog string, args []string) StartFunc {
 	return func(ctx context.Context) (*worker.Proc, func(), error) {
 		cmd := exec.Command(prog, args...)
-		cmd.Env = append(os.Environ(), proc.Env(benchRun, os.Getpid())...)
+		cmd.Env = append(os.Environ(), proc.Env(benchRun, proc.Self())...)
 		p := worker.New(cmd, worker.Options{Handler: quiet{}})
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()

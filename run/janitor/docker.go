@@ -7,7 +7,6 @@ import (
 
 	"github.com/zkchaos/zkchaos/cluster/docker"
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
-	"github.com/zkchaos/zkchaos/host/proc"
 )
 
 // openDocker connects to the Docker engine for a sweep. Where none answers
@@ -24,10 +23,9 @@ func openDocker(ctx context.Context, log *slog.Logger) (*docker.Sweeper, error) 
 	return s, err
 }
 
-// dockerLeftover reports whether a run's containers and networks are
-// chaos cleanup's to remove: its controller (the label's PID) is gone, or
-// all was asked. Judged by PID alone (the label has no start time), so a
-// reused PID keeps a leftover, never the other way round.
+// dockerLeftover reports whether a run's containers and networks are a
+// sweep's to remove: its controller and janitor (the labels' owners) are
+// both gone, or all was asked.
 func dockerLeftover(r docker.Run, all bool) bool {
-	return all || r.ControllerPID <= 0 || !proc.Alive(r.ControllerPID)
+	return all || r.Owners.Gone()
 }

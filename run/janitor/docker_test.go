@@ -48,11 +48,11 @@ type dockerRun struct {
 	host *netns.Host
 }
 
-// startDockerRun makes a run whose controller is ctrlPID: a 1-server
+// startDockerRun makes a run owned by owners: a 1-server
 // ensemble (started and serving when start), a namespace attached to its
 // network and, when the test ends, a removal by label and slot of
 // whatever the test has not removed.
-func startDockerRun(t *testing.T, ctx context.Context, tag string, ctrlPID int, start bool) *dockerRun {
+func startDockerRun(t *testing.T, ctx context.Context, tag string, owners proc.Owners, start bool) *dockerRun {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
 	r := &dockerRun{id: fmt.Sprintf("jd%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)}
@@ -61,7 +61,7 @@ func startDockerRun(t *testing.T, ctx context.Context, tag string, ctrlPID int, 
 		_, _ = docker.Cleanup(ctx, r.id)
 		_, _ = netns.ReleaseRun(ctx, r.id)
 	})
-	c, err := docker.New(ctx, docker.Config{Nodes: 1, Dir: t.TempDir(), RunID: r.id, ControllerPID: ctrlPID, Image: tag, Logger: log})
+	c, err := docker.New(ctx, docker.Config{Nodes: 1, Dir: t.TempDir(), RunID: r.id, Owners: owners, Image: tag, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func startDockerRun(t *testing.T, ctx context.Context, tag string, ctrlPID int, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.net, err = netns.Attach(ctx, r.id, ctrlPID, slot, r.nw.Bridge, 127, log); err != nil {
+	if r.net, err = netns.Attach(ctx, r.id, owners, slot, r.nw.Bridge, 127, log); err != nil {
 		t.Fatal(err)
 	}
 	if r.host, err = r.net.AddHost(ctx, "w1"); err != nil {
@@ -112,7 +112,7 @@ func TestAttachToDockerNetwork(t *testing.T) {
 	tag := needDockerImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r := startDockerRun(t, ctx, tag, os.Getpid(), true)
+	r := startDockerRun(t, ctx, tag, proc.Self(), true)
 	t.Cleanup(func() { _ = r.c.Close(context.Background()) })
 	server := r.c.Node(1).IP()
 	if want := r.nw.Subnet.Addr().Next().Next(); server != want.String() {
@@ -166,9 +166,13 @@ func TestSweepRemovesDockerRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ctrl := startController(t)
-	r := startDockerRun(t, ctx, tag, ctrl.Process.Pid, true)
+	// This test is the run's janitor: while it lives, no other run's
+	// start sweeps the run before its Sweep does.
+	owners := proc.ControlledBy(ctrl.Process.Pid)
+	owners.Janitor = proc.IdentOf(os.Getpid())
+	r := startDockerRun(t, ctx, tag, owners, true)
 	worker := r.host.Command(ctx, "sleep", "300")
-	worker.Env = append(os.Environ(), proc.Env(r.id, ctrl.Process.Pid)...)
+	worker.Env = append(os.Environ(), proc.Env(r.id, owners)...)
 	worker.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)
@@ -209,10 +213,10 @@ func TestCleanupLeavesLiveDockerRuns(t *testing.T) {
 	tag := needDockerImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	live := startDockerRun(t, ctx, tag, os.Getpid(), false)
+	live := startDockerRun(t, ctx, tag, proc.Self(), false)
 	t.Cleanup(func() { _ = live.c.Close(context.Background()) })
 	ctrl := startController(t)
-	dead := startDockerRun(t, ctx, tag, ctrl.Process.Pid, false)
+	dead := startDockerRun(t, ctx, tag, proc.ControlledBy(ctrl.Process.Pid), false)
 	killController(t, ctrl)
 
 	report, err := Cleanup(ctx, false)

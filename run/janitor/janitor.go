@@ -19,8 +19,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -199,6 +201,16 @@ func Start(exe, run, logPath string) (*Handle, error) {
 // PID of the janitor process.
 func (h *Handle) PID() int { return h.cmd.Process.Pid }
 
+// Owners are this process as the controller and the janitor: what the run
+// makes from here on records them (the slot file, the run's process tag,
+// the containers' labels), so that no sweep but theirs touches it while
+// either runs.
+func (h *Handle) Owners() proc.Owners {
+	o := proc.Self()
+	o.Janitor = proc.IdentOf(h.PID())
+	return o
+}
+
 // Tell sends a message. A failure means the janitor is gone: the run is no
 // longer protected, which the caller must treat as a harness failure.
 func (h *Handle) Tell(m Message) error {
@@ -260,25 +272,32 @@ func Main(run, logPath string) int {
 }
 
 // Cleanup removes what earlier runs left: every process tagged with a run
-// whose controller is dead, the Docker containers of such runs, every
-// network slot whose owner is dead or unknown (netns.Abandoned), then the
-// Docker networks of those runs (in Sweep's order, for Sweep's reasons).
-// With all, runs in progress go too. It returns one line per thing
-// removed, and is safe to run twice.
+// whose controller and janitor are both gone (proc.Owners), the Docker
+// containers of such runs, every network slot whose owners are gone or
+// unknown (netns.Abandoned), then the Docker networks of those runs (in
+// Sweep's order, for Sweep's reasons). A run whose controller died but
+// whose janitor still runs is its janitor's to sweep. With all, runs in
+// progress go too. It returns one line per thing removed, and is safe to
+// run twice, and at once in two processes.
 func Cleanup(ctx context.Context, all bool) ([]string, error) {
 	c := &cleaner{all: all}
 	c.processes()
-	dk, err := openDocker(ctx, slog.Default())
-	c.fail(err)
+	// The containers and the slots do not wait for each other (only a
+	// Docker network waits for the namespaces attached to it), and
+	// reaching the engine alone can take half a second.
+	var dk *docker.Sweeper
 	var runs []docker.Run
-	if dk != nil {
-		defer dk.Close()
-		runs = c.containers(ctx, dk)
-	}
+	var wg sync.WaitGroup
+	wg.Go(func() { dk, runs = c.containers(ctx) })
 	kept := c.slots(ctx)
+	wg.Wait()
+	if dk == nil {
+		return c.report, errors.Join(c.errs...)
+	}
+	defer dk.Close()
 	for _, r := range runs {
 		if kept[r.ID] {
-			c.report = append(c.report, fmt.Sprintf("run %s: docker network kept until its namespaces are gone", r.ID))
+			c.say(fmt.Sprintf("run %s: docker network kept until its namespaces are gone", r.ID))
 			continue
 		}
 		did, err := dk.RemoveNetworks(ctx, r.ID)
@@ -288,45 +307,91 @@ func Cleanup(ctx context.Context, all bool) ([]string, error) {
 	return c.report, errors.Join(c.errs...)
 }
 
-// cleaner is one chaos cleanup: what it removed and what failed.
+// startSweepTimeout bounds SweepDead: a slot's lock held by a hung
+// process must not keep a run from starting.
+const startSweepTimeout = 30 * time.Second
+
+// SweepDead is what every run does at its start, beside its setup:
+// Cleanup of the runs whose controller and janitor are both gone (a whole
+// job killed at once leaves such runs, and without this their slots would
+// stay until someone ran chaos cleanup). Each thing removed is logged. A
+// failure is logged, not returned: what could not be removed keeps its
+// slot out of use, and the run takes another.
+func SweepDead(ctx context.Context, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, startSweepTimeout)
+	defer cancel()
+	start := time.Now()
+	swept, err := Cleanup(ctx, false)
+	for _, l := range swept {
+		log.Info("swept a dead run's leftover", "what", l)
+	}
+	if err != nil {
+		log.Warn("sweep of dead runs incomplete (chaos cleanup retries it)", "err", err)
+	}
+	if len(swept) > 0 || err != nil {
+		log.Info("dead runs swept", "removed", len(swept), "took", time.Since(start).Round(time.Millisecond).String())
+	}
+}
+
+// cleaner is one chaos cleanup: what it removed and what failed, from
+// the containers' part and the slots' at once.
 type cleaner struct {
 	all    bool
+	mu     sync.Mutex
 	report []string
 	errs   []error
 }
 
 func (c *cleaner) fail(err error) {
 	if err != nil {
+		c.mu.Lock()
 		c.errs = append(c.errs, err)
+		c.mu.Unlock()
 	}
+}
+
+func (c *cleaner) say(line string) {
+	c.mu.Lock()
+	c.report = append(c.report, line)
+	c.mu.Unlock()
 }
 
 func (c *cleaner) lines(run string, did []string) {
 	for _, l := range did {
-		c.report = append(c.report, fmt.Sprintf("run %s: %s", run, l))
+		c.say(fmt.Sprintf("run %s: %s", run, l))
 	}
 }
 
-// processes kills the tagged processes of runs whose controller is dead.
+// processes kills the tagged processes whose owners are gone. Only those:
+// a process tagged with a dead run's id may belong to a live process (chaos
+// check starts PostgreSQL on a killed run's data under that run's id).
 func (c *cleaner) processes() {
 	tagged, err := proc.FindTagged("")
 	c.fail(err)
 	runs := map[string][]int{}
 	for _, t := range tagged {
-		if c.all || t.Controller == 0 || !proc.Alive(t.Controller) {
+		if c.all || t.Owners.Gone() {
 			runs[t.Run] = append(runs[t.Run], t.PID)
 		}
 	}
-	for run, pids := range runs {
-		killed, err := proc.SweepRun(run, 3*time.Second)
-		c.fail(err)
-		c.report = append(c.report, fmt.Sprintf("run %s: killed %d processes %v", run, len(killed), pids))
+	for _, run := range slices.Sorted(maps.Keys(runs)) {
+		pids := runs[run]
+		if err := proc.KillAndWait(pids, 3*time.Second); err != nil {
+			c.fail(fmt.Errorf("run %s: %w", run, err))
+		}
+		c.say(fmt.Sprintf("run %s: killed %d processes %v", run, len(pids), pids))
 	}
 }
 
 // containers removes the containers of the Docker runs that are leftovers
-// and returns those runs, whose networks go after the slots.
-func (c *cleaner) containers(ctx context.Context, dk *docker.Sweeper) []docker.Run {
+// and returns the engine (nil where none answers) and those runs, whose
+// networks go after the slots.
+func (c *cleaner) containers(ctx context.Context) (*docker.Sweeper, []docker.Run) {
+	dk, err := openDocker(ctx, slog.Default())
+	c.fail(err)
+	if dk == nil {
+		return nil, nil
+	}
 	all, err := dk.Runs(ctx)
 	c.fail(err)
 	var runs []docker.Run
@@ -339,7 +404,7 @@ func (c *cleaner) containers(ctx context.Context, dk *docker.Sweeper) []docker.R
 		c.lines(r.ID, did)
 		c.fail(err)
 	}
-	return runs
+	return dk, runs
 }
 
 // slots sweeps the network slots the rule allows; it returns the runs of
@@ -353,6 +418,9 @@ func (c *cleaner) slots(ctx context.Context) (failed map[string]bool) {
 		rule = netns.AnyOwner
 	}
 	for _, s := range slots {
+		if !c.all && !s.Leftover() {
+			continue // a run in progress: not even its lock is waited for
+		}
 		// Decided again under the slot's lock: Slots() is only a snapshot.
 		owner, swept, err := netns.SweepSlot(ctx, s.Slot, rule)
 		if err != nil {
@@ -365,7 +433,7 @@ func (c *cleaner) slots(ctx context.Context) (failed map[string]bool) {
 			if owner != nil && owner.RunID != "" {
 				run = owner.RunID
 			}
-			c.report = append(c.report, fmt.Sprintf("network slot %d (run %s): removed", s.Slot, run))
+			c.say(fmt.Sprintf("network slot %d (run %s): removed", s.Slot, run))
 		}
 	}
 	return failed

@@ -26,7 +26,7 @@ func TestServeSweepsOnEOF(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	run := "janitor-test"
-	n, err := netns.Create(ctx, run, os.Getpid(), log)
+	n, err := netns.Create(ctx, run, proc.Self(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestServeSweepsOnEOF(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := h.Command(ctx, "sleep", "120")
-	cmd.Env = append(os.Environ(), proc.Env(run, os.Getpid())...)
+	cmd.Env = append(os.Environ(), proc.Env(run, proc.Self())...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestStartedJanitorSweepsWhenControllerPipeCloses(t *testing.T) {
 	exe := buildChaos(t)
 	run := "janitor-test-proc"
 	sleeper := exec.Command("sleep", "120")
-	sleeper.Env = append(os.Environ(), proc.Env(run, os.Getpid())...)
+	sleeper.Env = append(os.Environ(), proc.Env(run, proc.Self())...)
 	sleeper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)

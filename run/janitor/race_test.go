@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 	"github.com/zkchaos/zkchaos/internal/testkit/racerepeat"
 )
@@ -74,7 +75,7 @@ func claimRound(exe, run string) error {
 	if err != nil {
 		return err
 	}
-	n, err := netns.Create(ctx, run, os.Getpid(), log)
+	n, err := netns.Create(ctx, run, proc.Self(), log)
 	if err != nil {
 		_ = jan.Finish(10 * time.Second)
 		return fmt.Errorf("claim: %w", err)
@@ -196,7 +197,7 @@ func TestFinishedJanitorSparesTheNextRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := netns.Create(ctx, runA, os.Getpid(), log)
+		a, err := netns.Create(ctx, runA, proc.Self(), log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +207,7 @@ func TestFinishedJanitorSparesTheNextRun(t *testing.T) {
 		if err := a.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		b, err := netns.Create(ctx, runB, os.Getpid(), log)
+		b, err := netns.Create(ctx, runB, proc.Self(), log)
 		if err != nil {
 			t.Fatal(err)
 		}

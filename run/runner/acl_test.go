@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -64,7 +63,7 @@ func TestProtectLockTree(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: t.TempDir(), Env: proc.Env("test-runner-acl", os.Getpid())})
+	c, err := local.Launch(ctx, local.Config{Nodes: 1, Dir: t.TempDir(), Env: proc.Env("test-runner-acl", proc.Self())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,7 +176,7 @@ func reexport(ctx context.Context, run *store.Run) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	n, err := pgfence.Reexport(rctx, run.Path(store.PostgresDir), run.Path(store.ApplyLogFile), proc.Env(tf.RunID, os.Getpid()))
+	n, err := pgfence.Reexport(rctx, run.Path(store.PostgresDir), run.Path(store.ApplyLogFile), proc.Env(tf.RunID, proc.Self()))
 	if err != nil {
 		slog.Warn("postgres run left its data directory, but its audit table could not be exported again: checking the apply log as the run left it", "err", err)
 		return

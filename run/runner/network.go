@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 
 	"github.com/zkchaos/zkchaos/cluster"
 	"github.com/zkchaos/zkchaos/cluster/backend"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/run/janitor"
 )
@@ -31,6 +31,7 @@ type network struct {
 // controller that dies leaves nothing of the network behind.
 type slotTeller interface {
 	Tell(janitor.Message) error
+	Owners() proc.Owners
 }
 
 // openNetwork opens the run's ensemble and network through the backend
@@ -44,7 +45,7 @@ func openNetwork(ctx context.Context, cfg Config, run *store.Run, runID string, 
 	ens, err := backend.Open(ctx, cfg.Cluster, backend.Options{
 		Service: cfg.service(), Nodes: cfg.Nodes, Dir: run.Path(store.ZKDir), TickTime: cfg.TickTime,
 		MaxSessionTimeout: 2 * cfg.SessionTimeout, NetMode: n.mode, RunID: runID,
-		ControllerPID: os.Getpid(), Image: cfg.Image, Env: env, ZK: cfg.ZK, SSH: cfg.SSHFlags(), Logger: log,
+		Owners: jan.Owners(), Image: cfg.Image, Env: env, ZK: cfg.ZK, SSH: cfg.SSHFlags(), Logger: log,
 	})
 	n.ens, n.net, n.zk = ens, ens.Net, ens.Cluster
 	if err != nil {

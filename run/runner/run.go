@@ -164,6 +164,7 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	}
 	log.Info("run starting", "dir", run.Dir, "run_id", runID, "seed", cfg.Seed)
 	logSchedule(log, cfg)
+	defer sweepDead(hard, log)()
 
 	// The janitor first: from here on, whatever happens to us is undone.
 	jan, err := janitor.Start(exe, runID, run.Path(store.JanitorLog))
@@ -174,7 +175,7 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	defer endRun()
 	td := newTeardown(st, jan)
 	c := &controller{runState: st, cfg: cfg, wl: wl, exe: exe, runID: runID, jan: jan, td: td,
-		resourcesSink: o.resources, env: proc.Env(runID, os.Getpid()), first: newFirstStop(cfg, log),
+		resourcesSink: o.resources, env: proc.Env(runID, jan.Owners()), first: newFirstStop(cfg, log),
 		rec: &record{st: st, exe: exe, runID: runID, t0: t0, resume: rs, origin: origin}}
 	defer c.first.stop()
 	defer td.run()
@@ -221,6 +222,20 @@ func run(ctx, hard context.Context, cfg Config, rs *Resumable, exe string, args 
 	log.Info("run done", "valid", chk.Results.Valid, "report", run.Path(store.ReportFile),
 		"total", out.Timings.Total.Round(time.Millisecond).String())
 	return out, nil
+}
+
+// sweepDead removes what runs killed whole (controller and janitor at
+// once) left (janitor.SweepDead), beside this run's setup rather than
+// before it: nothing of this run is touched (its owners live), and its
+// claim skips a slot the sweep has not freed yet. The returned wait
+// keeps the run from ending before the sweep has.
+func sweepDead(ctx context.Context, log *slog.Logger) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		janitor.SweepDead(ctx, log)
+	}()
+	return func() { <-done }
 }
 
 // checkerNames are the names of the workload's checkers.

@@ -24,6 +24,9 @@ type tellings struct{ msgs []janitor.Message }
 
 func (t *tellings) Tell(m janitor.Message) error { t.msgs = append(t.msgs, m); return nil }
 
+// Owners: this test process, with no janitor.
+func (t *tellings) Owners() proc.Owners { return proc.Self() }
+
 // TestNetworkAndServices: on loopback, the network part opens a
 // one-server local ensemble (no slot to tell the janitor); the services
 // start the real register and the ensemble, protect the election's
@@ -49,7 +52,7 @@ func TestNetworkAndServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	log, jan := testlog.Logger(t), &tellings{}
-	env := append(proc.Env("test-runner-services", os.Getpid()), envRegister+"=1")
+	env := append(proc.Env("test-runner-services", proc.Self()), envRegister+"=1")
 	n, err := openNetwork(ctx, cfg, run, "test-runner-services", env, jan, log)
 	t.Cleanup(func() { _ = n.close(context.Background()) })
 	if err != nil {

@@ -143,7 +143,7 @@ func workerSecrets(controller int) []string {
 		return nil
 	}
 	for _, p := range tagged {
-		if p.Controller != controller {
+		if p.Owners.Controller.PID != controller {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/environ")

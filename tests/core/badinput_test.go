@@ -162,6 +162,14 @@ func missingCases(t *testing.T) []missingCase {
 		}
 	}
 	needJava := func() error { _, err := exec.LookPath("java"); return err }
+	// A ZooKeeper home whose lib has jars, none of them the server's.
+	noServer := t.TempDir()
+	if err := os.Mkdir(filepath.Join(noServer, "lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(noServer, "lib", "other.jar"), []byte("not a ZooKeeper jar"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	needRoot := func() error {
 		if os.Geteuid() != 0 {
 			return errors.New("network namespaces need root")
@@ -171,6 +179,8 @@ func missingCases(t *testing.T) []missingCase {
 	return []missingCase{
 		{"no java", []string{"PATH=" + empty}, []string{"run"},
 			"the local backend's servers: no java on PATH (install a JRE 11 or later, Debian's openjdk-17-jre-headless", nil},
+		{"no ZooKeeper server jar", []string{"ZOOKEEPER_HOME=" + noServer}, []string{"run"},
+			"the local backend's servers: no jar of $ZOOKEEPER_HOME/lib (" + noServer + ") holds org.apache.zookeeper.server.quorum.QuorumPeerMain", nil},
 		{"no ip for netns", []string{"PATH=" + empty}, []string{"run", "--net", "netns"},
 			"--net netns: network namespaces need ip (install Debian's iproute2", needRoot},
 		{"no redis-server", []string{"PATH=" + empty}, []string{"run", "--service", "redis"},

@@ -2,8 +2,9 @@ package core
 
 // A controller SIGKILLed in the middle of a fault (an isolated holder, a
 // partitioned or paused server) leaves nothing once its janitor has swept,
-// and one whose janitor died too leaves what chaos cleanup removes. (The
-// killed run of a paused holder is in run_test.go.)
+// one whose janitor died too leaves what chaos cleanup removes, and a run
+// killed whole (every process at once) is swept by the next run's start.
+// (The killed run of a paused holder is in run_test.go.)
 
 import (
 	"bytes"
@@ -11,12 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
@@ -149,13 +152,30 @@ func TestKilledControllerMidZKFault(t *testing.T) {
 }
 
 // TestCleanupAfterControllerAndJanitorDie kills both the controller and
-// its janitor mid-fault (a paused server), so only chaos cleanup can
-// remove what is left; a second cleanup must find nothing of the run.
+// its janitor mid-fault (a paused server), so only chaos cleanup (or the
+// start of another run) can remove what is left; a second cleanup must
+// find nothing of the run.
 func TestCleanupAfterControllerAndJanitorDie(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedNetns(t)
+	// Every run's start sweeps dead runs too: a run of another test
+	// package that starts between the kill and chaos cleanup takes the
+	// leftovers first, and the round proves nothing about cleanup.
+	for round := 1; round <= 3; round++ {
+		if cleanupAfterDeath(t, round) {
+			return
+		}
+		t.Logf("round %d: another run's start swept the dead run before chaos cleanup did; again", round)
+	}
+	t.Fatal("another run's start swept the dead run before chaos cleanup in every round")
+}
+
+// cleanupAfterDeath is one round of TestCleanupAfterControllerAndJanitorDie;
+// false when something else swept the run before chaos cleanup.
+func cleanupAfterDeath(t *testing.T, round int) bool {
+	t.Helper()
 	cmd, dir, _ := startUntilFault(t, history.FPause, "--name", "orphan", "--nemesis", "pause-zk", "--nemesis-interval", "1s",
-		"--pause", "60s", "--time-limit", "5m", "--seed", "10")
+		"--pause", "60s", "--time-limit", "5m", "--seed", strconv.Itoa(9+round))
 	runID := chaostest.ReadTest(t, dir).RunID
 	jan := chaostest.JanitorPID(runID)
 	if jan == 0 {
@@ -167,7 +187,10 @@ func TestCleanupAfterControllerAndJanitorDie(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	tagged, _ := proc.FindTagged(runID)
 	if len(tagged) == 0 || len(slotNamespaces(t, runID)) == 0 {
-		t.Fatalf("nothing left to clean up (%d processes): the janitor was not really dead?", len(tagged))
+		if proc.Alive(jan) {
+			t.Fatalf("the janitor %d is not dead", jan)
+		}
+		return false
 	}
 	for i, want := range []bool{true, false} {
 		out, err := exec.Command(chaostest.Binary(t), "cleanup").CombinedOutput()
@@ -175,9 +198,135 @@ func TestCleanupAfterControllerAndJanitorDie(t *testing.T) {
 			t.Fatalf("chaos cleanup #%d: %v\n%s", i+1, err, out)
 		}
 		t.Logf("chaos cleanup #%d:\n%s", i+1, out)
-		if got := strings.Contains(string(out), runID); got != want {
+		got := strings.Contains(string(out), runID)
+		if i == 0 && !got && nothingLeft(runID) {
+			return false
+		}
+		if got != want {
 			t.Errorf("chaos cleanup #%d mentions run %s: %v, want %v", i+1, runID, got, want)
 		}
 		chaostest.AssertNothingLeft(t, dir)
 	}
+	return true
+}
+
+// nothingLeft reports whether no process or slot of run runID exists.
+func nothingLeft(runID string) bool {
+	tagged, _ := proc.FindTagged(runID)
+	slots, _ := netns.Slots()
+	for _, s := range slots {
+		if s.RunID == runID {
+			return false
+		}
+	}
+	return len(tagged) == 0
+}
+
+// TestWholeTreeKillIsSweptByTheNextRun: a CI timeout or a cgroup kill
+// ends a run's whole process tree at once: the controller, its janitor
+// (in a session of its own), the workers, the register and the JVMs (each
+// in a process group of its own). Nobody is left to clean up, so the next
+// run's start does: within 5 s of it nothing of the dead run may be left
+// (no process, slot file, namespace, bridge or FORWARD rule), and a run
+// in progress beside it is untouched: it finishes valid.
+func TestWholeTreeKillIsSweptByTheNextRun(t *testing.T) {
+	chaostest.NeedNetns(t)
+	light := []string{"--nodes", "1", "--nemesis", "none", "--workers", "2", "--keys", "1", "--recovery", "0s", "--progress", "off"}
+	deadRes, liveRes, nextRes := t.TempDir(), t.TempDir(), t.TempDir()
+	victim, _, seV := chaostest.Start(t, append([]string{"run", "--results", deadRes, "--name", "killed-whole",
+		"--time-limit", "5m", "--seed", "21"}, light...)...)
+	waitSlotClaim(t, deadRes, seV)
+	live, _, seL := chaostest.Start(t, append([]string{"run", "--results", liveRes, "--name", "alive-beside",
+		"--time-limit", "10s", "--seed", "22"}, light...)...)
+	deadDir := chaostest.WaitForRun(t, deadRes, seV, "the workers of the run to kill at work", working)
+	liveDir := chaostest.WaitForRun(t, liveRes, seL, "the workers of the live run at work", working)
+	runID := chaostest.ReadTest(t, deadDir).RunID
+
+	killed := killWholeRun(t, victim, runID)
+	if len(slotNamespaces(t, runID)) == 0 {
+		t.Fatalf("no namespace of run %s left after the kill: nothing to sweep", runID)
+	}
+	t.Logf("killed run %s whole: %d processes", runID, killed)
+
+	next, _, seN := chaostest.Start(t, append([]string{"run", "--results", nextRes, "--name", "next",
+		"--time-limit", "1s", "--seed", "23"}, light...)...)
+	took := chaostest.WaitNoneLeft(t, deadDir, 30*time.Second)
+	if !working(liveDir) {
+		t.Errorf("the live run was no longer in its workload when the sweep ended: it proves nothing")
+	}
+	chaostest.AssertNothingLeft(t, deadDir)
+	t.Logf("nothing of the dead run left %s after the next run started", took.Round(10*time.Millisecond))
+	if took > 5*time.Second {
+		t.Errorf("the dead run was swept %s after the next run started, want at most 5 s", took.Round(10*time.Millisecond))
+	}
+
+	for _, r := range []struct {
+		name string
+		cmd  *exec.Cmd
+		se   *bytes.Buffer
+	}{{"live run", live, seL}, {"next run", next, seN}} {
+		if code := chaostest.ExitOf(r.cmd.Wait()); code != 0 {
+			t.Errorf("%s: exit %d, want 0 (valid)\n%s", r.name, code, chaostest.Tail(r.se.String(), 3000))
+		}
+	}
+	chaostest.AssertNothingLeft(t, liveDir)
+	nextDir := chaostest.LatestRun(nextRes)
+	chaostest.AssertNothingLeft(t, nextDir)
+	log, _ := os.ReadFile(filepath.Join(nextDir, store.LogFile))
+	swept := ""
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "run "+runID) || strings.Contains(l, "dead runs swept") || strings.Contains(l, "run starting") {
+			swept += l + "\n"
+		}
+	}
+	if swept == "" {
+		// Every run's start sweeps: another test package's run may have
+		// started in between and swept it first.
+		t.Logf("the next run's log does not name run %s: another run's start swept it", runID)
+	}
+	t.Logf("the next run's log:\n%s", swept)
+
+}
+
+// working reports whether the run in dir is in its workload phase and
+// its workers have completed operations (they are all up).
+func working(dir string) bool {
+	st, err := store.ReadStatus(filepath.Join(dir, store.StatusFile))
+	if err != nil || st.Phase != store.PhaseWorkload {
+		return false
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, store.HistoryFile))
+	return bytes.Count(b, []byte(`"type":"ok"`)) >= 4
+}
+
+// killWholeRun SIGKILLs every process of run runID at once, the janitor
+// first so that it cannot begin its sweep, then the controller and every
+// process carrying the run's tag, and reaps the controller. It returns
+// how many processes it killed.
+func killWholeRun(t *testing.T, controller *exec.Cmd, runID string) int {
+	t.Helper()
+	jan := chaostest.JanitorPID(runID)
+	if jan == 0 {
+		t.Fatalf("janitor of run %s not found", runID)
+	}
+	tagged, err := proc.FindTagged(runID)
+	if err != nil || len(tagged) == 0 {
+		t.Fatalf("no process of run %s found (%v)", runID, err)
+	}
+	pids := []int{jan, controller.Process.Pid}
+	for _, p := range tagged {
+		pids = append(pids, p.PID)
+	}
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	_ = controller.Wait()
+	for _, p := range pids {
+		for deadline := time.Now().Add(5 * time.Second); proc.Alive(p); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d of run %s alive 5 s after SIGKILL", p, runID)
+			}
+		}
+	}
+	return len(pids)
 }

@@ -4,9 +4,9 @@
 // (also on loopback, without root); bad input exits 255 with the problem
 // on the first line and nothing started; a run that is interrupted,
 // SIGKILLed in the middle of a fault, or whose results folder fills is
-// never valid and leaves nothing behind (chaos cleanup removes what a run
-// whose janitor died too left); and a run may start on the slot another
-// run is still tearing down. The tests of each fault's own effect are in
+// never valid and leaves nothing behind (chaos cleanup, and the next run's
+// start, remove what a run whose janitor died too left); and a run may
+// start on the slot another run is still tearing down. The tests of each fault's own effect are in
 // tests/clientfaults and tests/zkfaults.
 //
 // Integration tests live in packages under tests/, one job each, so that

@@ -32,7 +32,7 @@ func ensemble(t *testing.T) (addrs string, conn *zk.Conn) {
 	defer cancel()
 	c, err := local.Launch(ctx, local.Config{Nodes: 3, Dir: filepath.Join(t.TempDir(), "zk"),
 		MaxSessionTimeout: 10 * time.Second, FourLetterWords: []string{"srvr"},
-		Env: proc.Env("test-external", os.Getpid())})
+		Env: proc.Env("test-external", proc.Self())})
 	if err != nil {
 		t.Fatalf("start the test's ensemble: %v", err)
 	}

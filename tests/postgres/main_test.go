@@ -4,7 +4,8 @@
 // the audit table (side by side), the exported apply log replaying and
 // checked again by chaos check, a server that fails to start, missing
 // binaries and other bad input, a controller SIGKILLed with the server
-// running. Each run is at most 15 s of workload.
+// running (its results folder one the postgres user cannot reach). Each
+// run is at most 15 s of workload.
 package postgres
 
 import (
@@ -28,9 +29,9 @@ func needPostgres(t *testing.T) {
 	}
 }
 
-// results is a results folder the postgres user can reach (t.TempDir's
-// parent is private, mode 0700, and the data directory is in the run
-// folder).
+// results is a results folder the postgres user can reach, so that the
+// data directory is in the run folder (under t.TempDir, whose parent is
+// private, mode 0700, it goes outside: TestControllerKilled).
 func results(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "zkchaos-pgtest-")

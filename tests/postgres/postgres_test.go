@@ -133,18 +133,25 @@ func TestServerFailsToStart(t *testing.T) {
 // every postgres process (only the postmaster keeps the run's tag in its
 // environment: PostgreSQL writes its children's process titles over
 // theirs), so nothing of the run is left. chaos check then exports the
-// audit table again from the data directory left behind, and leaves
-// nothing running either.
+// audit table again from the data directory left behind, removes it, and
+// leaves nothing running either. The results folder is under a private
+// one (t.TempDir's parent, 0700) that the postgres user cannot reach: the
+// run works all the same, its data directory in a folder of its own
+// outside, linked from the run folder.
 func TestControllerKilled(t *testing.T) {
 	needPostgres(t)
-	res := results(t)
+	res := filepath.Join(t.TempDir(), "results")
 	cmd, _, se := chaostest.Start(t, "run", "--results", res, "--progress", "off", "--fencing", "on",
 		"--resource", "postgres", "--nemesis", "none", "--time-limit", "5m")
 	dir := chaostest.WaitForRun(t, res, se, "20 exported entries", func(d string) bool {
 		b, err := os.ReadFile(filepath.Join(d, store.ApplyLogFile))
 		return err == nil && strings.Count(string(b), "\n") >= 20
 	})
-	pids, err := os.ReadFile(filepath.Join(dir, store.PostgresDir, "data", "postmaster.pid"))
+	data, err := filepath.EvalSymlinks(filepath.Join(dir, store.PostgresDir, "data"))
+	if err != nil || strings.HasPrefix(data, dir) {
+		t.Fatalf("the data directory is at %q (%v), want outside the private run folder", data, err)
+	}
+	pids, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +186,11 @@ func TestControllerKilled(t *testing.T) {
 		t.Errorf("double-writer %v after the re-export, want true (every write the history saw succeed is in the log)\n%s", dw, out)
 	}
 	t.Logf("apply log: %d entries exported live, %d after chaos check's re-export", before, after)
+	for _, p := range []string{filepath.Dir(data), filepath.Join(dir, store.PostgresDir, "data")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is left after chaos check's re-export", p)
+		}
+	}
 	chaostest.AssertNothingLeft(t, dir)
 }
 

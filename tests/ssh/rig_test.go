@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/host/netns"
+	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
@@ -103,7 +104,7 @@ func newRig(t *testing.T) *rig {
 		}
 		t.Cleanup(func() { os.Remove("/run/sshd") })
 	}
-	n, err := netns.Create(ctx, fmt.Sprintf("sshrig-%d", os.Getpid()), os.Getpid(), slog.New(slog.DiscardHandler))
+	n, err := netns.Create(ctx, fmt.Sprintf("sshrig-%d", os.Getpid()), proc.Self(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("rig network: %v", err)
 	}

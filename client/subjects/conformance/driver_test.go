@@ -166,7 +166,7 @@ func launch(t *testing.T, sub subject, workload, root string) *wproc {
 	} else {
 		w.cmd = exec.Command(prog, args...)
 	}
-	w.cmd.Env = append(os.Environ(), proc.Env(env.runID, os.Getpid())...)
+	w.cmd.Env = append(os.Environ(), proc.Env(env.runID, proc.Self())...)
 	w.cmd.Env = append(w.cmd.Env, register.SecretEnv+"="+regSecret)
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logf, err := os.Create(w.stderr)

@@ -75,7 +75,7 @@ func runTests(m *testing.M) int {
 		return m.Run()
 	}
 	if netns.Available() == nil {
-		n, err := netns.Create(ctx, env.runID, os.Getpid(), slog.New(slog.DiscardHandler))
+		n, err := netns.Create(ctx, env.runID, proc.Self(), slog.New(slog.DiscardHandler))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "network:", err)
 			return 1
@@ -89,7 +89,7 @@ func runTests(m *testing.M) int {
 	}
 	sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
 	defer scancel()
-	c, err := local.Launch(sctx, local.Config{Nodes: 1, Dir: filepath.Join(dir, "zk"), Network: env.net, Env: proc.Env(env.runID, os.Getpid())})
+	c, err := local.Launch(sctx, local.Config{Nodes: 1, Dir: filepath.Join(dir, "zk"), Network: env.net, Env: proc.Env(env.runID, proc.Self())})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ensemble:", err)
 		return 1

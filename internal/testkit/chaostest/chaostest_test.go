@@ -118,7 +118,7 @@ time=2026-01-01T00:00:00Z level=INFO msg="network created" slot=13 bridge=zkc13 
 func TestLeftovers(t *testing.T) {
 	run := "chaostest-left"
 	sleeper := exec.Command("sleep", "60")
-	sleeper.Env = append(os.Environ(), proc.Env(run, os.Getpid())...)
+	sleeper.Env = append(os.Environ(), proc.Env(run, proc.Self())...)
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestLeftovers(t *testing.T) {
 		t.Skip("the network part needs root and network namespaces")
 	}
 	ctx := context.Background()
-	n, err := netns.Create(ctx, run, os.Getpid(), nil)
+	n, err := netns.Create(ctx, run, proc.Self(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,14 +147,33 @@ func TestLeftovers(t *testing.T) {
 	assertLeft(t, run, n.Slot)
 
 	// The top slot: taken only when every other one is, so no run of a
-	// parallel test package claims it while this test makes it dirty.
+	// parallel test package claims it while this test makes it dirty;
+	// and under its lock, which every sweep takes, so that no run's start
+	// sweeps it meanwhile.
 	top := netns.MaxSlots - 1
+	unlock := lockSlot(t, top)
+	defer unlock()
 	ns := "zkc" + strconv.Itoa(top) + "-chaostest"
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", ns, err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	defer func() { _ = exec.Command("ip", "netns", "del", ns).Run() }()
 	assertLeft(t, run, top, "without its slot file")
+}
+
+// lockSlot takes slot s's lock (host/netns's protocol: an exclusive flock
+// on its lock file) until the returned unlock.
+func lockSlot(t *testing.T, s int) (unlock func()) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(netns.StateDir, "slot-"+strconv.Itoa(s)+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return func() { f.Close() }
 }
 
 // assertLeft checks that leftovers reports exactly one line containing

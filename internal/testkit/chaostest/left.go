@@ -193,7 +193,7 @@ func AssertNothingStarted(t *testing.T, pid int) {
 		t.Fatal(err)
 	}
 	for _, p := range tagged {
-		if p.Controller == pid {
+		if p.Owners.Controller.PID == pid {
 			t.Errorf("process %d of the refused run (controller %d) exists", p.PID, pid)
 		}
 	}
