@@ -230,6 +230,8 @@ func nothingLeft(runID string) bool {
 // (no process, slot file, namespace, bridge or FORWARD rule), and a run
 // in progress beside it is untouched: it finishes valid.
 func TestWholeTreeKillIsSweptByTheNextRun(t *testing.T) {
+	t.Parallel()
+	chaostest.NeedEnsembles(t, 2) // the victim and the live run, then the live run and the next
 	chaostest.NeedNetns(t)
 	light := []string{"--nodes", "1", "--nemesis", "none", "--workers", "2", "--keys", "1", "--recovery", "0s", "--progress", "off"}
 	deadRes, liveRes, nextRes := t.TempDir(), t.TempDir(), t.TempDir()
@@ -285,7 +287,6 @@ func TestWholeTreeKillIsSweptByTheNextRun(t *testing.T) {
 		t.Logf("the next run's log does not name run %s: another run's start swept it", runID)
 	}
 	t.Logf("the next run's log:\n%s", swept)
-
 }
 
 // working reports whether the run in dir is in its workload phase and
