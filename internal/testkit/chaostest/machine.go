@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zkchaos/zkchaos/internal/testkit/slowest"
 )
 
 // tokenDir holds the token files; unit tests point it at a folder of
@@ -70,7 +72,7 @@ func holdRuns(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	if waited := time.Since(start); waited > time.Second {
-		t.Logf("waited %s for %d run token(s)", waited.Round(time.Second), len(files))
+		t.Log(slowest.WaitLog(waited.Round(time.Second), len(files)))
 	}
 	holds.Lock()
 	if holds.byTest == nil {

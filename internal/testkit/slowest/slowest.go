@@ -16,6 +16,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Event is one line of the stream (cmd/test2json's TestEvent), the fields
@@ -33,7 +34,8 @@ type Event struct {
 	FailedBuild string
 }
 
-// Timing is how long a package or a top-level test took.
+// Timing is how long a package or a top-level test took; a test's time
+// leaves out its waits for run tokens (WaitLog).
 type Timing struct {
 	Package string
 	Test    string // "" for a package
@@ -65,7 +67,10 @@ type pkgState struct {
 }
 
 type reader struct {
-	w     io.Writer
+	w io.Writer
+	// waits are the run-token waits logged by each top-level test, by
+	// package and test.
+	waits map[[2]string]time.Duration
 	pkgs  map[string]*pkgState
 	order []string // packages in the order first seen, for the ones left at EOF
 	sum   Summary
@@ -75,7 +80,7 @@ type reader struct {
 // without -json would, and returns what it said. Lines that are not JSON
 // are written as they are. The error is r's or w's.
 func Read(r io.Reader, w io.Writer) (Summary, error) {
-	rd := &reader{w: w, pkgs: map[string]*pkgState{}}
+	rd := &reader{w: w, pkgs: map[string]*pkgState{}, waits: map[[2]string]time.Duration{}}
 	br := bufio.NewReader(r)
 	for {
 		b, err := br.ReadBytes('\n')
@@ -119,11 +124,15 @@ func (rd *reader) line(b []byte) error {
 	switch ev.Action {
 	case "output":
 		p.lines = append(p.lines, line{ev.Test, ev.Output})
+		if ev.Test != "" {
+			rd.waits[[2]string{ev.Package, topLevel(ev.Test)}] += waitIn(ev.Output)
+		}
 	case "pass", "fail", "skip":
 		if ev.Test != "" {
 			p.ended[ev.Test] = ev.Action
 			if !strings.Contains(ev.Test, "/") {
-				rd.sum.Tests = append(rd.sum.Tests, Timing{ev.Package, ev.Test, ev.Elapsed})
+				waited := rd.waits[[2]string{ev.Package, ev.Test}].Seconds()
+				rd.sum.Tests = append(rd.sum.Tests, Timing{ev.Package, ev.Test, max(0, ev.Elapsed-waited)})
 			}
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const module = "example.com/m/"
@@ -162,5 +163,27 @@ FAIL: b, c
 	}
 	if !strings.Contains(out.String(), "slowest tests (1 of 4; 1 over 60 s") || !strings.Contains(out.String(), "a TestSlow *") {
 		t.Errorf("a test over %v s is not listed beyond the top 0:\n%s", LongTest, out.String())
+	}
+}
+
+// TestTokenWaitsLeftOut: a test's time in the tables leaves out the waits
+// for run tokens it and its subtests logged (WaitLog), so a test that
+// stood 50 s in the queue is not marked as a slow test.
+func TestTokenWaitsLeftOut(t *testing.T) {
+	out := func(test, text string) string {
+		return `{"Action":"output","Package":"example.com/m/e","Test":"` + test + `","Output":"    machine.go:73: ` + text + `\n"}` + "\n"
+	}
+	s := `{"Action":"start","Package":"example.com/m/e"}` + "\n" +
+		out("TestQueued", WaitLog(50*time.Second, 1)) +
+		out("TestQueued/sub", WaitLog(1500*time.Millisecond, 2)) +
+		out("TestQueued", "waited 3s for the bus") +
+		`{"Action":"pass","Package":"example.com/m/e","Test":"TestQueued","Elapsed":70}` + "\n" +
+		`{"Action":"pass","Package":"example.com/m/e","Elapsed":70.1}` + "\n"
+	sum, err := Read(strings.NewReader(s), &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Timing{{"example.com/m/e", "TestQueued", 18.5}}; !slices.Equal(sum.Tests, want) {
+		t.Errorf("tests %v, want %v (70 s less 51.5 s of token waits)", sum.Tests, want)
 	}
 }
