@@ -132,10 +132,12 @@ func archiveRun(t *testing.T, flag string, want int) {
 	}
 }
 
+// assertArchiveFiles stops the test when dir does not hold want files of
+// pattern: what follows reads them.
 func assertArchiveFiles(t *testing.T, dir, pattern string, want int) {
 	t.Helper()
 	m, err := filepath.Glob(filepath.Join(dir, pattern))
 	if err != nil || len(m) != want {
-		t.Errorf("%s in %s: %v (%v), want %d", pattern, dir, m, err, want)
+		t.Fatalf("%s in %s: %v (%v), want %d", pattern, dir, m, err, want)
 	}
 }
