@@ -32,10 +32,11 @@ import (
 var tokenDir = os.TempDir()
 
 // Tokens is how many real runs go at once on the machine: two, the most
-// the project's CI allows on its 2-core machines. A run keeps about 0.7
-// of a core busy on average (its three JVMs, workers, register and
-// controller), so two leave room for the compiler and unit tests beside
-// them. ZKCHAOS_TEST_RUNS overrides it.
+// the project's CI allows on its 2-core machines. A run keeps most of a
+// core busy (its three JVMs, workers, register and controller), so two
+// already fill both cores: more at once would not finish the suite
+// sooner (docs/measurements.md, "Integration test packages").
+// ZKCHAOS_TEST_RUNS overrides it.
 var Tokens = tokensFromEnv()
 
 func tokensFromEnv() int {
