@@ -210,25 +210,7 @@ func TestUndoWhenRunEndsMidHold(t *testing.T) {
 // ends is let finish (within EndGrace), recorded as it really ended, and
 // undone at once: a slow machine does not turn it unverified.
 func TestInjectOutlastsRunEnd(t *testing.T) {
-	var u undoCounter
-	started := make(chan struct{})
-	f := &fakeFault{start: "pause", stop: "resume", inject: func(ctx context.Context, _ *Env) (*Effect, error) {
-		close(started)
-		select {
-		case <-time.After(300 * time.Millisecond): // verified, slowly
-			return u.effect(), nil
-		case <-ctx.Done():
-			return u.effect(), fmt.Errorf("not seen stopped: %w", ctx.Err())
-		}
-	}}
-	s, h := testScheduler(t, Schedule{Quiet: time.Millisecond, Hold: time.Hour, EndGrace: 10 * time.Second}, 1, f)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- s.Run(ctx) }()
-	<-started
-	cancel()
-	<-done
-	ops := nemesisOps(h)
+	u, ops := endRunMidInject(t, 10*time.Second, 300*time.Millisecond)
 	if u.n.Load() != 1 || len(ops) != 4 || ops[1].Type != history.OK || ops[3].Type != history.OK {
 		t.Fatalf("undone %d times; want pause ok then resume ok:%s", u.n.Load(), opsText(ops))
 	}
@@ -238,27 +220,41 @@ func TestInjectOutlastsRunEnd(t *testing.T) {
 // run and its grace, which had already done something, is recorded
 // unverified and still undone.
 func TestUndoWhenRunEndsMidInject(t *testing.T) {
-	var u undoCounter
-	started := make(chan struct{})
-	f := &fakeFault{start: "pause", stop: "resume", inject: func(ctx context.Context, _ *Env) (*Effect, error) {
-		close(started)
-		<-ctx.Done() // the signal went out; verification waits
-		return u.effect(), fmt.Errorf("not seen stopped: %w", ctx.Err())
-	}}
-	s, h := testScheduler(t, Schedule{Quiet: time.Millisecond, Hold: time.Hour, EndGrace: 50 * time.Millisecond}, 1, f)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- s.Run(ctx) }()
-	<-started
-	cancel()
-	<-done
-	ops := nemesisOps(h)
+	u, ops := endRunMidInject(t, 50*time.Millisecond, time.Hour)
 	if u.n.Load() != 1 || len(ops) != 4 || ops[1].Type != history.Info || ops[3].Type != history.OK {
 		t.Fatalf("undone %d times; want info pause then resume ok:%s", u.n.Load(), opsText(ops))
 	}
 	if strings.Contains(ops[1].Error, "timed out") {
 		t.Errorf("the end of the run is not a timeout: %q", ops[1].Error)
 	}
+}
+
+// endRunMidInject runs a scheduler with grace as its EndGrace, ends the
+// run as soon as its fault's injection starts, and returns the fault's
+// undo counter and the nemesis operations. The injection verifies its
+// effect after verifyIn, or fails unverified when its context ends
+// first (the signal went out; verification waits).
+func endRunMidInject(t *testing.T, grace, verifyIn time.Duration) (*undoCounter, []history.Event) {
+	t.Helper()
+	u := &undoCounter{}
+	started := make(chan struct{})
+	f := &fakeFault{start: "pause", stop: "resume", inject: func(ctx context.Context, _ *Env) (*Effect, error) {
+		close(started)
+		select {
+		case <-time.After(verifyIn):
+			return u.effect(), nil
+		case <-ctx.Done():
+			return u.effect(), fmt.Errorf("not seen stopped: %w", ctx.Err())
+		}
+	}}
+	s, h := testScheduler(t, Schedule{Quiet: time.Millisecond, Hold: time.Hour, EndGrace: grace}, 1, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	<-started
+	cancel()
+	<-done
+	return u, nemesisOps(h)
 }
 
 // TestUndoThatHangsIsCut: an undo that never returns is abandoned at its
