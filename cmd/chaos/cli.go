@@ -103,7 +103,7 @@ input was bad (the problem is on the first line of stderr; nothing started).`,
 	root.SetFlagErrorFunc(flagMistake)
 	helpToStderr(root)
 	root.AddCommand(
-		newRunCmd(hard), newSoakCmd(hard), newCheckCmd(), newReplayCmd(),
+		newRunCmd(hard), newSoakCmd(hard), newCheckCmd(), newReplayCmd(), newShrinkCmd(),
 		newTestAllCmd(), newGateCmd(),
 		newCompareCmd(), newFirstViolationCmd(), newServeCmd(),
 		newBenchCmd(hard), newCleanupCmd(), newImageCmd(), newManCmd(),

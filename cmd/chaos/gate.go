@@ -30,6 +30,8 @@ func newGateCmd() *cobra.Command {
 	quick := fs.Bool("quick", false, "the smallest standard set: the no-fault baseline fenced valid, and one cell that proves the harness sees the client's effects (a PR job)")
 	workload := fs.String("workload", "", "the standard cells of a correct client of this workload: "+strings.Join(workloads.Names(), ", ")+" (default lock)")
 	m := matrixRun{cmd: "gate", repeat: 1, passRate: 1}
+	fs.BoolVar(&m.shrink, "shrink", false, "after the cells, shrink the first cell judged wrong that expected the subject valid (chaos shrink, within --shrink-budget) and print the minimal command; off by default, as it costs minutes")
+	fs.DurationVar(&m.shrinkBudget, "shrink-budget", defaultShrinkBudget, "with --shrink: how long the shrink searches")
 	fs.DurationVar(&m.baseline, "baseline", matrix.DefaultBaseline, "before the cells, run the subject this long without a fault; when it completes nothing, or fails every operation of a kind, stop with exit 2 and say why (its errors, its stderr, what the protocol requires; 0: no baseline)")
 	list := defineMatrixFlags(fs, &m, "results folder (runs go under <results>/gate/<timestamp>/)",
 		"seed of each cell's run", "override the --time-limit of every cell that runs its time (0: the cell's own, 30s); a cell that expects only violations runs until its first, up to --violation-limit")
@@ -43,6 +45,9 @@ func newGateCmd() *cobra.Command {
 		}
 		if err == nil && m.baseline < 0 {
 			err = fmt.Errorf("--baseline must not be negative")
+		}
+		if err == nil && m.shrinkBudget <= 0 {
+			err = fmt.Errorf("--shrink-budget %s: must be positive", m.shrinkBudget)
 		}
 		if err != nil {
 			fmt.Fprintf(c.ErrOrStderr(), "chaos gate: %v\n", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/zkchaos/zkchaos/observe/progress"
 	"github.com/zkchaos/zkchaos/run/matrix"
+	"github.com/zkchaos/zkchaos/run/shrink"
 )
 
 // newTestAllCmd is `chaos test-all`: the matrix of cells; exit codes as
@@ -168,6 +169,10 @@ type matrixRun struct {
 	stopLimit time.Duration
 	// baseline is chaos gate's --baseline (0: none; test-all has none).
 	baseline time.Duration
+	// shrink and shrinkBudget are chaos gate's --shrink and
+	// --shrink-budget.
+	shrink       bool
+	shrinkBudget time.Duration
 }
 
 // runBaseline runs the gate's baseline (matrix.RunBaseline) when it has
@@ -248,6 +253,9 @@ func runMatrix(c *cobra.Command, sel []matrix.Cell, r matrixRun) int {
 		}
 	}
 	fmt.Fprintf(stdout, "runs: %s (index: %s)\n", dir, filepath.Join(dir, "index.html"))
+	if r.shrink && runErr == nil {
+		shrinkFirst(ctx, rs, r, stdout, stderr)
+	}
 	if runErr != nil {
 		fmt.Fprintf(stderr, "chaos %s: stopped: %v\n", r.cmd, runErr)
 		if code == 0 {
@@ -255,4 +263,20 @@ func runMatrix(c *cobra.Command, sel []matrix.Cell, r matrixRun) int {
 		}
 	}
 	return code
+}
+
+// shrinkFirst is chaos gate --shrink: the first cell judged wrong that
+// expected the subject valid is shrunk within the budget (chaos shrink
+// prints the minimal command). The gate's exit code stays the cells'.
+func shrinkFirst(ctx context.Context, rs []matrix.CellResult, r matrixRun, stdout, stderr io.Writer) {
+	dir, ok := matrix.ToShrink(rs)
+	if !ok {
+		fmt.Fprintf(stdout, "shrink: no cell expected valid was judged wrong: nothing to shrink\n")
+		return
+	}
+	fmt.Fprintf(stdout, "\nshrink: the first cell judged wrong, %s\n", dir)
+	code := shrinkRun(ctx, dir, shrinkFlags{budget: r.shrinkBudget, rate: shrink.DefaultRate, mode: r.mode}, stdout, stderr)
+	if code != exitValid {
+		fmt.Fprintf(stdout, "shrink: no minimal scenario (chaos shrink exit %d)\n", code)
+	}
 }

@@ -3,7 +3,9 @@ package matrix
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
+
+	"github.com/zkchaos/zkchaos/checker"
+	"github.com/zkchaos/zkchaos/internal/shellword"
 )
 
 // Reproduction is what a cell that did not come out as expected (wrong,
@@ -33,7 +35,43 @@ func Reproduction(exe string, r CellResult) string {
 	if exe == "" {
 		exe = "chaos"
 	}
-	return "reproduce: " + shellWord(exe) + " replay " + shellWord(dir)
+	line := "reproduce: " + shellword.Join(exe, "replay", dir)
+	if violated(a) {
+		line += "; shrink: " + shellword.Join(exe, "shrink", dir)
+	}
+	return line
+}
+
+// violated says whether the attempt's run showed a violation: what
+// chaos shrink can shrink.
+func violated(a Attempt) bool {
+	if a.Exit == 1 {
+		return true
+	}
+	for _, v := range a.Actual {
+		if v == checker.Invalid {
+			return true
+		}
+	}
+	return false
+}
+
+// ToShrink is the run folder chaos gate --shrink shrinks: that of the
+// first cell judged wrong that expected the subject valid (a violation
+// in the subject, not a fault the harness failed to show), from its
+// first attempt that showed a violation; false when there is none.
+func ToShrink(rs []CellResult) (string, bool) {
+	for _, r := range rs {
+		if r.Outcome != Wrong || r.Cell.ExpectsViolation() {
+			continue
+		}
+		for _, a := range r.Attempts {
+			if a.Dir != "" && violated(a) {
+				return a.Dir, true
+			}
+		}
+	}
+	return "", false
 }
 
 // replayed picks the attempt Reproduction replays: one that made the
@@ -58,13 +96,4 @@ func replayed(r CellResult) (Attempt, bool) {
 		return Attempt{}, false
 	}
 	return *first, true
-}
-
-// shellWord quotes s for a POSIX shell when it holds anything but the
-// characters paths usually have, so the command pastes as printed.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:=,@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -31,7 +31,8 @@ func TestReproductionInEveryReport(t *testing.T) {
 		{Cell: c, Name: "refused", Outcome: Error, Attempts: []Attempt{{Seed: 4, Outcome: Error, Detail: "no run folder"}}},
 	}
 	want := map[string]string{
-		"wrong":   "reproduce: /opt/zk/chaos replay " + filepath.Join(dir, "results/wrong/run-3"),
+		"wrong": "reproduce: /opt/zk/chaos replay " + filepath.Join(dir, "results/wrong/run-3") +
+			"; shrink: /opt/zk/chaos shrink " + filepath.Join(dir, "results/wrong/run-3"),
 		"unknown": "reproduce: /opt/zk/chaos replay '" + filepath.Join(dir, "results/it") + `'\''s here'`,
 		"refused": "nothing to replay: the run of seed 4 made no folder",
 	}
@@ -114,4 +115,30 @@ func lineOf(s, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// TestToShrink: gate --shrink takes the first cell judged wrong that
+// expected the subject valid, at its first attempt with a violation; a
+// cell that missed an expected violation has nothing to shrink.
+func TestToShrink(t *testing.T) {
+	bad := map[string]checker.Validity{fence.NameDoubleWriter: checker.Invalid}
+	fine := Cell{Recipe: "seed", Nemesis: []string{"pause-holder"}, Fencing: "on", Expect: valid(fence.NameDoubleWriter)}
+	caught := fine
+	caught.Fencing, caught.Expect = "off", map[string]checker.Validity{fence.NameDoubleWriter: checker.Invalid}
+	rs := []CellResult{
+		{Cell: caught, Name: "missed", Outcome: Wrong, Attempts: []Attempt{{Seed: 1, Outcome: Wrong, Dir: "r/missed"}}},
+		{Cell: fine, Name: "unknown", Outcome: Unknown, Attempts: []Attempt{{Seed: 1, Outcome: Unknown, Dir: "r/unknown", Exit: 2}}},
+		{Cell: fine, Name: "wrong", Outcome: Wrong, Attempts: []Attempt{
+			{Seed: 1, Outcome: Pass, Dir: "r/wrong-1"}, {Seed: 2, Outcome: Wrong, Dir: "r/wrong-2", Exit: 1, Actual: bad}}},
+		{Cell: fine, Name: "later", Outcome: Wrong, Attempts: []Attempt{{Seed: 1, Outcome: Wrong, Dir: "r/later", Exit: 1}}},
+	}
+	if dir, ok := ToShrink(rs); !ok || dir != "r/wrong-2" {
+		t.Errorf("ToShrink: %q, %v; want r/wrong-2", dir, ok)
+	}
+	if dir, ok := ToShrink(rs[:2]); ok {
+		t.Errorf("ToShrink of a missed violation and an unknown cell: %q; want none", dir)
+	}
+	if got := Reproduction("/c", rs[0]); strings.Contains(got, "; shrink:") {
+		t.Errorf("a run with no violation: %q; want no shrink line", got)
+	}
 }

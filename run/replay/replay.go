@@ -111,6 +111,12 @@ type Options struct {
 	Exe string
 	// Repeat is how many replays (at least 1).
 	Repeat int
+	// Need, when above 0, stops the replays as soon as their outcome
+	// against it is decided: Need of them reproduced, or too few left
+	// to reach it. A caller that only asks "at least Need of Repeat?"
+	// (a shrinker judging a candidate) then runs no replay that cannot
+	// change the answer; 0 runs all Repeat.
+	Need int
 	// Results is the folder the replays' run folders go to.
 	Results string
 	// Schedule is the schedule each replay follows; "" is the
@@ -180,7 +186,7 @@ func Run(ctx context.Context, o *Original, opt Options) (*Result, error) {
 		return r, fmt.Errorf("replays' folder: %w", err)
 	}
 	args := append([]string{"--schedule", sched, "--results", opt.Results}, opt.Args...)
-	for i := 0; i < opt.Repeat && ctx.Err() == nil; i++ {
+	for i := 0; i < opt.Repeat && ctx.Err() == nil && !decided(opt, r, i); i++ {
 		c, err := child.Run(ctx, child.Spec{Exe: opt.Exe, Args: args, Log: filepath.Join(opt.Results, "replay.log"),
 			Latest: filepath.Join(opt.Results, "latest"), Progress: opt.Progress, Prefix: fmt.Sprintf("replay %d/%d ", i+1, opt.Repeat)})
 		if err != nil {
@@ -197,6 +203,15 @@ func Run(ctx context.Context, o *Original, opt Options) (*Result, error) {
 	}
 	r.Rate = float64(r.Reproduced) / float64(max(1, len(r.Replays)))
 	return r, nil
+}
+
+// decided says whether the replays so far (ran of them, r.Reproduced
+// reproducing) already settle whether Need of Repeat reproduce.
+func decided(opt Options, r *Result, ran int) bool {
+	if opt.Need <= 0 {
+		return false
+	}
+	return r.Reproduced >= opt.Need || r.Reproduced+opt.Repeat-ran < opt.Need
 }
 
 // judge reads one replay's verdict: its kinds, whether it reproduced

@@ -150,3 +150,20 @@ func TestJudge(t *testing.T) {
 		t.Errorf("a replay without results: %+v", rp)
 	}
 }
+
+// TestDecided: with Need set, the replays stop once Need reproduced or
+// Need can no longer be reached; without it, all Repeat run.
+func TestDecided(t *testing.T) {
+	for _, tc := range []struct {
+		need, repeat, ran, reproduced int
+		want                          bool
+	}{
+		{0, 3, 2, 2, false}, {2, 3, 1, 1, false}, {2, 3, 2, 2, true}, {2, 3, 2, 0, true},
+		{2, 3, 2, 1, false}, {1, 1, 0, 0, false}, {3, 3, 1, 0, true}, {1, 3, 2, 0, false},
+	} {
+		opt, r := Options{Need: tc.need, Repeat: tc.repeat}, &Result{Reproduced: tc.reproduced}
+		if got := decided(opt, r, tc.ran); got != tc.want {
+			t.Errorf("need %d of %d, %d of %d ran reproduced: decided %v, want %v", tc.need, tc.repeat, tc.reproduced, tc.ran, got, tc.want)
+		}
+	}
+}
