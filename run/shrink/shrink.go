@@ -255,22 +255,30 @@ func halveHold(es []nemesis.Entry, i int) []nemesis.Entry {
 }
 
 // gaps is the second half of step (b): the quiet time before each entry
-// (from the origin, or from the end of the entry before) halved, all at
-// once, again while that reproduces.
+// (from the origin, or from the end of the entry before) cut to MinHold
+// at once, the cheapest answer when timing does not matter; else halved,
+// all at once, again while that reproduces.
 func (s *state) gaps(ctx context.Context) {
-	for s.try(ctx, "gaps", "every gap before an entry halved", s.with(halveGaps(s.best.Entries))) {
+	if s.try(ctx, "gaps", fmt.Sprintf("every gap before an entry cut to %s", MinHold), s.with(cutGaps(s.best.Entries, 0))) {
+		return
+	}
+	for s.try(ctx, "gaps", "every gap before an entry halved", s.with(cutGaps(s.best.Entries, 2))) {
 	}
 }
 
-// halveGaps moves each entry earlier by half the gap before it (a
-// copy); a gap at or below MinHold stays.
-func halveGaps(es []nemesis.Entry) []nemesis.Entry {
+// cutGaps moves each entry earlier (a copy): the gap before it divided
+// by div, or down to MinHold for div 0; a gap at or below MinHold stays.
+func cutGaps(es []nemesis.Entry, div time.Duration) []nemesis.Entry {
 	out := slices.Clone(es)
 	var oldEnd, newEnd time.Duration
 	for i, e := range es {
 		gap := max(0, time.Duration(e.Offset)-oldEnd)
-		if gap > MinHold {
-			gap = max(MinHold, (gap / 2).Round(10*time.Millisecond))
+		switch {
+		case gap <= MinHold:
+		case div == 0:
+			gap = MinHold
+		default:
+			gap = max(MinHold, (gap / div).Round(10*time.Millisecond))
 		}
 		out[i].Offset = nemesis.Duration(newEnd + gap)
 		oldEnd = time.Duration(e.Offset + e.Hold)

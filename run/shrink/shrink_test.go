@@ -199,9 +199,12 @@ func TestDdmin(t *testing.T) {
 	}
 }
 
-func TestHalveGaps(t *testing.T) {
+func TestCutGaps(t *testing.T) {
 	es := []nemesis.Entry{entry("a", 4, 2), entry("b", 10, 1), entry("c", 11.05, 1)}
-	got := halveGaps(es)
+	if got := cutGaps(es, 0); time.Duration(got[2].Offset) != 3250*time.Millisecond {
+		t.Errorf("gaps cut to the floor: %+v; want c at 0.1+2+0.1+1+0.05 = 3.25s", got)
+	}
+	got := cutGaps(es, 2)
 	want := []float64{2, 6, 7.05} // gaps 4, 4, 0.05 → 2, 2, 0.05 (below the floor, kept)
 	for i, e := range got {
 		if w := time.Duration(want[i] * float64(time.Second)); time.Duration(e.Offset) != w || e.Hold != es[i].Hold {
@@ -209,7 +212,7 @@ func TestHalveGaps(t *testing.T) {
 		}
 	}
 	if time.Duration(es[0].Offset) != 4*time.Second {
-		t.Error("halveGaps changed its input")
+		t.Error("cutGaps changed its input")
 	}
 }
 

@@ -22,15 +22,22 @@ import (
 // returns its exit code, stdout and stderr.
 func runReplay(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return runSub(t, "replay", args...)
+}
+
+// runSub runs `chaos sub --progress off args...` (bounded at 5 minutes)
+// and returns its exit code, stdout and stderr.
+func runSub(t *testing.T, sub string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, chaostest.Binary(t), append([]string{"replay", "--progress", "off"}, args...)...)
+	cmd := exec.CommandContext(ctx, chaostest.Binary(t), append([]string{sub, "--progress", "off"}, args...)...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("chaos replay: %v", err)
+		t.Fatalf("chaos %s: %v", sub, err)
 	}
 	return chaostest.ExitOf(err), so.String(), se.String()
 }
