@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/internal/shellword"
 	"github.com/zkchaos/zkchaos/nemesis"
 	"github.com/zkchaos/zkchaos/observe/progress"
@@ -51,7 +52,7 @@ func Check(o *replay.Original) error {
 		return err
 	}
 	if c.Cluster == "external" {
-		return fmt.Errorf("%w %s: it ran on an external ensemble (--cluster external), which a shrink's runs cannot restart between attempts", ErrRefused, o.Dir)
+		return fmt.Errorf("%w %s: it ran on an external ensemble (%s external), which a shrink's runs cannot restart between attempts", ErrRefused, o.Dir, setting.Name("Cluster"))
 	}
 	if _, err := os.Lstat(filepath.Join(o.Dir, Dir)); err == nil {
 		return fmt.Errorf("%w %s: %s exists, from an earlier shrink; move it away to shrink again", ErrRefused, o.Dir, filepath.Join(o.Dir, Dir))

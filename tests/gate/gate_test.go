@@ -233,6 +233,7 @@ func TestGateBadInput(t *testing.T) {
 		{[]string{"--recipe", "seed", "--matrix", bad}, bad + `:2:42: json: unknown field "nemsis"`},
 		{[]string{"--quick"}, "--recipe is required"},
 		{[]string{"--recipe", "seed", "--baseline", "-1s"}, "--baseline must not be negative"},
+		{[]string{"--recipe", "seed", "--shrink", "--shrink-budget", "0s"}, "--shrink-budget 0s: must be positive"},
 	}
 	for _, tc := range cases {
 		cmd := exec.CommandContext(t.Context(), exe, append([]string{"gate", "--results", filepath.Join(dir, "results")}, tc.args...)...)
