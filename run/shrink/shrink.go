@@ -131,9 +131,9 @@ type state struct {
 }
 
 // Shrink shrinks orig, step by step, each candidate judged by judge: (a)
-// schedule entries removed (the empty schedule first, then the entries
-// up to the original's first violation, toFirst, then delta debugging,
-// ddmin); (b) holds, then the gaps before entries, halved while it still
+// schedule entries removed (the entries up to the original's first
+// violation, toFirst, with the time limit cut past it, then the empty
+// schedule, then delta debugging, ddmin); (b) holds, then the gaps before entries, halved while it still
 // reproduces; (c) the time limit cut to just past the last entry and the
 // detection time; (d) workers, then keys, halved. A candidate is kept
 // when it reproduces, and the next is made from it. ctx ending (the
@@ -189,22 +189,30 @@ func (s *state) with(entries []nemesis.Entry) Scenario {
 	return c
 }
 
-// entries is step (a).
+// entries is step (a). When the original places its first violation,
+// the first candidate is the entries that started before it, with the
+// time limit cut just past them and it (step (c) early): every later
+// candidate then runs that shorter limit, and a candidate that does not
+// reproduce runs its whole limit.
 func (s *state) entries(ctx context.Context) {
 	all := s.best.Entries
-	if len(all) == 0 || s.try(ctx, "entries", "no entry", s.with([]nemesis.Entry{})) {
+	if len(all) == 0 {
 		return
 	}
 	if s.toFirst > 0 {
-		// A fault that started after the original's violations were
-		// all shown did not make them: try without those first.
 		i := len(all)
 		for i > 0 && time.Duration(all[i-1].Offset) > s.toFirst {
 			i--
 		}
-		if i > 0 && i < len(all) && s.try(ctx, "entries", fmt.Sprintf("the %d entries before the first violation", i), s.with(all[:i])) {
-			all = all[:i]
+		c := s.with(all[:i:i])
+		c.TimeLimit = min(c.TimeLimit, cutLimit(c.Entries, s.toFirst))
+		if (i < len(all) || c.TimeLimit < s.best.TimeLimit) &&
+			s.try(ctx, "entries", fmt.Sprintf("the %d entries before the first violation, time limit %s", i, c.TimeLimit), c) {
+			all = c.Entries
 		}
+	}
+	if s.try(ctx, "entries", "no entry", s.with([]nemesis.Entry{})) {
+		return
 	}
 	ddmin(ctx, all, func(sub []nemesis.Entry) bool {
 		return s.try(ctx, "entries", fmt.Sprintf("%d of %d entries (%s)", len(sub), len(s.best.Entries), describe(sub)), s.with(slices.Clone(sub)))
@@ -288,8 +296,8 @@ func cutGaps(es []nemesis.Entry, div time.Duration) []nemesis.Entry {
 }
 
 // timeLimit is step (c): the time limit cut to just past the last
-// entry's end and the detection time (a quarter more and a second, whole
-// seconds), then, if that does not reproduce, half way back.
+// entry's end and the detection time (cutLimit), then, if that does not
+// reproduce, half way back.
 func (s *state) timeLimit(ctx context.Context) {
 	detect := s.toFirst
 	if s.verdict != nil && s.verdict.ToFirst > 0 {
@@ -298,12 +306,7 @@ func (s *state) timeLimit(ctx context.Context) {
 	if detect <= 0 {
 		return // no detection time known: a cut would be a guess
 	}
-	var need time.Duration
-	if last, ok := (&nemesis.Plan{Entries: s.best.Entries}).Last(); ok {
-		need = time.Duration(last.Offset) + runner.InjectAllowance + time.Duration(last.Hold)
-	}
-	cut := max(need, detect)
-	cut = max(runner.MinTimeLimit, (cut + cut/4 + time.Second).Round(time.Second))
+	cut := cutLimit(s.best.Entries, detect)
 	for range 2 {
 		cur := s.best.TimeLimit
 		if cut >= cur-time.Second {
@@ -311,11 +314,28 @@ func (s *state) timeLimit(ctx context.Context) {
 		}
 		c := s.best
 		c.TimeLimit = cut
-		if s.try(ctx, "time-limit", fmt.Sprintf("time limit %s (last entry ends %s, violation %s)", cut, need.Round(time.Millisecond), detect.Round(time.Millisecond)), c) {
+		if s.try(ctx, "time-limit", fmt.Sprintf("time limit %s (last entry ends %s, violation %s)", cut, end(c.Entries).Round(time.Millisecond), detect.Round(time.Millisecond)), c) {
 			return
 		}
 		cut = ((cut + cur) / 2).Round(time.Second)
 	}
+}
+
+// cutLimit is a time limit just past the end of the last of entries and
+// the detection time: a quarter and a second more, whole seconds.
+func cutLimit(entries []nemesis.Entry, detect time.Duration) time.Duration {
+	t := max(end(entries), detect)
+	return max(runner.MinTimeLimit, (t + t/4 + time.Second).Round(time.Second))
+}
+
+// end is when the last entry's hold ends, with the time to inject it
+// (0 for none): the least time limit that holds the entries.
+func end(entries []nemesis.Entry) time.Duration {
+	last, ok := (&nemesis.Plan{Entries: entries}).Last()
+	if !ok {
+		return 0
+	}
+	return time.Duration(last.Offset) + runner.InjectAllowance + time.Duration(last.Hold)
 }
 
 // halve is step (d) for one setting: halved, not below floor, while

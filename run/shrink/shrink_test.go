@@ -100,13 +100,15 @@ func TestShrinkEntries(t *testing.T) {
 }
 
 // TestShrinkBeforeFirstViolation: entries after the original's first
-// violation are tried away at once.
+// violation are tried away at once, the time limit cut past it.
 func TestShrinkBeforeFirstViolation(t *testing.T) {
 	f := &fake{rule: func(s Scenario) bool { return has(s, "f1", 0) }}
 	s := &state{judge: f.judge, best: eight(), toFirst: 9 * time.Second, seen: map[string]bool{}}
 	s.entries(context.Background())
-	if got := faults(s.best); !slices.Equal(got, []string{"f1"}) || s.steps[1].Tried != "the 2 entries before the first violation" || !s.steps[1].Kept {
-		t.Errorf("entries %v after steps %+v", got, s.steps)
+	first := s.steps[0]
+	if got := faults(s.best); !slices.Equal(got, []string{"f1"}) || first.Tried != "the 2 entries before the first violation, time limit 12s" ||
+		!first.Kept || first.TimeLimit != 12*time.Second || s.best.TimeLimit != 12*time.Second {
+		t.Errorf("entries %v, time limit %s after steps %+v; want f1, the limit cut to 12s (f1 ends at 9s, a quarter and a second more)", got, s.best.TimeLimit, s.steps)
 	}
 }
 
