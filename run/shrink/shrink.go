@@ -207,7 +207,7 @@ func (s *state) entries(ctx context.Context) {
 		c := s.with(all[:i:i])
 		c.TimeLimit = min(c.TimeLimit, cutLimit(c.Entries, s.toFirst))
 		if (i < len(all) || c.TimeLimit < s.best.TimeLimit) &&
-			s.try(ctx, "entries", fmt.Sprintf("the %d entries before the first violation, time limit %s", i, c.TimeLimit), c) {
+			s.try(ctx, "entries", fmt.Sprintf("the %s before the first violation, time limit %s", count(i, "entry", "entries"), c.TimeLimit), c) {
 			all = c.Entries
 		}
 	}
@@ -217,6 +217,14 @@ func (s *state) entries(ctx context.Context) {
 	ddmin(ctx, all, func(sub []nemesis.Entry) bool {
 		return s.try(ctx, "entries", fmt.Sprintf("%d of %d entries (%s)", len(sub), len(s.best.Entries), describe(sub)), s.with(slices.Clone(sub)))
 	})
+}
+
+// count is n and the noun, singular or plural.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // describe names entries by fault and offset.

@@ -70,7 +70,14 @@ func (r *Report) Summary() string {
 }
 
 func scenarioLine(s Scenario, entries int) string {
-	return fmt.Sprintf("%d entries, time limit %s, %d workers, %s keys", entries, s.TimeLimit, s.Workers, keys(s.Keys))
+	return fmt.Sprintf("%s, time limit %s, %s, %s", count(entries, "entry", "entries"), s.TimeLimit, count(s.Workers, "worker", "workers"), keysLine(s.Keys))
+}
+
+func keysLine(k int) string {
+	if k == 0 {
+		return "no keys"
+	}
+	return count(k, "key", "keys")
 }
 
 func kept(steps []Step) int {
