@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/zkchaos/zkchaos/checker"
 	"github.com/zkchaos/zkchaos/internal/shellword"
 )
 
@@ -42,24 +41,16 @@ func Reproduction(exe string, r CellResult) string {
 	return line
 }
 
-// violated says whether the attempt's run showed a violation: what
-// chaos shrink can shrink.
-func violated(a Attempt) bool {
-	if a.Exit == 1 {
-		return true
-	}
-	for _, v := range a.Actual {
-		if v == checker.Invalid {
-			return true
-		}
-	}
-	return false
-}
+// violated says whether the attempt's run was invalid (exit 1): a
+// gating checker found a violation, which is what chaos shrink looks
+// for. A cell's expected checker outside the run's gate that found one
+// does not make the run invalid, and chaos shrink would refuse it.
+func violated(a Attempt) bool { return a.Exit == 1 }
 
 // ToShrink is the run folder chaos gate --shrink shrinks: that of the
 // first cell judged wrong that expected the subject valid (a violation
 // in the subject, not a fault the harness failed to show), from its
-// first attempt that showed a violation; false when there is none.
+// first attempt whose run was invalid; false when there is none.
 func ToShrink(rs []CellResult) (string, bool) {
 	for _, r := range rs {
 		if r.Outcome != Wrong || r.Cell.ExpectsViolation() {

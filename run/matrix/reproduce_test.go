@@ -26,7 +26,7 @@ func TestReproductionInEveryReport(t *testing.T) {
 		{Cell: c, Name: "wrong", Outcome: Wrong, Attempts: []Attempt{
 			{Seed: 1, Outcome: Pass, Dir: "results/wrong/run-1"},
 			{Seed: 2, Outcome: Unknown, Dir: "results/wrong/run-2"},
-			{Seed: 3, Outcome: Wrong, Dir: "results/wrong/run-3", Actual: bad}}},
+			{Seed: 3, Outcome: Wrong, Dir: "results/wrong/run-3", Exit: 1, Actual: bad}}},
 		{Cell: c, Name: "unknown", Outcome: Unknown, Attempts: []Attempt{{Seed: 1, Outcome: Unknown, Dir: "results/it's here"}}},
 		{Cell: c, Name: "refused", Outcome: Error, Attempts: []Attempt{{Seed: 4, Outcome: Error, Detail: "no run folder"}}},
 	}
@@ -118,8 +118,9 @@ func lineOf(s, prefix string) string {
 }
 
 // TestToShrink: gate --shrink takes the first cell judged wrong that
-// expected the subject valid, at its first attempt with a violation; a
-// cell that missed an expected violation has nothing to shrink.
+// expected the subject valid, at its first attempt whose run was invalid;
+// a cell that missed an expected violation, or whose violation no gating
+// checker found, has nothing to shrink.
 func TestToShrink(t *testing.T) {
 	bad := map[string]checker.Validity{fence.NameDoubleWriter: checker.Invalid}
 	fine := Cell{Recipe: "seed", Nemesis: []string{"pause-holder"}, Fencing: "on", Expect: valid(fence.NameDoubleWriter)}
@@ -128,6 +129,7 @@ func TestToShrink(t *testing.T) {
 	rs := []CellResult{
 		{Cell: caught, Name: "missed", Outcome: Wrong, Attempts: []Attempt{{Seed: 1, Outcome: Wrong, Dir: "r/missed"}}},
 		{Cell: fine, Name: "unknown", Outcome: Unknown, Attempts: []Attempt{{Seed: 1, Outcome: Unknown, Dir: "r/unknown", Exit: 2}}},
+		{Cell: fine, Name: "ungated", Outcome: Wrong, Attempts: []Attempt{{Seed: 1, Outcome: Wrong, Dir: "r/ungated", Actual: bad}}},
 		{Cell: fine, Name: "wrong", Outcome: Wrong, Attempts: []Attempt{
 			{Seed: 1, Outcome: Pass, Dir: "r/wrong-1"}, {Seed: 2, Outcome: Wrong, Dir: "r/wrong-2", Exit: 1, Actual: bad}}},
 		{Cell: fine, Name: "later", Outcome: Wrong, Attempts: []Attempt{{Seed: 1, Outcome: Wrong, Dir: "r/later", Exit: 1}}},
@@ -135,8 +137,8 @@ func TestToShrink(t *testing.T) {
 	if dir, ok := ToShrink(rs); !ok || dir != "r/wrong-2" {
 		t.Errorf("ToShrink: %q, %v; want r/wrong-2", dir, ok)
 	}
-	if dir, ok := ToShrink(rs[:2]); ok {
-		t.Errorf("ToShrink of a missed violation and an unknown cell: %q; want none", dir)
+	if dir, ok := ToShrink(rs[:3]); ok {
+		t.Errorf("ToShrink of a missed violation, an unknown cell and a violation outside the gate (exit 0): %q; want none", dir)
 	}
 	if got := Reproduction("/c", rs[0]); strings.Contains(got, "; shrink:") {
 		t.Errorf("a run with no violation: %q; want no shrink line", got)

@@ -168,7 +168,9 @@ func (s *state) try(ctx context.Context, step, tried string, c Scenario) bool {
 	if err != nil {
 		v.OK, v.Detail = false, err.Error()
 	}
-	if ctx.Err() != nil && v.OK {
+	if ctx.Err() != nil {
+		// Its last replay was cut short: what it showed is not a
+		// measurement at the rate.
 		v.OK, v.Detail = false, "interrupted at the budget"
 	}
 	st := Step{Step: step, Tried: tried, Scenario: c, Entries: len(c.Entries), Verdict: v, Kept: v.OK, Took: time.Since(start)}

@@ -119,8 +119,9 @@ func TestGateCatchesBrokenClient(t *testing.T) {
 }
 
 // replayNamed checks that the failing cell's summary line ends with the
-// command that replays its run, that the folder it names is that run's
-// (it exists, with its history), and that the JUnit failure says the same.
+// command that replays its run (and, when the run was invalid, the one
+// that shrinks it), that the folder it names is that run's (it exists,
+// with its history), and that the JUnit failure says the same.
 func replayNamed(t *testing.T, out, cell, junit string) {
 	t.Helper()
 	var line string
@@ -130,6 +131,10 @@ func replayNamed(t *testing.T, out, cell, junit string) {
 		}
 	}
 	_, runDir, ok := strings.Cut(line, " replay ")
+	runDir, shrunk, shrinks := strings.Cut(runDir, "; shrink: ")
+	if shrinks && !strings.HasSuffix(shrunk, " shrink "+runDir) {
+		t.Errorf("the summary line of %s shrinks another run: %q", cell, line)
+	}
 	if !ok || !filepath.IsAbs(runDir) {
 		t.Fatalf("the summary line of %s names no replay of an absolute run folder: %q", cell, line)
 	}
@@ -140,7 +145,7 @@ func replayNamed(t *testing.T, out, cell, junit string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), "replay "+runDir+`" type="wrong"`) {
+	if !strings.Contains(string(b), "replay "+runDir+`" type="wrong"`) && !strings.Contains(string(b), "shrink "+runDir+`" type="wrong"`) {
 		t.Errorf("the JUnit failure message lacks %q:\n%s", "replay "+runDir, b)
 	}
 }
