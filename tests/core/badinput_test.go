@@ -86,7 +86,7 @@ func TestFlagMistakesPointAtHelp(t *testing.T) {
 		argv []string // program and subcommand
 	}
 	var cmds []command
-	for _, sub := range []string{"run", "check", "replay", "test-all", "cleanup", "register", "janitor"} {
+	for _, sub := range []string{"run", "check", "replay", "shrink", "test-all", "cleanup", "register", "janitor"} {
 		cmds = append(cmds, command{"chaos " + sub, []string{chaostest.Binary(t), sub}})
 	}
 	cmds = append(cmds, command{"chaos-worker", []string{chaostest.Worker(t)}})
@@ -284,9 +284,10 @@ func TestBadScheduleStartsNothing(t *testing.T) {
 	}
 }
 
-// TestReplayRefusesWhatItCannotReplay: chaos replay of no run is bad
-// input (255); of a run never checked, exit 2 saying so; of a valid run,
-// exit 0, nothing to reproduce. None starts anything.
+// TestReplayRefusesWhatItCannotReplay: chaos replay (and chaos shrink)
+// of no run is bad input (255); of a run never checked, exit 2 saying
+// so; of a valid run, exit 0, nothing to reproduce (or shrink). None
+// starts anything.
 func TestReplayRefusesWhatItCannotReplay(t *testing.T) {
 	base := t.TempDir()
 	valid := runfixture.Write(t, base, runfixture.Spec{Name: "valid", Start: time.Now()})
@@ -300,16 +301,25 @@ func TestReplayRefusesWhatItCannotReplay(t *testing.T) {
 		{[]string{"--repeat", "0", valid}, 255, "chaos replay: --repeat 0: must be at least 1"},
 		{[]string{unchecked}, 2, "chaos replay: cannot replay " + unchecked + ": it was never checked"},
 		{[]string{valid}, 0, ""},
+		{[]string{"shrink", filepath.Join(base, "none")}, 255, "chaos shrink: " + filepath.Join(base, "none") + " is not a run folder"},
+		{[]string{"shrink", unchecked}, 2, "chaos shrink: cannot replay " + unchecked + ": it was never checked"},
+		{[]string{"shrink", valid}, 0, ""},
 	} {
-		code, stderr, pid := runBinary(t, append([]string{"replay"}, tc.args...)...)
+		args := append([]string{"replay"}, tc.args...)
+		if tc.args[0] == "shrink" {
+			args = tc.args
+		}
+		code, stderr, pid := runBinary(t, args...)
 		if first := strings.SplitN(stderr, "\n", 2)[0]; code != tc.code || !strings.HasPrefix(first, tc.first) {
-			t.Errorf("chaos replay %v: exit %d, first line %q; want %d and %q", tc.args, code, first, tc.code, tc.first)
+			t.Errorf("chaos %v: exit %d, first line %q; want %d and %q", args, code, first, tc.code, tc.first)
 		}
 		chaostest.AssertNothingStarted(t, pid)
 	}
 	for _, dir := range []string{valid, unchecked} {
-		if _, err := os.Lstat(filepath.Join(dir, "replay")); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s: a replay folder was made (%v)", dir, err)
+		for _, made := range []string{"replay", "shrink"} {
+			if _, err := os.Lstat(filepath.Join(dir, made)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: a %s folder was made (%v)", dir, made, err)
+			}
 		}
 	}
 }
