@@ -130,15 +130,16 @@ type state struct {
 	onStep  func(Step)
 }
 
-// Shrink shrinks orig, step by step, each candidate judged by judge: (a)
-// schedule entries removed (the entries up to the original's first
-// violation, toFirst, with the time limit cut past it, then the empty
-// schedule, then delta debugging, ddmin); (b) holds, then the gaps before entries, halved while it still
-// reproduces; (c) the time limit cut to just past the last entry and the
-// detection time; (d) workers, then keys, halved. A candidate is kept
-// when it reproduces, and the next is made from it. ctx ending (the
-// budget) stops the search with the best so far. onStep, when set, gets
-// each step as it ends.
+// Shrink shrinks orig, step by step, each candidate judged by judge:
+// (a) schedule entries removed (the entries up to the original's first
+// violation, toFirst, with the time limit cut past it; the empty
+// schedule; then delta debugging, ddmin); (b) holds, then the gaps
+// before entries, shortened while it still reproduces; (c) the time
+// limit cut to just past the last entry and the detection time; (d)
+// workers, then keys, halved. A candidate is kept when it reproduces,
+// and the next is made from it. ctx ending (the budget) stops the
+// search with the best so far. onStep, when set, gets each step as it
+// ends.
 func Shrink(ctx context.Context, orig Scenario, toFirst time.Duration, judge Judge, onStep func(Step)) Result {
 	s := &state{judge: judge, best: orig, toFirst: toFirst, seen: map[string]bool{orig.key(): true}, onStep: onStep}
 	s.entries(ctx)
