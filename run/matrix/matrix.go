@@ -103,15 +103,30 @@ func (c Cell) RunArgs(seed int64) []string {
 	if c.Service != "" {
 		args = append(args, "--service", c.Service)
 	}
+	// A cell that expects only violations gates its run on them, so
+	// the run's own verdict is the cell's: chaos replay and chaos shrink
+	// of it then look for those violations. It is also what a run that
+	// stops at its first violation stops at: a gating checker's.
+	if c.ExpectsOnlyViolations() {
+		args = append(args, "--gate", strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","))
+	}
 	if !c.StopsAtFirst() {
 		return append(args, c.Args...)
 	}
-	// The run stops at a violation of a gating checker only: gate it on
-	// what the cell expects to fail. Its limit comes last, over the time
-	// Args give.
-	args = append(args, "--stop-at-first", "--gate", strings.Join(slices.Sorted(maps.Keys(c.Expect)), ","))
+	// Its limit comes last, over the time Args give.
+	args = append(args, "--stop-at-first")
 	args = append(args, c.Args...)
 	return append(args, "--time-limit", c.StopLimit().String())
+}
+
+// ExpectsOnlyViolations says every verdict the cell expects is invalid.
+func (c Cell) ExpectsOnlyViolations() bool {
+	for _, v := range c.Expect {
+		if v != checker.Invalid {
+			return false
+		}
+	}
+	return len(c.Expect) > 0
 }
 
 // StopsAtFirst says the cell's run ends at its first violation (chaos run
@@ -123,7 +138,7 @@ func (c Cell) RunArgs(seed int64) []string {
 // show (herd's measure, config-convergence's final version), runs its
 // time.
 func (c Cell) StopsAtFirst() bool {
-	if len(c.Expect) == 0 {
+	if !c.ExpectsOnlyViolations() {
 		return false
 	}
 	spec, err := workloads.Lookup(cmp.Or(c.Workload, workloads.LockName))
@@ -131,8 +146,8 @@ func (c Cell) StopsAtFirst() bool {
 		return false // the run refuses the workload, naming it
 	}
 	cs := spec.Checkers()
-	for n, v := range c.Expect {
-		if v != checker.Invalid || !progress.CanStop(cs, n) {
+	for n := range c.Expect {
+		if !progress.CanStop(cs, n) {
 			return false
 		}
 	}
