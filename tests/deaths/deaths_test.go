@@ -80,6 +80,9 @@ func (c *campaign) run() {
 	// twice the deaths asked for.
 	for i := uint64(0); i < uint64(2*c.s.deaths) && c.count(pending) < c.s.deaths; i++ {
 		p := planOf(c.s.seed+i, c.b.faults)
+		if pending != nil && c.b.apart > 0 && c.b.left != nil {
+			c.awaitApart(pending.runID)
+		}
 		cmd, se, started := c.start(p)
 		if pending != nil {
 			v := *pending
@@ -94,6 +97,14 @@ func (c *campaign) run() {
 			"--name", "sweeper", "--seed", "1")...)
 		c.t.Logf("the last victim's sweeper run: exit %d", r.Code)
 		c.settle(*pending, started)
+	}
+}
+
+// awaitApart waits until the backend's own leftovers of run runID are
+// gone, at most apart; settle judges them.
+func (c *campaign) awaitApart(runID string) {
+	for deadline := time.Now().Add(c.b.apart); time.Now().Before(deadline) && len(c.b.left(runID)) > 0; {
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

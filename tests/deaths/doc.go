@@ -8,8 +8,8 @@
 //
 // By default it kills about ten short runs on the local backend, which
 // make test runs. ZKCHAOS_DEATHS=N kills N runs on each backend that
-// runs here (local, docker, external), ZKCHAOS_DEATH_BACKENDS narrows
-// them (local,docker), and ZKCHAOS_DEATH_SEED replays a campaign or one
+// runs here (local, docker, external, and ssh on tests/ssh's rig:
+// chaostest.NewSSHRig), ZKCHAOS_DEATH_BACKENDS narrows them (local,docker), and ZKCHAOS_DEATH_SEED replays a campaign or one
 // death (each death's plan comes from its seed alone). The tables it
 // logs are docs/measurements.md's "Death campaign".
 package deaths

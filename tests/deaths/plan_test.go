@@ -92,7 +92,7 @@ func settingsFromEnv(t *testing.T) settings {
 		if err != nil || n < 1 {
 			t.Fatalf("ZKCHAOS_DEATHS=%q: want a count of deaths per backend, at least 1", v)
 		}
-		s.deaths, s.quick, s.backends = n, false, []string{"local", "docker", "external"}
+		s.deaths, s.quick, s.backends = n, false, []string{"local", "docker", "external", "ssh"}
 	}
 	if v := os.Getenv("ZKCHAOS_DEATH_BACKENDS"); v != "" {
 		s.backends = strings.Split(v, ",")
