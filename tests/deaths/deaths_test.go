@@ -24,6 +24,11 @@ const cleanBound = 30 * time.Second
 // TestDeaths is the death campaign (doc.go): per backend, runs killed at
 // random moments in rotating ways, each checked to leave nothing and
 // never to be valid.
+//
+// Its default (make test) takes about a minute: ten runs one after
+// another, each its one-server setup (about 5 s) and up to its 2 s
+// workload, teardown and check before its kill; a victim is settled
+// while the next run starts, so only the last one's sweep adds to it.
 func TestDeaths(t *testing.T) {
 	s := settingsFromEnv(t)
 	t.Logf("death campaign: %d deaths per backend on %v, first seed %d (replay: ZKCHAOS_DEATH_SEED=%d)", s.deaths, s.backends, s.seed, s.seed)
