@@ -97,11 +97,15 @@ func (c *campaign) run() {
 		wg.Wait()
 	}
 	if pending != nil {
-		started := time.Now()
-		r := chaostest.Run(c.t, c.results, append(append(c.s.profile(), c.b.args...), "--nemesis", "none", "--time-limit", "1s",
-			"--name", "sweeper", "--seed", "1")...)
-		c.t.Logf("the last victim's sweeper run: exit %d", r.Code)
-		c.settle(*pending, started)
+		if c.b.apart > 0 && c.b.left != nil {
+			c.awaitApart(pending.runID)
+		}
+		args := append([]string{"run", "--results", c.results, "--name", "sweeper", "--seed", "1"}, c.s.profile()...)
+		cmd, _, se := chaostest.Start(c.t, append(append(args, c.b.args...), "--nemesis", "none", "--time-limit", "1s")...)
+		c.settle(*pending, time.Now())
+		if code := chaostest.ExitOf(cmd.Wait()); code != 0 {
+			c.t.Errorf("the last victim's sweeper run: exit %d, want 0\n%s", code, chaostest.Tail(se.String(), 2000))
+		}
 	}
 }
 
