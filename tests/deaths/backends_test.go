@@ -27,7 +27,7 @@ type backend struct {
 	// left lists what the backend keeps of a run beyond the machine's
 	// processes and network (containers, znodes), for chaostest.AwaitClean.
 	left func(runID string) []string
-	// apart, when set, is how long the next run waits for a dead run's
+	// apart, when set (with left), is how long the next run waits for a dead run's
 	// leftovers to go (the ssh rig's hosts: the dead run's servers keep
 	// the ports the next run needs until their watchdogs' lease ends).
 	apart time.Duration

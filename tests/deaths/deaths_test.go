@@ -85,7 +85,7 @@ func (c *campaign) run() {
 	// twice the deaths asked for.
 	for i := uint64(0); i < uint64(2*c.s.deaths) && c.count(pending) < c.s.deaths; i++ {
 		p := planOf(c.s.seed+i, c.b.faults)
-		if pending != nil && c.b.apart > 0 && c.b.left != nil {
+		if pending != nil && c.b.apart > 0 {
 			c.awaitApart(pending.runID)
 		}
 		cmd, se, started := c.start(p)
@@ -97,7 +97,7 @@ func (c *campaign) run() {
 		wg.Wait()
 	}
 	if pending != nil {
-		if c.b.apart > 0 && c.b.left != nil {
+		if c.b.apart > 0 {
 			c.awaitApart(pending.runID)
 		}
 		args := append([]string{"run", "--results", c.results, "--name", "sweeper", "--seed", "1"}, c.s.profile()...)
@@ -112,6 +112,9 @@ func (c *campaign) run() {
 // awaitApart waits until the backend's own leftovers of run runID are
 // gone, at most apart; settle judges them.
 func (c *campaign) awaitApart(runID string) {
+	if runID == "" {
+		return // died before it had one, so before it made anything
+	}
 	for deadline := time.Now().Add(c.b.apart); time.Now().Before(deadline) && len(c.b.left(runID)) > 0; {
 		time.Sleep(100 * time.Millisecond)
 	}
