@@ -42,20 +42,25 @@ type Evidence struct {
 }
 
 // ReadEvidence reads a run folder's evidence; fsys is rooted at the run
-// folder. A folder without a history is ErrNotRun.
+// folder. A folder with a status but no history is a run whose controller
+// died in its setup, before the history began: its history is empty. A
+// folder with neither is ErrNotRun.
 func ReadEvidence(fsys fs.FS) (Evidence, error) {
 	var ev Evidence
 	f, err := fsys.Open(store.HistoryFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return ev, ErrNotRun
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if _, serr := fs.Stat(fsys, store.StatusFile); serr != nil {
+			return ev, ErrNotRun
+		}
+	case err != nil:
 		return ev, fmt.Errorf("open history: %w", err)
-	}
-	ev.History, err = history.Read(f)
-	f.Close()
-	if err != nil {
-		return ev, fmt.Errorf("%s: %w", store.HistoryFile, err)
+	default:
+		ev.History, err = history.Read(f)
+		f.Close()
+		if err != nil {
+			return ev, fmt.Errorf("%s: %w", store.HistoryFile, err)
+		}
 	}
 	if ev.Test, err = optional(fsys, store.TestFile); err != nil {
 		return ev, err

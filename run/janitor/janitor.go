@@ -96,26 +96,32 @@ func Serve(ctx context.Context, run string, in io.Reader, log *slog.Logger) erro
 	err := Sweep(ctx, run, slots, log)
 	if !done && zn != nil {
 		// After the sweep: the workers are gone and add nothing more.
-		err = errors.Join(err, removeZNodes(ctx, zn, log))
+		err = errors.Join(err, sweepZNodes(ctx, run, zn, log))
 	}
 	return err
 }
 
-// removeZNodes removes the run's subtree from the user's ensemble, which
-// only the janitor can still do once the controller is dead (chaos
-// cleanup knows neither the address nor the run's identity).
-func removeZNodes(ctx context.Context, zn *ZNodes, log *slog.Logger) error {
-	auth, err := recipes.ParseAuth(zn.Auth)
+// sweepZNodes removes the run's subtree and then its record; a subtree
+// that could not go keeps its record, for chaos cleanup.
+func sweepZNodes(ctx context.Context, run string, zn *ZNodes, log *slog.Logger) error {
+	n, err := removeZNodes(ctx, zn)
 	if err != nil {
-		return fmt.Errorf("janitor: the run's znodes: %w", err)
-	}
-	n, err := external.RemoveTree(ctx, zn.ZK, zn.Root, auth)
-	if err != nil {
-		log.Error("janitor: the run's znodes", "root", zn.Root, "err", err)
+		log.Error("janitor: the run's znodes (their record stays for chaos cleanup)", "root", zn.Root, "err", err)
 		return fmt.Errorf("janitor: %w", err)
 	}
 	log.Info("janitor: the run's znodes removed", "root", zn.Root, "znodes", n)
-	return nil
+	return ForgetZNodes(run)
+}
+
+// removeZNodes removes the run's subtree from the user's ensemble as the
+// run's identity, which only the janitor (or a record, records.go) still
+// has once the controller is dead, and says how many znodes went.
+func removeZNodes(ctx context.Context, zn *ZNodes) (int, error) {
+	auth, err := recipes.ParseAuth(zn.Auth)
+	if err != nil {
+		return 0, fmt.Errorf("the run's znodes: %w", err)
+	}
+	return external.RemoveTree(ctx, zn.ZK, zn.Root, auth)
 }
 
 // Sweep resumes and kills every process of the run, removes its Docker
@@ -273,7 +279,8 @@ func Main(run, logPath string) int {
 
 // Cleanup removes what earlier runs left: every process tagged with a run
 // whose controller and janitor are both gone (proc.Owners), the Docker
-// containers of such runs, every network slot whose owners are gone or
+// containers and the external ensemble's subtrees (records.go) of such
+// runs, every network slot whose owners are gone or
 // unknown (netns.Abandoned), then the Docker networks of those runs (in
 // Sweep's order, for Sweep's reasons). A run whose controller died but
 // whose janitor still runs is its janitor's to sweep. With all, runs in
@@ -289,6 +296,7 @@ func Cleanup(ctx context.Context, all bool) ([]string, error) {
 	var runs []docker.Run
 	var wg sync.WaitGroup
 	wg.Go(func() { dk, runs = c.containers(ctx) })
+	wg.Go(func() { c.subtrees(ctx) })
 	kept := c.slots(ctx)
 	wg.Wait()
 	if dk == nil {

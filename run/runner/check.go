@@ -57,12 +57,14 @@ func Check(ctx context.Context, dir string, gate []string, startWall int64, opts
 	for _, opt := range opts {
 		opt(&o)
 	}
-	run, err := store.Open(dir)
-	if err != nil {
-		return nil, err
-	}
+	// Not store.Open: a run killed in its setup has a status but no
+	// history yet, and is judged all the same (never valid).
+	run := &store.Run{Dir: dir}
 	reexport(ctx, run)
 	ev, err := runview.ReadEvidence(os.DirFS(run.Dir))
+	if errors.Is(err, runview.ErrNotRun) {
+		return nil, fmt.Errorf("%s is not a run folder: no %s and no %s", dir, store.HistoryFile, store.StatusFile)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", run.Dir, err)
 	}

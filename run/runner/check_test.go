@@ -46,6 +46,28 @@ func TestCheckSyntheticRun(t *testing.T) {
 	}
 }
 
+// TestCheckRunKilledInSetup: a run whose controller died in its setup
+// leaves a status but no history (nor test.json): Check judges it
+// unknown, never valid, saying it stopped in setup; a folder with
+// neither is not a run.
+func TestCheckRunKilledInSetup(t *testing.T) {
+	dir := t.TempDir()
+	if err := store.WriteStatus(filepath.Join(dir, store.StatusFile), store.Status{Phase: store.PhaseSetup, TimeLimitNS: 4e9}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Check(context.Background(), dir, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := out.Results.Completion
+	if out.Results.Valid != checker.Unknown || c == nil || c.Completed || !strings.Contains(c.Why, `phase "setup"`) {
+		t.Errorf("verdict %v, completion %+v; want unknown, incomplete in setup", out.Results.Valid, c)
+	}
+	if _, err := Check(context.Background(), t.TempDir(), nil, 0); err == nil || !strings.Contains(err.Error(), "is not a run folder") {
+		t.Errorf("an empty folder: %v, want not a run folder", err)
+	}
+}
+
 // TestSyntheticConfigMatchesRunner: internal/testkit/synth cannot import runner
 // (report's benchmarks use it, and runner imports report), so it writes
 // test.json with a mirror of runner's field names. Every key it writes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -99,15 +100,17 @@ func (s *services) startEnsemble(ctx context.Context) error {
 func (s *services) prepareZNodes(ctx context.Context, wl workloads.Workload) error {
 	open, nodes := splitRunRoot(wl.Nodes(), s.cfg.RunRoot)
 	if len(open) > 0 {
+		// Told before the subtree exists: a death in between leaves
+		// nothing that no sweep knows of.
+		if err := s.tellJanitorRunRoot(); err != nil {
+			return err
+		}
 		// World-open whatever the ACL setting says (runroot.go), so not
 		// logged as world-writable by prepareNodes.
 		if err := prepareNodes(ctx, s.zk.ConnectString(), open, recipes.Auth{}, slog.New(slog.DiscardHandler)); err != nil {
 			return err
 		}
 		s.log.Info("run's own subtree on the external ensemble", "root", s.cfg.RunRoot, "acl", "world:anyone:cdrwa", "lock_root", s.cfg.lockRoot())
-		if err := s.tellJanitorRunRoot(); err != nil {
-			return err
-		}
 	}
 	return prepareNodes(ctx, s.zk.ConnectString(), nodes, s.sec.zk, s.log)
 }
@@ -206,6 +209,8 @@ func (s *services) stop(ctx context.Context) []error {
 	if s.zk != nil && s.cfg.RunRoot != "" {
 		if err := removeRunRoot(ctx, s.zk.ConnectString(), s.cfg.RunRoot, s.sec.zk, s.log); err != nil {
 			errs = append(errs, err)
+		} else if err := janitor.ForgetZNodes(path.Base(s.cfg.RunRoot)); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errs
@@ -214,14 +219,20 @@ func (s *services) stop(ctx context.Context) []error {
 // tellJanitorRunRoot hands the janitor what it needs to remove the run's
 // subtree should the controller die: the user's own addresses (the
 // relays die with the controller), the root, and the run's identity,
-// which goes through the janitor's stdin pipe only (never a flag, a file
-// or a log line), as it goes to the workers through their environment.
+// which goes through the janitor's stdin pipe (never a flag or a log
+// line), as it goes to the workers through their environment. The same
+// goes into the run's record on this machine (readable by its user
+// only), for a sweep after both die at once (run/janitor's records.go).
 func (s *services) tellJanitorRunRoot() error {
 	cred := ""
 	if s.sec.zk.Enabled() {
 		cred = strings.TrimPrefix(s.sec.zk.Env(), recipes.AuthEnv+"=")
 	}
-	return s.jan.Tell(janitor.Message{ZNodes: &janitor.ZNodes{ZK: s.cfg.ZK, Root: s.cfg.RunRoot, Auth: cred}})
+	zn := janitor.ZNodes{ZK: s.cfg.ZK, Root: s.cfg.RunRoot, Auth: cred}
+	if err := janitor.RecordZNodes(path.Base(s.cfg.RunRoot), s.jan.Owners(), zn); err != nil {
+		return err
+	}
+	return s.jan.Tell(janitor.Message{ZNodes: &zn})
 }
 
 // validateServices checks the services' part of c: the lock service, the

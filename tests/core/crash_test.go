@@ -244,7 +244,13 @@ func TestWholeTreeKillIsSweptByTheNextRun(t *testing.T) {
 	liveDir := chaostest.WaitForRun(t, liveRes, seL, "the workers of the live run at work", working)
 	runID := chaostest.ReadTest(t, deadDir).RunID
 
-	killed := killWholeRun(t, victim, runID)
+	if chaostest.JanitorPID(runID) == 0 {
+		t.Fatalf("janitor of run %s not found", runID)
+	}
+	if tagged, err := proc.FindTagged(runID); err != nil || len(tagged) == 0 {
+		t.Fatalf("no process of run %s found (%v)", runID, err)
+	}
+	killed := chaostest.KillWholeRun(t, victim, runID)
 	if len(slotNamespaces(t, runID)) == 0 {
 		t.Fatalf("no namespace of run %s left after the kill: nothing to sweep", runID)
 	}
@@ -298,36 +304,4 @@ func working(dir string) bool {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, store.HistoryFile))
 	return bytes.Count(b, []byte(`"type":"ok"`)) >= 4
-}
-
-// killWholeRun SIGKILLs every process of run runID at once, the janitor
-// first so that it cannot begin its sweep, then the controller and every
-// process carrying the run's tag, and reaps the controller. It returns
-// how many processes it killed.
-func killWholeRun(t *testing.T, controller *exec.Cmd, runID string) int {
-	t.Helper()
-	jan := chaostest.JanitorPID(runID)
-	if jan == 0 {
-		t.Fatalf("janitor of run %s not found", runID)
-	}
-	tagged, err := proc.FindTagged(runID)
-	if err != nil || len(tagged) == 0 {
-		t.Fatalf("no process of run %s found (%v)", runID, err)
-	}
-	pids := []int{jan, controller.Process.Pid}
-	for _, p := range tagged {
-		pids = append(pids, p.PID)
-	}
-	for _, p := range pids {
-		_ = syscall.Kill(p, syscall.SIGKILL)
-	}
-	_ = controller.Wait()
-	for _, p := range pids {
-		for deadline := time.Now().Add(5 * time.Second); proc.Alive(p); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("pid %d of run %s alive 5 s after SIGKILL", p, runID)
-			}
-		}
-	}
-	return len(pids)
 }

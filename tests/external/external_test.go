@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,6 +112,9 @@ func TestExternal(t *testing.T) {
 	t.Run("controller killed", func(t *testing.T) {
 		killed(t, conn, addrs)
 	})
+	t.Run("controller and janitor killed", func(t *testing.T) {
+		orphaned(t, conn, addrs)
+	})
 	t.Run("server fault refused", func(t *testing.T) {
 		refused(t, "pause-zk: the external backend cannot pause a server", "--cluster", "external", "--zk", addrs, "--nemesis", "pause-zk")
 	})
@@ -214,6 +218,45 @@ func killed(t *testing.T, conn *zk.Conn, addrs string) {
 		t.Errorf("janitor log says no removal of the run's znodes:\n%s", jlog)
 	}
 	t.Logf("janitor done %s after the controller's death: %s", time.Since(start).Round(time.Millisecond), removed)
+	assertOnlyTestsLeft(t, conn, runID)
+	chaostest.AssertNothingLeft(t, dir)
+}
+
+// orphaned SIGKILLs a controller and its janitor together while a holder
+// is paused: nobody holding the run's identity is left, and its subtree
+// stays on the ensemble until chaos cleanup (or the next run's start)
+// removes it through the record the run kept on this machine. A second
+// cleanup finds nothing of the run.
+func orphaned(t *testing.T, conn *zk.Conn, addrs string) {
+	results := t.TempDir()
+	cmd, _, se := chaostest.Start(t, append([]string{"run", "--results", results},
+		runArgs(addrs, "on", "--time-limit", "60s", "--name", "external-orphaned")...)...)
+	dir := chaostest.WaitForRun(t, results, se, "a paused holder", chaostest.PausedNow)
+	runID := chaostest.ReadTest(t, dir).RunID
+	root := "/zkchaos/" + runID
+	if !chaostest.KillControllerAndJanitor(t, cmd, runID) {
+		t.Fatal("janitor of the run not found")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if ok, _, err := conn.Exists(root + "/locks/inventory/SKU-1"); err != nil || !ok {
+		// Every run's start sweeps dead runs: another test package's may
+		// have been first.
+		t.Logf("%s gone before chaos cleanup (err %v): another run's start swept it", root, err)
+	}
+	for i, want := range []bool{true, false} {
+		out, err := exec.Command(chaostest.Binary(t), "cleanup").CombinedOutput()
+		if err != nil {
+			t.Fatalf("chaos cleanup #%d: %v\n%s", i+1, err, out)
+		}
+		t.Logf("chaos cleanup #%d:\n%s", i+1, out)
+		said := strings.Contains(string(out), "run "+runID+": znodes "+root+" on "+addrs+" removed")
+		if said && !want {
+			t.Errorf("chaos cleanup #%d removed %s again", i+1, root)
+		}
+		if i == 0 && !said {
+			t.Logf("chaos cleanup #1 does not name %s: another run's start swept it", root)
+		}
+	}
 	assertOnlyTestsLeft(t, conn, runID)
 	chaostest.AssertNothingLeft(t, dir)
 }

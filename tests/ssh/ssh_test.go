@@ -39,9 +39,9 @@ func verifiedFaults(t *testing.T, dir string) map[string]int {
 
 // assertClean checks that run dir left nothing on the hosts nor on this
 // machine.
-func (r *rig) assertClean(t *testing.T, dir string) {
+func assertClean(t *testing.T, r *chaostest.SSHRig, dir string) {
 	t.Helper()
-	left := r.leftOnHosts(t, chaostest.ReadTest(t, dir).RunID)
+	left := r.LeftOnHosts(chaostest.ReadTest(t, dir).RunID)
 	for _, l := range left {
 		t.Error(l)
 	}
@@ -66,12 +66,12 @@ func (r *rig) assertClean(t *testing.T, dir string) {
 // (docs/measurements.md, "Backends, services, resources"), and each server fault gets a run
 // of its own because a run of several may never pick it.
 func TestSSH(t *testing.T) {
-	r := newRig(t)
+	r := chaostest.NewSSHRig(t)
 	results := t.TempDir()
 
 	t.Run("fenced all valid", func(t *testing.T) {
 		start := time.Now()
-		res := chaostest.Run(t, results, append(r.args(), short("ssh-all", "--nemesis", "all", "--fencing", "on")...)...)
+		res := chaostest.Run(t, results, append(r.Args(), short("ssh-all", "--nemesis", "all", "--fencing", "on")...)...)
 		t.Logf("fenced --nemesis all: exit %d in %s", res.Code, time.Since(start).Round(time.Second))
 		if res.Code != 0 {
 			t.Fatalf("exit %d, want 0 (valid)\n%s", res.Code, chaostest.Tail(res.Stderr, 3000))
@@ -87,7 +87,7 @@ func TestSSH(t *testing.T) {
 				t.Errorf("server log n%d not fetched into the run folder (%d bytes, %v)", i, len(b), err)
 			}
 		}
-		r.assertClean(t, res.Dir)
+		assertClean(t, r, res.Dir)
 	})
 	// Each server fault in a short run of its own: in one run of several
 	// the scheduler's choice depends on timing, and a kind could be
@@ -98,7 +98,7 @@ func TestSSH(t *testing.T) {
 		{"partition-zk-ring", history.FPartition, history.FHeal},
 	} {
 		t.Run(sf.fault, func(t *testing.T) {
-			res := chaostest.Run(t, results, append(r.args(), short("ssh-"+sf.fault, "--nemesis", sf.fault,
+			res := chaostest.Run(t, results, append(r.Args(), short("ssh-"+sf.fault, "--nemesis", sf.fault,
 				"--fencing", "on", "--time-limit", "8s", "--pause", "2s", "--nemesis-interval", "1s")...)...)
 			if res.Code != 0 {
 				t.Fatalf("exit %d, want 0 (valid)\n%s", res.Code, chaostest.Tail(res.Stderr, 3000))
@@ -109,11 +109,11 @@ func TestSSH(t *testing.T) {
 					t.Errorf("no verified %s on the hosts (verified: %v)", f, verified)
 				}
 			}
-			r.assertClean(t, res.Dir)
+			assertClean(t, r, res.Dir)
 		})
 	}
 	t.Run("unfenced pause-holder caught", func(t *testing.T) {
-		res := chaostest.Run(t, results, append(r.args(), append(short("ssh-unfenced", "--nemesis", "pause-holder", "--fencing", "off"), chaostest.UntilViolation()...)...)...)
+		res := chaostest.Run(t, results, append(r.Args(), append(short("ssh-unfenced", "--nemesis", "pause-holder", "--fencing", "off"), chaostest.UntilViolation()...)...)...)
 		if res.Code != 1 {
 			t.Fatalf("exit %d, want 1 (invalid)\n%s", res.Code, chaostest.Tail(res.Stderr, 3000))
 		}
@@ -121,17 +121,17 @@ func TestSSH(t *testing.T) {
 		if dw, ok := rs.Checkers["double-writer"]; !ok || dw.Valid != false {
 			t.Errorf("double-writer %+v, want false", dw)
 		}
-		r.assertClean(t, res.Dir)
+		assertClean(t, r, res.Dir)
 	})
 	t.Run("controller killed mid-partition", func(t *testing.T) {
-		cmd, _, stderr := chaostest.Start(t, append(append([]string{"run", "--results", results}, r.args()...),
+		cmd, _, stderr := chaostest.Start(t, append(append([]string{"run", "--results", results}, r.Args()...),
 			short("ssh-killed", "--nemesis", "partition-zk-halves", "--pause", "60s", "--time-limit", "90s")...)...)
 		dir := chaostest.WaitForRun(t, results, stderr, "verified partition", func(dir string) bool {
 			e := chaostest.LastNemesis(dir)
 			return e != nil && e.F == history.FPartition && e.Type == history.OK && chaostest.Verified(e)
 		})
 		runID := chaostest.ReadTest(t, dir).RunID
-		before := r.leftOnHosts(t, runID)
+		before := r.LeftOnHosts(runID)
 		rules := 0
 		for _, l := range before {
 			if strings.Contains(l, ": iptables -A ZKCHAOS-") {
@@ -146,7 +146,7 @@ func TestSSH(t *testing.T) {
 		killed := time.Now()
 		var left []string
 		for deadline := killed.Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if left = r.leftOnHosts(t, runID); len(left) == 0 {
+			if left = r.LeftOnHosts(runID); len(left) == 0 {
 				break
 			}
 		}
@@ -174,51 +174,51 @@ func waitJanitor(t *testing.T, dir string) {
 // made, exit 255, the first line of stderr naming the host and what is
 // wrong; nothing is left on the hosts that were fine.
 func TestSSHErrors(t *testing.T) {
-	r := newRig(t)
-	good := r.hostList()
+	r := chaostest.NewSSHRig(t)
+	good := r.HostList()
 	base := func(hosts, key, known string, extra ...string) []string {
-		return append([]string{"--cluster", "ssh", "--hosts", hosts, "--ssh-user", r.user, "--ssh-key", key, "--ssh-known-hosts", known,
+		return append([]string{"--cluster", "ssh", "--hosts", hosts, "--ssh-user", r.User, "--ssh-key", key, "--ssh-known-hosts", known,
 			"--time-limit", "5s"}, extra...)
 	}
 	empty := t.TempDir() + "/known_hosts"
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h1 := r.hosts[0].IP
+	h1 := r.Hosts[0].IP
 	cases := []struct {
 		name string
 		args []string
 		want []string
 	}{
-		{"unreachable", base(good+","+r.dead.IP, r.key, r.knownHosts), []string{"host " + r.dead.IP + ":", "unreachable"}},
-		{"wrong key", base(good, r.wrongKey, r.knownHosts), []string{"host " + h1 + ":", "key refused"}},
-		{"unknown host key", base(good, r.key, empty), []string{"host " + h1 + ":", "host key not in " + empty}},
+		{"unreachable", base(good+","+r.Dead.IP, r.Key, r.KnownHosts), []string{"host " + r.Dead.IP + ":", "unreachable"}},
+		{"wrong key", base(good, r.WrongKey, r.KnownHosts), []string{"host " + h1 + ":", "key refused"}},
+		{"unknown host key", base(good, r.Key, empty), []string{"host " + h1 + ":", "host key not in " + empty}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { r.refused(t, c.args, c.want) })
+		t.Run(c.name, func(t *testing.T) { refused(t, r, c.args, c.want) })
 	}
 	// A host without the ZooKeeper jars: refused naming what it lacks;
 	// with --install the backend tries apt-get through sudo -n, which
 	// the rig's user may not (its one right is iptables), and says so.
-	bare := r.addBareHost(t).IP
-	lacking := base(good+","+bare, r.key, r.knownHosts)
+	bare := r.AddBareHost(t).IP
+	lacking := base(good+","+bare, r.Key, r.KnownHosts)
 	t.Run("missing package", func(t *testing.T) {
-		r.refused(t, lacking, []string{"host " + bare + ":", "missing: /usr/share/java/zookeeper.jar", "--install installs them"})
+		refused(t, r, lacking, []string{"host " + bare + ":", "missing: /usr/share/java/zookeeper.jar", "--install installs them"})
 	})
 	t.Run("install without the apt-get right", func(t *testing.T) {
-		r.refused(t, append(lacking, "--install"), []string{"host " + bare + ":", "apt-get install libzookeeper-java", "failed"})
+		refused(t, r, append(lacking, "--install"), []string{"host " + bare + ":", "apt-get install libzookeeper-java", "failed"})
 	})
 	t.Run("no sudo", func(t *testing.T) {
-		user := addUser(t, "zkcnosudo")
-		args := base(good, r.key, r.knownHosts)
+		user := chaostest.AddUser(t, "zkcnosudo")
+		args := base(good, r.Key, r.KnownHosts)
 		args[5] = user
-		r.refused(t, args, []string{"host " + h1 + ":", "user " + user + " may not run iptables as root without a password"})
+		refused(t, r, args, []string{"host " + h1 + ":", "user " + user + " may not run iptables as root without a password"})
 	})
 }
 
 // refused runs chaos run with args and checks that it was refused as
 // want says, leaving nothing anywhere.
-func (r *rig) refused(t *testing.T, args, want []string) {
+func refused(t *testing.T, r *chaostest.SSHRig, args, want []string) {
 	t.Helper()
 	start := time.Now()
 	res := chaostest.Run(t, t.TempDir(), args...)
@@ -235,7 +235,7 @@ func (r *rig) refused(t *testing.T, args, want []string) {
 	if res.Dir != "" {
 		t.Errorf("a run folder was made: %s", res.Dir)
 	}
-	for _, l := range r.leftOnHosts(t, "") {
+	for _, l := range r.LeftOnHosts("") {
 		t.Error(l)
 	}
 }
@@ -245,7 +245,7 @@ func (r *rig) refused(t *testing.T, args, want []string) {
 // every host is reached and passes the checks; an agent without it is
 // refused, naming the host.
 func TestSSHAgent(t *testing.T) {
-	r := newRig(t)
+	r := chaostest.NewSSHRig(t)
 	sock := filepath.Join(t.TempDir(), "agent.sock")
 	agent := exec.Command("ssh-agent", "-D", "-a", sock)
 	if err := agent.Start(); err != nil {
@@ -261,13 +261,13 @@ func TestSSHAgent(t *testing.T) {
 		t.Fatalf("ssh-agent socket: %v", err)
 	}
 	t.Setenv("SSH_AUTH_SOCK", sock)
-	hosts := strings.Split(r.hostList(), ",")
-	auth := zkssh.Auth{User: r.user, KnownHosts: r.knownHosts}
+	hosts := strings.Split(r.HostList(), ",")
+	auth := zkssh.Auth{User: r.User, KnownHosts: r.KnownHosts}
 	err := zkssh.Reach(ctx, hosts, auth, false)
 	if err == nil || !strings.Contains(err.Error(), "key refused") {
 		t.Errorf("an agent without the key: %v, want every host refusing it", err)
 	}
-	if out, err := exec.Command("ssh-add", "-q", r.key).CombinedOutput(); err != nil {
+	if out, err := exec.Command("ssh-add", "-q", r.Key).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-add: %v\n%s", err, out)
 	}
 	start := time.Now()
@@ -275,7 +275,7 @@ func TestSSHAgent(t *testing.T) {
 		t.Fatalf("the agent holds the key: %v", err)
 	}
 	t.Logf("three hosts reached and checked through the agent's key in %s", time.Since(start).Round(time.Millisecond))
-	for _, l := range r.leftOnHosts(t, "") {
+	for _, l := range r.LeftOnHosts("") {
 		t.Error(l)
 	}
 }

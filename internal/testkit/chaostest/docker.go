@@ -2,6 +2,7 @@ package chaostest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -97,4 +98,23 @@ func dockerHas(runID string) bool {
 		}
 	}
 	return false
+}
+
+// DockerLeft lists what the Docker engine still has of run runID
+// (containers, networks), for AwaitClean; an engine that does not answer
+// is reported, so that a wait does not end clean on an error.
+func DockerLeft(runID string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	runs, err := docker.Runs(ctx)
+	if err != nil {
+		return []string{"docker engine: " + err.Error()}
+	}
+	for _, r := range runs {
+		if r.ID == runID {
+			return []string{fmt.Sprintf("docker leftovers of run %s: containers [%s], networks [%s]", runID,
+				strings.Join(r.Containers, ", "), strings.Join(r.Networks, ", "))}
+		}
+	}
+	return nil
 }

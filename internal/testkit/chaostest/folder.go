@@ -201,3 +201,97 @@ func SlotOwner(s int) (string, error) {
 	err = json.Unmarshal(b, &f)
 	return f.RunID, err
 }
+
+// The moments of a run that RunPhase tells apart, in the order a run
+// goes through them (the fault loop's four repeat while it lasts).
+const (
+	MomentSetup    = "setup"    // folder, janitor, network, resource, ensemble, workers
+	MomentQuiet    = "quiet"    // the workload, no fault in effect
+	MomentInject   = "inject"   // a fault invoked, not yet in effect
+	MomentHold     = "hold"     // a fault in effect
+	MomentUndo     = "undo"     // a fault's undo invoked, not yet done
+	MomentFinal    = "final"    // restore, recovery, final reads
+	MomentTeardown = "teardown" // workers, resource, subtree, ensemble, network
+	MomentCheck    = "check"    // history closed, the checkers run
+	MomentReport   = "report"   // results.json written, the report being written
+)
+
+// RunPhase is the moment the run in dir is at, from its folder: the
+// status file's phase, and within the workload the last nemesis event of
+// the history (an invoked start verb is inject, its completion hold, an
+// invoked stop verb undo, its completion quiet). A folder without a
+// status yet is setup.
+func RunPhase(dir string) string {
+	st, err := store.ReadStatus(filepath.Join(dir, store.StatusFile))
+	if err != nil {
+		return MomentSetup
+	}
+	switch st.Phase {
+	case store.PhaseWorkload:
+		return faultMoment(lastNemesisLine(dir))
+	case store.PhaseFinal:
+		return MomentFinal
+	case store.PhaseTeardown:
+		return MomentTeardown
+	case store.PhaseDone:
+		if _, err := os.Stat(filepath.Join(dir, store.ResultsFile)); err == nil {
+			return MomentReport
+		}
+		return MomentCheck
+	}
+	return MomentSetup
+}
+
+// faultMoment is the workload's moment after nemesis event e (nil: none
+// yet).
+func faultMoment(e *history.Event) string {
+	if e == nil {
+		return MomentQuiet
+	}
+	for _, v := range history.Faults {
+		switch {
+		case e.F == v.Start && e.Type == history.Invoke:
+			return MomentInject
+		case e.F == v.Start:
+			return MomentHold
+		case e.F == v.Stop && e.Type == history.Invoke:
+			return MomentUndo
+		}
+	}
+	return MomentQuiet
+}
+
+// faultVerb reports whether f starts or stops a fault (not an
+// observation such as a session seen gone, which happens while a fault
+// holds).
+func faultVerb(f string) bool {
+	for _, v := range history.Faults {
+		if f == v.Start || f == v.Stop {
+			return true
+		}
+	}
+	return false
+}
+
+// lastNemesisLine is the history's last nemesis event of a fault verb, read from the
+// file's end: cheap enough to poll every few milliseconds, which a test
+// that aims at a moment does.
+func lastNemesisLine(dir string) *history.Event {
+	b, err := os.ReadFile(filepath.Join(dir, store.HistoryFile))
+	if err != nil {
+		return nil
+	}
+	for len(b) > 0 {
+		i := bytes.LastIndexByte(bytes.TrimRight(b, "\n"), '\n')
+		line := b[i+1:]
+		b = b[:max(i, 0)]
+		if !bytes.Contains(line, []byte(`"process":"nemesis"`)) {
+			continue
+		}
+		var e history.Event
+		if json.Unmarshal(line, &e) == nil && faultVerb(e.F) {
+			return &e
+		}
+	}
+	return nil
+}

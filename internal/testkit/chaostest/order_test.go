@@ -69,7 +69,7 @@ func TestParallelBeforeToken(t *testing.T) {
 // package: chaostest's Need* and, to a fixed point, the package's own
 // functions whose bodies call one of them.
 func tokenTakers(files []*ast.File) map[string]bool {
-	takers := map[string]bool{"NeedEnsemble": true, "NeedEnsembles": true, "NeedNetns": true, "NeedDocker": true}
+	takers := map[string]bool{"NeedEnsemble": true, "NeedEnsembles": true, "NeedNetns": true, "NeedDocker": true, "NewSSHRig": true}
 	for grew := true; grew; {
 		grew = false
 		for _, f := range files {

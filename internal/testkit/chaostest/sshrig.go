@@ -1,4 +1,4 @@
-package ssh
+package chaostest
 
 import (
 	"bytes"
@@ -17,46 +17,46 @@ import (
 
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/host/proc"
-	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
-// rig is three "hosts", each a network namespace on a slot of its own
+// SSHRig is the test rig of the ssh backend: three "hosts", each a network namespace on a slot of its own
 // running Debian's sshd with its own config and host key, plus one
 // namespace with no sshd (an unreachable host). The hosts share this
 // machine's file system and PID space, as the ssh backend allows.
-type rig struct {
-	net   *netns.Network
-	hosts []*netns.Host
-	// dead is a host in the rig's subnet where nothing listens.
-	dead *netns.Host
-	// key is the private key sshd accepts; wrongKey one it does not.
-	key, wrongKey string
-	// knownHosts lists the three hosts' keys.
-	knownHosts string
-	// user is the rig's login: not root, with /bin/sh as its shell and
+type SSHRig struct {
+	Net   *netns.Network
+	Hosts []*netns.Host
+	// Dead is a host in the rig's subnet where nothing listens.
+	Dead *netns.Host
+	// Key is the private key sshd accepts; WrongKey one it does not.
+	Key, WrongKey string
+	// KnownHosts lists the three hosts' keys.
+	KnownHosts string
+	// User is the rig's login: not root, with /bin/sh as its shell and
 	// exactly the sudo right docs/ssh.md asks for (iptables).
-	user string
-	dir  string
+	User string
+	// Dir holds the rig's keys and sshd configs.
+	Dir string
 }
 
-// hostList is the hosts' addresses for --hosts.
-func (r *rig) hostList() string {
-	ips := make([]string, len(r.hosts))
-	for i, h := range r.hosts {
+// HostList is the hosts' addresses for --hosts.
+func (r *SSHRig) HostList() string {
+	ips := make([]string, len(r.Hosts))
+	for i, h := range r.Hosts {
 		ips[i] = h.IP
 	}
 	return strings.Join(ips, ",")
 }
 
-// args are the ssh flags of a run against the rig as root.
-func (r *rig) args() []string {
-	return []string{"--cluster", "ssh", "--hosts", r.hostList(), "--ssh-user", r.user, "--ssh-key", r.key, "--ssh-known-hosts", r.knownHosts}
+// Args are the ssh flags of a run against the rig as root.
+func (r *SSHRig) Args() []string {
+	return []string{"--cluster", "ssh", "--hosts", r.HostList(), "--ssh-user", r.User, "--ssh-key", r.Key, "--ssh-known-hosts", r.KnownHosts}
 }
 
 func needRig(t *testing.T) {
 	t.Helper()
-	chaostest.NeedRoot(t)
-	chaostest.NeedNetns(t)
+	NeedRoot(t)
+	NeedNetns(t)
 	for _, p := range []string{"/usr/sbin/sshd", "/usr/bin/ssh-keygen", "/usr/bin/sudo", "/usr/sbin/useradd", "/usr/sbin/visudo"} {
 		if _, err := os.Stat(p); err != nil {
 			t.Skipf("needs %s (openssh-server, sudo: scripts/install-deps.sh)", p)
@@ -64,7 +64,7 @@ func needRig(t *testing.T) {
 	}
 }
 
-func sh(t *testing.T, name string, args ...string) string {
+func mustRun(t *testing.T, name string, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(name, args...).CombinedOutput()
 	if err != nil {
@@ -73,8 +73,10 @@ func sh(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-// newRig starts the rig; everything of it goes when the test ends.
-func newRig(t *testing.T) *rig {
+// NewSSHRig starts the rig, holding a run token (NeedNetns) for the
+// test's runs on it; everything of it goes when the test ends. It skips
+// the test, saying why, without root, namespaces, sshd or sudo.
+func NewSSHRig(t *testing.T) *SSHRig {
 	t.Helper()
 	needRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -89,14 +91,14 @@ func newRig(t *testing.T) *rig {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{dir: dir, user: addUser(t, "zkcrig")}
+	r := &SSHRig{Dir: dir, User: AddUser(t, "zkcrig")}
 	sudoers := fmt.Sprintf("/etc/sudoers.d/zkchaos-rig-%d", os.Getpid())
-	rule := fmt.Sprintf("%s ALL=(root) NOPASSWD: /usr/sbin/iptables\n", r.user)
+	rule := fmt.Sprintf("%s ALL=(root) NOPASSWD: /usr/sbin/iptables\n", r.User)
 	if err := os.WriteFile(sudoers, []byte(rule), 0o440); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(sudoers) })
-	sh(t, "visudo", "-c", "-q", "-f", sudoers)
+	mustRun(t, "visudo", "-c", "-q", "-f", sudoers)
 	// sshd's privilege separation directory, made as its package would.
 	if _, err := os.Stat("/run/sshd"); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
@@ -108,7 +110,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatalf("rig network: %v", err)
 	}
-	r.net = n
+	r.Net = n
 	t.Cleanup(func() {
 		if err := n.Close(context.Background()); err != nil {
 			t.Errorf("remove rig network: %v", err)
@@ -116,17 +118,17 @@ func newRig(t *testing.T) *rig {
 	})
 	// Removing the rig kills what runs in its namespaces, the runs'
 	// watchdogs too: a test that failed with a run's servers up (and the
-	// run's controller killed by chaostest.Start's cleanup) first gives
+	// run's controller killed by Start's cleanup) first gives
 	// the watchdogs their lease to heal, and what is still left then is
 	// removed here and reported.
-	before, _ := os.ReadDir(baseDir)
+	before, _ := os.ReadDir(sshBaseDir)
 	t.Cleanup(func() { r.sweep(t, before) })
-	r.key, r.wrongKey = filepath.Join(r.dir, "id"), filepath.Join(r.dir, "wrong")
-	for _, k := range []string{r.key, r.wrongKey} {
-		sh(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "zkchaos-rig", "-f", k)
+	r.Key, r.WrongKey = filepath.Join(r.Dir, "id"), filepath.Join(r.Dir, "wrong")
+	for _, k := range []string{r.Key, r.WrongKey} {
+		mustRun(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "zkchaos-rig", "-f", k)
 	}
-	authorized := filepath.Join(r.dir, "authorized_keys")
-	pub, err := os.ReadFile(r.key + ".pub")
+	authorized := filepath.Join(r.Dir, "authorized_keys")
+	pub, err := os.ReadFile(r.Key + ".pub")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,16 +141,16 @@ func newRig(t *testing.T) *rig {
 		if err != nil {
 			t.Fatalf("rig host: %v", err)
 		}
-		r.hosts = append(r.hosts, h)
+		r.Hosts = append(r.Hosts, h)
 		hostKey, pub := r.hostKeys(t, fmt.Sprintf("host%d", i))
 		fmt.Fprintf(&known, "%s %s\n", h.IP, pub)
 		r.startSSHD(ctx, t, h, fmt.Sprintf("sshd%d", i), hostKey, "")
 	}
-	r.knownHosts = filepath.Join(r.dir, "known_hosts")
-	if err := os.WriteFile(r.knownHosts, known.Bytes(), 0o644); err != nil {
+	r.KnownHosts = filepath.Join(r.Dir, "known_hosts")
+	if err := os.WriteFile(r.KnownHosts, known.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r.dead, err = n.AddHost(ctx, "dead"); err != nil {
+	if r.Dead, err = n.AddHost(ctx, "dead"); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -159,9 +161,9 @@ func newRig(t *testing.T) *rig {
 // and hostKey-ecdsa, until the test ends. before, when set, is shell run
 // first in the same mount namespace (ip netns exec gives each command
 // one of its own), so what it mounts is what the host's sessions see.
-func (r *rig) startSSHD(ctx context.Context, t *testing.T, h *netns.Host, name, hostKey, before string) {
+func (r *SSHRig) startSSHD(ctx context.Context, t *testing.T, h *netns.Host, name, hostKey, before string) {
 	t.Helper()
-	cfg := filepath.Join(r.dir, name+".conf")
+	cfg := filepath.Join(r.Dir, name+".conf")
 	conf := fmt.Sprintf(`ListenAddress %s
 Port 22
 HostKey %s
@@ -175,7 +177,7 @@ KbdInteractiveAuthentication no
 UsePAM no
 UseDNS no
 LogLevel ERROR
-`, h.IP, hostKey, hostKey, filepath.Join(r.dir, "authorized_keys"))
+`, h.IP, hostKey, hostKey, filepath.Join(r.Dir, "authorized_keys"))
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -202,11 +204,11 @@ LogLevel ERROR
 // fields ("type key"). known_hosts lists only the ed25519 one: the
 // handshake must ask for the kind of key known_hosts holds
 // (golang.org/x/crypto/ssh prefers ECDSA).
-func (r *rig) hostKeys(t *testing.T, name string) (path, pub string) {
+func (r *SSHRig) hostKeys(t *testing.T, name string) (path, pub string) {
 	t.Helper()
-	path = filepath.Join(r.dir, name)
-	sh(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path)
-	sh(t, "ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", path+"-ecdsa")
+	path = filepath.Join(r.Dir, name)
+	mustRun(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path)
+	mustRun(t, "ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", path+"-ecdsa")
 	b, err := os.ReadFile(path + ".pub")
 	if err != nil {
 		t.Fatal(err)
@@ -215,21 +217,21 @@ func (r *rig) hostKeys(t *testing.T, name string) (path, pub string) {
 	return path, f[0] + " " + f[1]
 }
 
-// addBareHost starts a fourth host whose sessions see an empty
+// AddBareHost starts a fourth host whose sessions see an empty
 // /usr/share/java (a tmpfs mounted in its sshd's own mount namespace): a
 // host without the ZooKeeper jars, as a fresh machine is. known_hosts
 // lists it too; TestSSH's runs never use it.
-func (r *rig) addBareHost(t *testing.T) *netns.Host {
+func (r *SSHRig) AddBareHost(t *testing.T) *netns.Host {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := r.net.AddHost(ctx, "bare")
+	h, err := r.Net.AddHost(ctx, "bare")
 	if err != nil {
 		t.Fatalf("rig host: %v", err)
 	}
 	hostKey, pub := r.hostKeys(t, "hostbare")
 	r.startSSHD(ctx, t, h, "sshdbare", hostKey, "mount --make-rprivate / && mount -t tmpfs -o size=1m zkchaos-bare /usr/share/java || exit 1")
-	kh, err := os.OpenFile(r.knownHosts, os.O_APPEND|os.O_WRONLY, 0)
+	kh, err := os.OpenFile(r.KnownHosts, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,12 +242,13 @@ func (r *rig) addBareHost(t *testing.T) *netns.Host {
 	return h
 }
 
-// addUser adds a user named prefix<pid> with no password (it logs in by
-// key only) and /bin/sh as its shell, removed when the test ends.
-func addUser(t *testing.T, prefix string) string {
+// AddUser adds a user named prefix<pid> with no password (it logs in by
+// key only), /bin/sh as its shell and no sudo right, removed when the
+// test ends.
+func AddUser(t *testing.T, prefix string) string {
 	t.Helper()
 	user := fmt.Sprintf("%s%d", prefix, os.Getpid()%100000)
-	sh(t, "useradd", "-M", "-d", "/tmp", "-s", "/bin/sh", "-p", "*", user)
+	mustRun(t, "useradd", "-M", "-d", "/tmp", "-s", "/bin/sh", "-p", "*", user)
 	t.Cleanup(func() {
 		if out, err := exec.Command("userdel", user).CombinedOutput(); err != nil {
 			t.Errorf("userdel %s: %v\n%s", user, err, out)
@@ -269,46 +272,47 @@ func waitListen(ctx context.Context, addr string) error {
 	}
 }
 
-// baseDir is where runs keep their servers' directories on the hosts
+// sshBaseDir is where runs keep their servers' directories on the hosts
 // (cluster/ssh.BaseDir), on this machine's file system here.
-const baseDir = "/var/tmp/zkchaos"
+const sshBaseDir = "/var/tmp/zkchaos"
 
 // sweep waits for the hosts to be clean of runs made since before, then
 // removes and reports whatever is left.
-func (r *rig) sweep(t *testing.T, before []os.DirEntry) {
+func (r *SSHRig) sweep(t *testing.T, before []os.DirEntry) {
 	had := map[string]bool{}
 	for _, e := range before {
 		had[e.Name()] = true
 	}
 	var left []string
 	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if left = r.leftOnHosts(t, ""); len(left) == 0 {
+		if left = r.LeftOnHosts(""); len(left) == 0 {
 			return
 		}
 	}
 	for _, l := range left {
 		t.Errorf("left on the rig at its end (removed now): %s", l)
 	}
-	ents, _ := os.ReadDir(baseDir)
+	ents, _ := os.ReadDir(sshBaseDir)
 	for _, e := range ents {
 		if !had[e.Name()] {
-			os.RemoveAll(filepath.Join(baseDir, e.Name()))
+			os.RemoveAll(filepath.Join(sshBaseDir, e.Name()))
 		}
 	}
 }
 
-// leftOnHosts lists what run runID (every run when "") left on the rig's
+// LeftOnHosts lists what run runID (every run when "") left on the rig's
 // hosts: rules of a zkchaos chain in a host's iptables, a process whose
 // command line names the run's directory (a JVM, a watchdog; paused
-// ones said so), the run's directory.
-func (r *rig) leftOnHosts(t *testing.T, runID string) []string {
-	t.Helper()
+// ones said so), the run's directory; a host whose rules cannot be read
+// is reported too.
+func (r *SSHRig) LeftOnHosts(runID string) []string {
 	var left []string
-	chain, dir := "ZKCHAOS-"+runID, baseDir+"/"+runID
-	for _, h := range r.hosts {
+	chain, dir := "ZKCHAOS-"+runID, sshBaseDir+"/"+runID
+	for _, h := range r.Hosts {
 		out, err := h.Command(context.Background(), "iptables", "-w", "-S").CombinedOutput()
 		if err != nil {
-			t.Fatalf("iptables in %s: %v\n%s", h.NS, err, out)
+			left = append(left, fmt.Sprintf("host %s: iptables: %v: %s", h.IP, err, out))
+			continue
 		}
 		for _, l := range strings.Split(string(out), "\n") {
 			if strings.Contains(l, chain) {
