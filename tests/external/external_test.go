@@ -186,12 +186,7 @@ func refused(t *testing.T, want string, args ...string) {
 // told the run's subtree and identity, removes the subtree (protected
 // by the run's digest ACL) once it has swept the run's processes.
 func killed(t *testing.T, conn *zk.Conn, addrs string) {
-	results := t.TempDir()
-	cmd, _, se := chaostest.Start(t, append([]string{"run", "--results", results},
-		runArgs(addrs, "on", "--time-limit", "60s", "--name", "external-killed")...)...)
-	dir := chaostest.WaitForRun(t, results, se, "a paused holder", chaostest.PausedNow)
-	runID := chaostest.ReadTest(t, dir).RunID
-	root := "/zkchaos/" + runID
+	cmd, dir, runID, root := startPaused(t, addrs, "external-killed")
 	if ok, _, err := conn.Exists(root + "/locks/inventory/SKU-1"); err != nil || !ok {
 		t.Fatalf("%s/locks/inventory/SKU-1 missing mid-run (err %v)", root, err)
 	}
@@ -228,12 +223,7 @@ func killed(t *testing.T, conn *zk.Conn, addrs string) {
 // removes it through the record the run kept on this machine. A second
 // cleanup finds nothing of the run.
 func orphaned(t *testing.T, conn *zk.Conn, addrs string) {
-	results := t.TempDir()
-	cmd, _, se := chaostest.Start(t, append([]string{"run", "--results", results},
-		runArgs(addrs, "on", "--time-limit", "60s", "--name", "external-orphaned")...)...)
-	dir := chaostest.WaitForRun(t, results, se, "a paused holder", chaostest.PausedNow)
-	runID := chaostest.ReadTest(t, dir).RunID
-	root := "/zkchaos/" + runID
+	cmd, dir, runID, root := startPaused(t, addrs, "external-orphaned")
 	if !chaostest.KillControllerAndJanitor(t, cmd, runID) {
 		t.Fatal("janitor of the run not found")
 	}
@@ -259,4 +249,14 @@ func orphaned(t *testing.T, conn *zk.Conn, addrs string) {
 	}
 	assertOnlyTestsLeft(t, conn, runID)
 	chaostest.AssertNothingLeft(t, dir)
+}
+
+// startPaused starts a fenced 60 s run on the ensemble at addrs and
+// waits until a holder is paused; it returns the run's command, folder,
+// id and subtree root.
+func startPaused(t *testing.T, addrs, name string) (cmd *exec.Cmd, dir, runID, root string) {
+	t.Helper()
+	cmd, _, _, dir = chaostest.StartUntilPaused(t, t.TempDir(), name, runArgs(addrs, "on", "--time-limit", "60s")...)
+	runID = chaostest.ReadTest(t, dir).RunID
+	return cmd, dir, runID, "/zkchaos/" + runID
 }
