@@ -27,9 +27,11 @@ import (
 )
 
 // rogueRun is a short run with one contended key and a rogue-client every
-// two seconds; a holder keeps its lock long enough for the forgery.
+// two seconds; a holder keeps its lock long enough for the forgery. Its
+// 12 s hold four attacks (2 s quiet, 1 s each): enough for the two that
+// TestRogueClientWithACL needs, when one finds no holder with a waiter.
 func rogueRun(name, seed string, extra ...string) []string {
-	return append([]string{"--nemesis", "rogue-client", "--fencing", "on", "--time-limit", "20s",
+	return append([]string{"--nemesis", "rogue-client", "--fencing", "on", "--time-limit", "12s",
 		"--nemesis-interval", "2s", "--pause", "1s", "--keys", "1", "--workers", "4", "--hold", "300ms",
 		"--seed", seed, "--name", name}, extra...)
 }
@@ -80,7 +82,7 @@ func TestRogueClientWithACL(t *testing.T) {
 		}
 	}
 	if attacks < 2 {
-		t.Fatalf("%d rogue-client attacks in 20s, want several", attacks)
+		t.Fatalf("%d rogue-client attacks in 12s, want several", attacks)
 	}
 	for _, op := range ends {
 		if !strings.Contains(op.Value.Detail, "no forged node") || !strings.Contains(op.Value.Detail, "intact") {
@@ -266,7 +268,7 @@ func TestCuratorWithACL(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	r := chaostest.Run(t, results, "--recipe", "curator", "--nemesis", "rogue-client", "--fencing", "on",
-		"--time-limit", "20s", "--nemesis-interval", "2s", "--pause", "1s", "--keys", "2", "--workers", "4",
+		"--time-limit", "12s", "--nemesis-interval", "2s", "--pause", "1s", "--keys", "2", "--workers", "4",
 		"--hold", "200ms", "--seed", "23", "--name", "curator-acl")
 	t.Logf("stdout:\n%s", r.Stdout)
 	if r.Code != 0 {

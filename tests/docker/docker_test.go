@@ -14,8 +14,9 @@ import (
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
-// short is a run long enough for a few fault cycles.
-var short = []string{"--cluster", "docker", "--time-limit", "20s", "--nemesis-interval", "2s"}
+// short is a run long enough for a few fault cycles: three pauses of a
+// holder (2 s quiet, 2 s held) in its 12 s.
+var short = []string{"--cluster", "docker", "--time-limit", "12s", "--nemesis-interval", "2s"}
 
 func args(extra ...string) []string { return append(append([]string(nil), short...), extra...) }
 
@@ -69,8 +70,8 @@ func TestBadInputStartsNothing(t *testing.T) {
 // twice; both leave nothing of the run behind.
 //
 // It is slow because it makes two docker runs one after another, each
-// starting three containers: the fenced one runs its 20 s so that several
-// holders are paused (2 s apart) while it stays valid, and the unfenced
+// starting three containers: the fenced one runs its 12 s so that three
+// holders are paused (4 s apart) while it stays valid, and the unfenced
 // one runs until its first double write, up to
 // matrix.DefaultLimit. That second run is why its time varies: whether a
 // pause makes a stale write land is a race in the paused worker.

@@ -58,7 +58,7 @@ func assertClean(t *testing.T, r *chaostest.SSHRig, dir string) {
 // themselves.
 //
 // It is slow because it makes six real runs one after another (they share
-// the rig's hosts and their ZooKeeper ports): 20 s with every fault, 8 s
+// the rig's hosts and their ZooKeeper ports): 12 s with every fault, 8 s
 // for each of three server faults, unfenced until its first violation, and one killed once its
 // partition is verified, after which the hosts' watchdogs need their 5 s
 // lease (zkssh.LeasePeriod) to heal. Every server verb goes over SSH and
@@ -71,7 +71,7 @@ func TestSSH(t *testing.T) {
 
 	t.Run("fenced all valid", func(t *testing.T) {
 		start := time.Now()
-		res := chaostest.Run(t, results, append(r.Args(), short("ssh-all", "--nemesis", "all", "--fencing", "on")...)...)
+		res := chaostest.Run(t, results, append(r.Args(), short("ssh-all", "--nemesis", "all", "--fencing", "on", "--time-limit", "12s")...)...)
 		t.Logf("fenced --nemesis all: exit %d in %s", res.Code, time.Since(start).Round(time.Second))
 		if res.Code != 0 {
 			t.Fatalf("exit %d, want 0 (valid)\n%s", res.Code, chaostest.Tail(res.Stderr, 3000))

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,20 +30,10 @@ import (
 // their own so that they do not contend with real test packages.
 var tokenDir = os.TempDir()
 
-// Tokens is how many real runs go at once on the machine: two, the most
-// the project's CI allows on its 2-core machines. A run keeps most of a
-// core busy (its three JVMs, workers, register and controller), so two
-// already fill both cores: more at once would not finish the suite
-// sooner (docs/measurements.md, "Integration test packages").
-// ZKCHAOS_TEST_RUNS overrides it.
-var Tokens = tokensFromEnv()
-
-func tokensFromEnv() int {
-	if n, err := strconv.Atoi(os.Getenv("ZKCHAOS_TEST_RUNS")); err == nil && n > 0 {
-		return n
-	}
-	return 2
-}
+// Tokens is how many real runs go at once on the machine
+// (slowest.RunTokens: two, the most the project's CI allows on its
+// 2-core machines; ZKCHAOS_TEST_RUNS overrides it).
+var Tokens = slowest.RunTokens()
 
 // holds are this process's tokens by the name of the test that took
 // them. A subtest of a test that holds tokens runs under its parent's:
@@ -81,7 +70,9 @@ func holdRuns(t *testing.T, n int) {
 	}
 	holds.byTest[t.Name()] = len(files)
 	holds.Unlock()
+	got := time.Now()
 	t.Cleanup(func() {
+		t.Log(slowest.HoldLog(time.Since(got).Round(100*time.Millisecond), len(files)))
 		holds.Lock()
 		delete(holds.byTest, t.Name())
 		holds.Unlock()

@@ -52,6 +52,9 @@ type Summary struct {
 	// parent's.
 	Packages []Timing
 	Tests    []Timing
+	// TokenTime is the run tokens' time held over the whole stream
+	// (HoldLog): tokens × time.
+	TokenTime time.Duration
 }
 
 // line is one output line of a package, with the test it belongs to (""
@@ -126,6 +129,7 @@ func (rd *reader) line(b []byte) error {
 		p.lines = append(p.lines, line{ev.Test, ev.Output})
 		if ev.Test != "" {
 			rd.waits[[2]string{ev.Package, topLevel(ev.Test)}] += waitIn(ev.Output)
+			rd.sum.TokenTime += heldIn(ev.Output)
 		}
 	case "pass", "fail", "skip":
 		if ev.Test != "" {

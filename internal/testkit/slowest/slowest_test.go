@@ -187,3 +187,35 @@ func TestTokenWaitsLeftOut(t *testing.T) {
 		t.Errorf("tests %v, want %v (70 s less 51.5 s of token waits)", sum.Tests, want)
 	}
 }
+
+// TestTokenTimeSummed: the tokens' time held (HoldLog) is summed over the
+// stream, tokens × time, and the tables give it with the floor it puts on
+// the suite at that many tokens; a stream without holds says nothing of
+// tokens.
+func TestTokenTimeSummed(t *testing.T) {
+	out := func(pkg, test, text string) string {
+		return `{"Action":"output","Package":"` + pkg + `","Test":"` + test + `","Output":"    machine.go:90: ` + text + `\n"}` + "\n"
+	}
+	s := out("example.com/m/e", "TestOne", HoldLog(30*time.Second, 1)) +
+		out("example.com/m/e", "TestTwo", HoldLog(20*time.Second, 2)) +
+		out("example.com/m/f", "TestThree/sub", HoldLog(10*time.Second, 1)) +
+		out("example.com/m/f", "TestThree", "held 3 locks for 9s")
+	sum, err := Read(strings.NewReader(s), &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.TokenTime != 80*time.Second {
+		t.Errorf("token time %v, want 80s (30 + 2×20 + 10)", sum.TokenTime)
+	}
+	var b strings.Builder
+	if err := sum.writeTables(&b, 10, module, 2); err != nil {
+		t.Fatal(err)
+	}
+	if want := "run tokens held 80 s in all: at 2 real runs at once, the suite takes at least 40 s\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("tables lack %q:\n%s", want, b.String())
+	}
+	b.Reset()
+	if err := (Summary{}).writeTables(&b, 10, module, 2); err != nil || strings.Contains(b.String(), "run tokens") {
+		t.Errorf("a stream without holds: %v\n%s", err, b.String())
+	}
+}

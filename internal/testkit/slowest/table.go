@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // LongTest is the time above which a test must say in a comment why it
@@ -15,6 +16,10 @@ const LongTest = 60.0 // seconds
 // the module prefix, marking tests over LongTest (all of them are listed,
 // also beyond top), then the failed packages.
 func (s Summary) WriteTables(w io.Writer, top int, module string) error {
+	return s.writeTables(w, top, module, RunTokens())
+}
+
+func (s Summary) writeTables(w io.Writer, top int, module string, tokens int) error {
 	var b strings.Builder
 	short := func(pkg string) string {
 		if pkg == strings.TrimSuffix(module, "/") {
@@ -40,6 +45,11 @@ func (s Summary) WriteTables(w io.Writer, top int, module string) error {
 			mark = " *"
 		}
 		fmt.Fprintf(&b, "%8.1f s  %s %s%s\n", t.Seconds, short(t.Package), t.Test, mark)
+	}
+	if s.TokenTime > 0 {
+		floor := s.TokenTime / time.Duration(tokens)
+		fmt.Fprintf(&b, "run tokens held %.0f s in all: at %d real runs at once, the suite takes at least %.0f s\n",
+			s.TokenTime.Seconds(), tokens, floor.Seconds())
 	}
 	if len(s.Failed) > 0 {
 		names := make([]string, len(s.Failed))
