@@ -87,13 +87,27 @@ func (w *Config) Step(ctx context.Context, c Client, _ *rand.Rand) {
 // update reads the config and writes a new value based on the version
 // read; it reports whether the update succeeded.
 func (w *Config) update(ctx context.Context, c Client) bool {
+	_, ok := w.updateTo(ctx, c)
+	return ok
+}
+
+// updateTo is update, also returning the version it wrote as the
+// client's answer gave it (nil when the answer gave none: the checkers
+// then have no final version either).
+func (w *Config) updateTo(ctx context.Context, c Client) (*int64, bool) {
 	rd := c.Do(ctx, Op{F: history.FReadConfig, Key: ConfigKey})
 	if rd.Type != history.OK || rd.Value == nil || rd.Value.Version == nil {
-		return false
+		return nil, false
 	}
 	v := w.next.Add(1)
 	up := c.Do(ctx, Op{F: history.FUpdate, Key: ConfigKey, Value: &v, Expected: history.Int64(*rd.Value.Version)})
-	return up.Type == history.OK
+	if up.Type != history.OK {
+		return nil, false
+	}
+	if up.Value != nil {
+		return up.Value.Version, true
+	}
+	return nil, true
 }
 
 // ensureWatching sends a watch when the client's current process has not
@@ -122,19 +136,50 @@ func (w *Config) ensureWatching(ctx context.Context, c Client) bool {
 // plus a second for the re-read.
 func (w *Config) ConvergenceBound() time.Duration { return 2*w.SessionTimeout + time.Second }
 
+// ConvergedSettle is how long the final phase goes on once every watcher
+// reported the final version: a client that then applies something else
+// (an older version, other data) is seen doing it within this time, as
+// it would have been in the rest of ConvergenceBound.
+const ConvergedSettle = time.Second
+
 // Final makes sure every watcher watches on its current process, has the
 // first admin write one final version (retrying a failed compare-and-set,
-// as an operator would), and waits ConvergenceBound for the clients to
-// apply it.
+// as an operator would), and waits for the clients to apply it: until
+// every watcher's current process reported it and ConvergedSettle more,
+// or ConvergenceBound at most. Ending early changes no verdict
+// (config-convergence needs exactly that of the processes alive at the
+// end); a client slow to apply still makes the run wait the whole bound.
 func (w *Config) Final(ctx context.Context, e End) {
 	cs := e.Clients()
-	for _, c := range cs[w.Admins:] {
+	watchers := cs[w.Admins:]
+	for _, c := range watchers {
 		w.ensureWatching(ctx, c)
 	}
-	for ctx.Err() == nil && !w.update(ctx, cs[0]) {
-		ctxsleep.Sleep(ctx, 100*time.Millisecond)
+	var final *int64
+	for ok := false; ctx.Err() == nil && !ok; {
+		if final, ok = w.updateTo(ctx, cs[0]); !ok {
+			ctxsleep.Sleep(ctx, 100*time.Millisecond)
+		}
 	}
-	ctxsleep.Sleep(ctx, w.ConvergenceBound())
+	deadline := time.Now().Add(w.ConvergenceBound())
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		if final != nil && converged(e, watchers, *final) {
+			ctxsleep.Sleep(ctx, min(ConvergedSettle, time.Until(deadline)))
+			return
+		}
+		ctxsleep.Sleep(ctx, 50*time.Millisecond)
+	}
+}
+
+// converged says whether every one of cs reported applying version v of
+// the config key, or a later one.
+func converged(e End, cs []Client, v int64) bool {
+	for _, c := range cs {
+		if got, ok := e.Applied(c, ConfigKey); !ok || got < v {
+			return false
+		}
+	}
+	return true
 }
 
 // Checkers are integrity and the config checkers.

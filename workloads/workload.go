@@ -182,6 +182,10 @@ type End interface {
 	// FinalRead reads key from the register directly, without a token
 	// (resource/register/types.go), and records it as client c's final-read.
 	FinalRead(ctx context.Context, c Client, key string)
+	// Applied is the highest version of key that c's current process
+	// reported applying (a config watcher's applied event), false when it
+	// reported none.
+	Applied(c Client, key string) (int64, bool)
 }
 
 // Settings are the run's flags a workload is built from; each workload

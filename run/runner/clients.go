@@ -63,6 +63,9 @@ type fleet struct {
 	// protocols are the protocol versions the workers' hellos named so
 	// far: each is logged once, not once per worker process.
 	protocols map[int]bool
+	// applied is the highest version each process reported applying, by
+	// process and key (the config workload's final phase waits on it).
+	applied map[appliedKey]int64
 
 	// firstTries counts the slots that have not yet tried to start their
 	// first worker; tried is closed when none is left (waitFirstTries).
@@ -262,7 +265,37 @@ func (l *live) Event(m worker.Message) {
 		l.f.lost(l, m.Key)
 	case worker.EventApplied:
 		l.f.instant(l.process, history.FApplied, m.Key, &history.Value{Version: m.Version, Digest: m.Digest, N: m.Value}, m.Error)
+		if m.Version != nil && m.Error == "" {
+			l.f.noteApplied(l.process, m.Key, *m.Version)
+		}
 	}
+}
+
+// appliedKey is a process and a key it applied versions of.
+type appliedKey struct {
+	process int
+	key     string
+}
+
+// noteApplied keeps the highest version process reported applying of key.
+func (f *fleet) noteApplied(process int, key string, v int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.applied == nil {
+		f.applied = map[appliedKey]int64{}
+	}
+	k := appliedKey{process, key}
+	if got, ok := f.applied[k]; !ok || v > got {
+		f.applied[k] = v
+	}
+}
+
+// appliedOf is the highest version process reported applying of key.
+func (f *fleet) appliedOf(process int, key string) (int64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.applied[appliedKey{process, key}]
+	return v, ok
 }
 
 // noteProtocol logs the protocol version a worker's hello named, the

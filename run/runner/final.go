@@ -160,6 +160,11 @@ func (p *finalPhase) final() {
 // Clients implements workloads.End: every worker slot.
 func (p *finalPhase) Clients() []workloads.Client { return p.fleet.Clients() }
 
+// Applied implements workloads.End.
+func (p *finalPhase) Applied(cl workloads.Client, key string) (int64, bool) {
+	return p.fleet.appliedOf(cl.Process(), key)
+}
+
 // FinalRead implements workloads.End. The read goes to the register
 // directly, without a token, rather than through the worker protocol,
 // because a worker may read only under the lock: a final read must show

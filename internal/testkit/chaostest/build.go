@@ -15,13 +15,24 @@ import (
 	"github.com/zkchaos/zkchaos/client/subjects"
 )
 
+// inUse is this process's shared flock on the build folder it runs from
+// (useLock), held until the process exits.
+var inUse *os.File
+
+// useLock is the file in a build folder that each test process running
+// from it holds a shared flock on.
+const useLock = "in-use.lock"
+
 // sharedBuild builds the binaries into the checkout's bin/ folder, in a
 // folder named by a hash of the sources they are built from, unless a test
 // process of the same sources already has: test packages run as separate
 // processes, often two at once, and each used to link its own copy. A
 // flock on bin/test.lock makes the others wait for the first build rather
 // than build again. Folders of other sources (an older state of the
-// checkout) are removed; `make clean` removes bin/ as a whole.
+// checkout) are removed once no test process runs from them: the sources
+// can change while a suite runs (an edit, a log written into the
+// checkout), and a folder removed under a running package made its next
+// run fail to start. `make clean` removes bin/ as a whole.
 func sharedBuild() (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
@@ -42,25 +53,49 @@ func sharedBuild() (string, error) {
 	defer lock.Close()
 	dir := filepath.Join(bin, "test-"+key)
 	chaos := filepath.Join(dir, "chaos")
-	if _, err := os.Stat(subjects.WorkerPath(chaos)); err == nil {
-		return chaos, nil
+	if _, err := os.Stat(subjects.WorkerPath(chaos)); err != nil {
+		if err := build(bin, dir); err != nil {
+			return "", err
+		}
 	}
+	if inUse, err = flockFile(filepath.Join(dir, useLock), syscall.LOCK_SH); err != nil {
+		return "", err
+	}
+	return chaos, nil
+}
+
+// build builds the binaries into dir, and removes the other build folders
+// no test process runs from. The caller holds bin/test.lock.
+func build(bin, dir string) error {
 	tmp, err := os.MkdirTemp(bin, "building-")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.RemoveAll(tmp)
 	if _, err := BuildInto(tmp); err != nil {
-		return "", err
+		return err
 	}
 	old, _ := filepath.Glob(filepath.Join(bin, "test-*"))
 	for _, o := range old {
-		os.RemoveAll(o)
+		removeUnused(o)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return "", fmt.Errorf("keep the build: %w", err)
+		return fmt.Errorf("keep the build: %w", err)
 	}
-	return chaos, nil
+	return nil
+}
+
+// removeUnused removes build folder dir unless a test process holds its
+// useLock; one in use stays for a later build to remove.
+func removeUnused(dir string) {
+	f, err := os.Open(filepath.Join(dir, useLock))
+	if err == nil {
+		defer f.Close()
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			return
+		}
+	}
+	os.RemoveAll(dir)
 }
 
 // ownNames gives this test process names of its own for the shared
@@ -124,7 +159,8 @@ func ModuleRoot() (string, error) {
 
 // sourceKey hashes what the binaries can be built from: every file of
 // the module outside bin/, results/, docs/, tests/ and dot folders, test
-// files left out, with its path, and the Go version. Embedded files
+// files and the root's files but go.mod and go.sum left out, with its
+// path, and the Go version. Embedded files
 // (templates, the Curator and kazoo workers) count like Go files.
 func sourceKey(root string) (string, error) {
 	h := sha256.New()
@@ -141,7 +177,10 @@ func sourceKey(root string) (string, error) {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || strings.HasSuffix(path, "_test.go") {
+		// The module's root holds no package: of its files only go.mod
+		// and go.sum are built from (a log written there is not).
+		atRoot := filepath.Dir(rel) == "."
+		if !d.Type().IsRegular() || strings.HasSuffix(path, "_test.go") || atRoot && rel != "go.mod" && rel != "go.sum" {
 			return nil
 		}
 		f, err := os.Open(path)

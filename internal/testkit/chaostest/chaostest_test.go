@@ -194,3 +194,37 @@ func assertLeft(t *testing.T, run string, slot int, want ...string) {
 		}
 	}
 }
+
+// TestBuildInUseStays: a build folder that a test process runs from (a
+// shared flock on its useLock) is not removed when another build replaces
+// it; one that nobody uses, or one without the lock file, is.
+func TestBuildInUseStays(t *testing.T) {
+	bin := t.TempDir()
+	used, unused, bare := filepath.Join(bin, "test-a"), filepath.Join(bin, "test-b"), filepath.Join(bin, "test-c")
+	for _, d := range []string{used, unused, bare} {
+		if err := os.MkdirAll(filepath.Join(d, "proc-1"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{used, unused} {
+		if err := os.WriteFile(filepath.Join(d, useLock), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := flockFile(filepath.Join(used, useLock), syscall.LOCK_SH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, d := range []string{used, unused, bare} {
+		removeUnused(d)
+	}
+	if _, err := os.Stat(filepath.Join(used, "proc-1")); err != nil {
+		t.Errorf("the folder in use was removed: %v", err)
+	}
+	for _, d := range []string{unused, bare} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s stays (%v); want it removed", d, err)
+		}
+	}
+}
