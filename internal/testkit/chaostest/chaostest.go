@@ -39,6 +39,9 @@ func Main(m *testing.M) {
 	if chaosBin != "" {
 		os.RemoveAll(filepath.Dir(chaosBin))
 	}
+	if inUse != nil {
+		inUse.Close() // the build may go once every process is done with it
+	}
 	os.Exit(code)
 }
 

@@ -16,9 +16,14 @@ func NeedEnsemble(t *testing.T) { NeedEnsembles(t, 1) }
 
 // NeedEnsembles is NeedEnsemble for a test whose command starts n runs at
 // once (a gate or test-all with --parallel n): it holds n tokens.
+//
+// The binaries are built (Binary) before the tokens are taken: the first
+// test of a suite builds them, and a build under a token kept one of the
+// machine's run slots idle for its seconds.
 func NeedEnsembles(t *testing.T, n int) {
 	t.Helper()
 	skipWithoutEnsemble(t)
+	Binary(t)
 	holdRuns(t, n)
 }
 
