@@ -137,9 +137,10 @@ func (w *Config) ensureWatching(ctx context.Context, c Client) bool {
 func (w *Config) ConvergenceBound() time.Duration { return 2*w.SessionTimeout + time.Second }
 
 // ConvergedSettle is how long the final phase goes on once every watcher
-// reported the final version: a client that then applies something else
-// (an older version, other data) is seen doing it within this time, as
-// it would have been in the rest of ConvergenceBound.
+// reported the final version, so that a client that at once applies
+// something else (an older version, other data) is still seen doing it;
+// one that would do so later than this, and within the rest of
+// ConvergenceBound, is no longer watched for.
 const ConvergedSettle = time.Second
 
 // Final makes sure every watcher watches on its current process, has the
