@@ -3,6 +3,7 @@ package workloads
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -35,17 +36,37 @@ const Service = "billing"
 // user's data saw is judged by exactly-once (every task executed once)
 // and stale-term (no write of an old term accepted after a newer one);
 // leader-overlap and term-order judge the election itself.
+//
+// The table starts with Chunk tasks and grows by Chunk more whenever
+// fewer than half a chunk of it is left not known done (growIfLow), up
+// to MaxTableTasks, so it does not run out in a run's time, and the final
+// phase completes only what is left of it, never more than one and a
+// half chunks: tasks nobody touched prove nothing. Leaders pick among
+// those tasks only; two leaders at once (a deposed one and its
+// successor) pick the same task more often than in a large table, which
+// only helps catch a task run twice.
 type Election struct {
-	Tasks          []string
+	// Chunk is how many tasks the table starts with and grows by.
+	Chunk          int
 	Batch          int
 	Hold           time.Duration
 	Think          time.Duration
 	AcquireTimeout time.Duration
 
+	// growMu lets one client at a time grow the table; res is Prepare's
+	// resource, which the growth goes through, size the table's tasks
+	// (t1..t<size>), and unsure says that the last growth failed, so the
+	// register may hold the next chunk already: all three under growMu.
+	growMu sync.Mutex
+	res    Resource
+	size   int
+	unsure bool
+
 	mu sync.Mutex
-	// done are the tasks some leader completed (ok): the next leaders
-	// skip them; an unknown outcome leaves a task to be done again.
-	done map[string]bool
+	// live are the table's tasks not known done, in table order, the
+	// ones leaders pick from: a task leaves it when some leader
+	// completed it (ok); an unknown outcome leaves it to be done again.
+	live []string
 }
 
 func init() {
@@ -53,18 +74,25 @@ func init() {
 		if s.Tasks < 1 {
 			return nil, fmt.Errorf("%s %d: must be at least 1", setting.Name("Tasks"), s.Tasks)
 		}
-		return &Election{Tasks: TaskNames(s.Tasks), Batch: 5, Hold: s.Hold, Think: s.Think,
-			AcquireTimeout: s.AcquireTimeout, done: map[string]bool{}}, nil
+		if s.Tasks > MaxTableTasks {
+			return nil, fmt.Errorf("%s %d: must be at most %d (a leader's scan of a larger table does not fit in the register's reply)",
+				setting.Name("Tasks"), s.Tasks, MaxTableTasks)
+		}
+		return &Election{Chunk: s.Tasks, Batch: 5, Hold: s.Hold, Think: s.Think,
+			AcquireTimeout: s.AcquireTimeout, size: s.Tasks, live: TaskNames(s.Tasks)}, nil
 	})
 }
 
 // TaskNames are the task keys billing:2026-11-30:t1..tn (idempotency
 // keys from business identity, a task of a tenant on a day:
 // docs/background.md#exactly-once-effects).
-func TaskNames(n int) []string {
+func TaskNames(n int) []string { return taskNames(1, n) }
+
+// taskNames are the n task keys from t<first> on.
+func taskNames(first, n int) []string {
 	out := make([]string, max(n, 0))
 	for i := range out {
-		out[i] = fmt.Sprintf("%s:2026-11-30:t%d", Service, i+1)
+		out[i] = fmt.Sprintf("%s:2026-11-30:t%d", Service, first+i)
 	}
 	return out
 }
@@ -78,14 +106,116 @@ func (e *Election) Nodes() []Node {
 	return []Node{{Path: recipes.ElectionRoot}, {Path: recipes.ElectionRoot + "/" + Service}}
 }
 
-// Prepare creates the task table, every task PENDING.
+// Prepare creates the task table's first chunk, every task PENDING,
+// takes the table as the register has it, and keeps r to grow it while
+// the run goes on.
 func (e *Election) Prepare(ctx context.Context, r Resource) error {
-	return r.InitTasks(ctx, Service, e.Tasks)
+	e.growMu.Lock()
+	defer e.growMu.Unlock()
+	e.res = r
+	if err := r.InitTasks(ctx, Service, TaskNames(e.Chunk)); err != nil {
+		return err
+	}
+	table, err := r.Tasks(ctx, Service)
+	if err != nil {
+		return err
+	}
+	e.adopt(table)
+	return nil
 }
 
-// Step campaigns; a winner runs one batch and resigns.
+// adopt takes the register's table: the first chunk in a new run, but
+// in a resumed soak also the tasks its earlier segments added (t1 on
+// without a gap), which this segment must finish too, less those done
+// already, which it must not run again. The caller holds growMu.
+func (e *Election) adopt(table map[string]bool) {
+	size := e.Chunk
+	for {
+		if _, ok := table[taskNames(size+1, 1)[0]]; !ok {
+			break
+		}
+		size++
+	}
+	var live []string
+	for _, t := range TaskNames(size) {
+		if !table[t] {
+			live = append(live, t)
+		}
+	}
+	e.size = size
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.live = live
+}
+
+// MaxTableTasks is where the table stops growing: a leader's scan lists
+// every task of the table, about 130 bytes each, and the register's
+// client reads at most 1 MiB of a reply, so a table of about 8000 tasks
+// would fail every scan (and retire every leader). 4000 keeps a scan
+// under half of that, and lasts the gate's cells many times over (about
+// ten tasks a second at the default --hold of 100 ms) and a soak about
+// seven minutes, after which its leaders find nothing left, as with a
+// table that does not grow.
+const MaxTableTasks = 4000
+
+// growIfLow adds the next chunk when fewer than half a chunk of the
+// table is left not known done. Half a chunk (25 tasks, five batches, at
+// the default --tasks) is more than the leaders of the moment can take
+// while the growth, one call to the resource, is under way, and a chunk
+// at a time keeps those calls rare. A client that finds another growing
+// goes on with the table as it is. A failed growth keeps the table as it
+// was (the resource logs why), and a later Step tries again.
+func (e *Election) growIfLow(ctx context.Context) {
+	if ctx.Err() != nil || !e.low() || !e.growMu.TryLock() {
+		return
+	}
+	defer e.growMu.Unlock()
+	if e.res != nil && e.low() && e.size+e.Chunk <= MaxTableTasks {
+		_ = e.extend(ctx)
+	}
+}
+
+// low reports whether fewer than half a chunk of the table is left.
+func (e *Election) low() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return 2*len(e.live) < e.Chunk
+}
+
+// extend adds the next chunk: to the register first, then to the tasks
+// leaders pick from, so that no leader claims a task the register does
+// not know. On an error the table stays as it was and unsure is set: the
+// init may have been committed all the same. The caller holds growMu.
+func (e *Election) extend(ctx context.Context) error {
+	tasks := taskNames(e.size+1, e.Chunk)
+	if err := e.res.InitTasks(ctx, Service, tasks); err != nil {
+		e.unsure = true
+		return fmt.Errorf("add tasks t%d..t%d to the table: %w", e.size+1, e.size+e.Chunk, err)
+	}
+	e.size += e.Chunk
+	e.unsure = false
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.live = append(e.live, tasks...)
+	return nil
+}
+
+// settle adds the chunk a failed growth may have left in the register
+// without the workload knowing: an init entry names its tasks, so unless
+// the final phase runs them exactly-once calls them missing.
+func (e *Election) settle(ctx context.Context) {
+	e.growMu.Lock()
+	defer e.growMu.Unlock()
+	if e.unsure && e.res != nil {
+		_ = e.extend(ctx)
+	}
+}
+
+// Step grows the table if it runs low, then campaigns; a winner runs one
+// batch and resigns.
 func (e *Election) Step(ctx context.Context, c Client, r *rand.Rand) {
 	defer c.SetPhase(Idle, "", 0)
+	e.growIfLow(ctx)
 	camp := c.Do(ctx, Op{F: history.FCampaign, Key: Service, Timeout: e.AcquireTimeout})
 	if camp.Type != history.OK {
 		ctxsleep.Sleep(ctx, e.Think)
@@ -129,37 +259,46 @@ func (e *Election) lead(ctx context.Context, c Client, term int64, tasks []strin
 		}
 		c.SetPhase(Holding, Service, term)
 		if co.Type == history.OK {
-			e.mu.Lock()
-			e.done[t] = true
-			e.mu.Unlock()
+			e.done(t)
 		}
 	}
 	return true
 }
 
-// pick chooses up to n tasks not known done, in task order from a random
-// start, so leaders spread over the table.
+// done takes a task some leader completed out of the live table.
+func (e *Election) done(t string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if i := slices.Index(e.live, t); i >= 0 {
+		e.live = slices.Delete(e.live, i, i+1)
+	}
+}
+
+// pick chooses up to n tasks of the live table, in table order from a
+// random start (the first with r nil), so leaders spread over it.
 func (e *Election) pick(r *rand.Rand, n int) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []string
+	n = min(n, len(e.live))
+	if n <= 0 {
+		return nil
+	}
 	start := 0
 	if r != nil {
-		start = r.IntN(len(e.Tasks))
+		start = r.IntN(len(e.live))
 	}
-	for i := 0; i < len(e.Tasks) && len(out) < n; i++ {
-		t := e.Tasks[(start+i)%len(e.Tasks)]
-		if !e.done[t] {
-			out = append(out, t)
-		}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = e.live[(start+i)%len(e.live)]
 	}
 	return out
 }
 
-// Final has the first client win an election and run every task not
-// known done, without the work time, so that exactly-once judges a table
+// Final has the first client win an election and run every task of the
+// live table, without the work time, so that exactly-once judges a table
 // that was meant to be finished: a task missing after this was lost.
 func (e *Election) Final(ctx context.Context, end End) {
+	e.settle(ctx)
 	cs := end.Clients()
 	for _, c := range cs {
 		for ctx.Err() == nil {
@@ -174,7 +313,7 @@ func (e *Election) Final(ctx context.Context, end End) {
 			if camp.Value != nil && camp.Value.Token != nil {
 				term = *camp.Value.Token
 			}
-			if e.lead(ctx, c, term, e.pick(nil, len(e.Tasks)), 0) {
+			if e.lead(ctx, c, term, e.pick(nil, math.MaxInt), 0) {
 				c.Do(ctx, Op{F: history.FResign, Key: Service})
 			}
 			if len(e.pick(nil, 1)) == 0 {
@@ -216,9 +355,6 @@ var electionLeaderFaults = []string{"pause-app-leader", "expire-app-leader", "is
 // it the leader is deposed while it cannot know.
 var electionHeld = map[string]bool{"pause-app-leader": true, "isolate-app-leader": true}
 
-// electionTasks keeps the task table from running out in a cell's time.
-var electionTasks = []string{"--tasks", "1000"}
-
 // electionGateValid are the checkers a correct candidate can never fail,
 // fenced: every task once, no stale term accepted, one leader at a time
 // unless a session loss explains it, one leader per term and terms
@@ -248,7 +384,7 @@ func validOn(names ...string) map[string]checker.Validity {
 // would pass every fenced cell). The quick set is the baseline and the
 // unfenced cell.
 func (e *Election) GateCells() []GateCell {
-	cells := []GateCell{{Nemesis: []string{"none"}, Fenced: true, Quick: true, Args: electionTasks, Expect: electionGateValid(),
+	cells := []GateCell{{Nemesis: []string{"none"}, Fenced: true, Quick: true, Expect: electionGateValid(),
 		Why: "baseline: no faults, nothing to find"}}
 	for _, f := range ElectionFaults {
 		if !electionHeld[f] {
@@ -262,7 +398,7 @@ func (e *Election) GateCells() []GateCell {
 				f+" for 5 s, past the 3 s session: the leader is deposed while it cannot know, and fencing refuses what it sends after"))
 	}
 	cells = append(cells, electionBatchCells()...)
-	return append(cells, GateCell{Nemesis: []string{"pause-app-leader"}, Quick: true, Args: electionTasks,
+	return append(cells, GateCell{Nemesis: []string{"pause-app-leader"}, Quick: true,
 		Expect: map[string]checker.Validity{election.NameStaleTerm: checker.Invalid},
 		Why:    "without fencing the paused leader's call of an old term is accepted: the harness sees the client's task calls"})
 }
@@ -288,10 +424,9 @@ func electionBatchCells() []GateCell {
 	return cells
 }
 
-// electionCell is a fenced cell of fault f with the table of
-// electionTasks and the given extra flags.
+// electionCell is a fenced cell of fault f with the given flags.
 func electionCell(f, variant string, args []string, why string) GateCell {
-	return GateCell{Nemesis: []string{f}, Fenced: true, Variant: variant, Args: append(slices.Clone(electionTasks), args...),
+	return GateCell{Nemesis: []string{f}, Fenced: true, Variant: variant, Args: args,
 		Expect: electionGateValid(), Why: why}
 }
 

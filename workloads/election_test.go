@@ -46,6 +46,9 @@ func TestElectionStepLeadsABatchAndResigns(t *testing.T) {
 	if _, err := New(ElectionName, Settings{Tasks: 0}); err == nil {
 		t.Error("an election without tasks was accepted")
 	}
+	if _, err := New(ElectionName, Settings{Tasks: MaxTableTasks + 1}); err == nil {
+		t.Error("a first chunk larger than a scan can list was accepted")
+	}
 }
 
 // TestElectionStepStopsWhenFenced: a claim refused (a newer term took

@@ -81,7 +81,8 @@ type Workload interface {
 	// starts (parents first), protected with the run's ACL under --acl on.
 	Nodes() []Node
 	// Prepare sets up the resource before any client starts (the
-	// election's task table); most workloads need nothing.
+	// election's task table, which its Steps grow later); most workloads
+	// need nothing.
 	Prepare(ctx context.Context, r Resource) error
 	// Step runs one unit of a client's work; the runner calls it in a
 	// loop until the workload's time is up. It returns early after an info
@@ -170,10 +171,17 @@ type Client interface {
 	Process() int
 }
 
-// Resource is the run's fenced resource as a workload's Prepare sees it.
+// Resource is the run's fenced resource as a workload's Prepare sees it;
+// a workload may keep it for the run (the election grows its table).
 type Resource interface {
-	// InitTasks creates the task table of service, every task PENDING.
+	// InitTasks adds the tasks service's task table does not have yet,
+	// each PENDING (creating the table the first time); the others keep
+	// their state, so an init of unknown outcome can be sent again.
 	InitTasks(ctx context.Context, service string, tasks []string) error
+	// Tasks are the tasks of service's table, each true when done
+	// (SUCCEEDED); none before the first init. A resumed run's table
+	// holds what its earlier segments added.
+	Tasks(ctx context.Context, service string) (map[string]bool, error)
 }
 
 // End is what a workload's Final may use besides its clients.
@@ -200,7 +208,8 @@ type Settings struct {
 	SessionTimeout time.Duration
 	// Admins is how many clients update the config (config workload).
 	Admins int
-	// Tasks is how many tasks the election's leaders run.
+	// Tasks is how many tasks the election's table starts with and
+	// grows by.
 	Tasks int
 }
 

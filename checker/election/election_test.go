@@ -231,6 +231,30 @@ func TestExactlyOnce(t *testing.T) {
 	})
 }
 
+// TestExactlyOnceGrownTable: a table grown by several inits, each
+// listing its chunk as the register logs it, is judged whole: a task of
+// a later chunk never run is missing, a chunk presented again (a retried
+// init) adds no task, and a run still going is not blamed for tasks not
+// run yet.
+func TestExactlyOnceGrownTable(t *testing.T) {
+	k := checktest.TaskKey
+	l := (&checktest.Log{}).InitTable(k(1), k(2))
+	l.Task(opComplete, k(1), 100, 0, true, "", 1).Task(opComplete, k(2), 100, 0, true, "", 1)
+	l.InitTable(k(3), k(4)).InitTable(k(3), k(4))
+	l.Task(opComplete, k(3), 200, 1, true, "", 1)
+	d := run(t, CheckExactlyOnce, checker.Input{ApplyLog: l.Entries}, checker.Invalid).Details.(ExactlyOnceDetails)
+	if d.InitEntries != 3 || d.Tasks != 4 || d.TasksFromCalls != 0 || d.ViolationCounts[KindMissing] != 1 ||
+		d.Violations[0].Task != k(4) || d.ExecutedOnce != 3 {
+		t.Fatalf("details %+v", d)
+	}
+	run(t, CheckExactlyOnceSoFar, checker.Input{ApplyLog: l.Entries}, checker.Valid)
+	l.Task(opComplete, k(4), 200, 1, true, "", 1)
+	d = run(t, CheckExactlyOnce, checker.Input{ApplyLog: l.Entries}, checker.Valid).Details.(ExactlyOnceDetails)
+	if d.Tasks != 4 || d.ExecutedOnce != 4 {
+		t.Fatalf("details %+v", d)
+	}
+}
+
 func TestStaleTerm(t *testing.T) {
 	k1, k2 := checktest.TaskKey(1), checktest.TaskKey(2)
 	l := (&checktest.Log{}).Init(k1).Init(k2)

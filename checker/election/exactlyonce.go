@@ -138,9 +138,7 @@ func exactlyOnce(ctx context.Context, in checker.Input, soFar bool) checker.Resu
 		switch {
 		case e.Op == opInit:
 			d.InitEntries++
-			if taskOf(e) != "" {
-				get(taskID{e.Service, taskOf(e)}).named = true
-			}
+			nameTasks(e, get)
 		case isTaskCall(e):
 			countCall(&d, get(taskID{e.Service, taskOf(e)}), e)
 		}
@@ -157,6 +155,22 @@ func exactlyOnce(ctx context.Context, in checker.Input, soFar bool) checker.Resu
 	return checker.Result{Valid: checker.Invalid, Details: d,
 		Error: fmt.Sprintf("%d of %d tasks did not run exactly once (%d more than once, %d never); first: %s",
 			n, d.Tasks, d.ViolationCounts[KindDuplicate], d.ViolationCounts[KindMissing], d.Violations[0].Message)}
+}
+
+// nameTasks marks the tasks an init entry names as to be judged: the
+// register's lists them in Tasks (the whole table, or a chunk the
+// workload added as the run went on: a table grown by several inits is
+// judged whole), an entry of one task names it in Task or Key. A task
+// named again is still one task.
+func nameTasks(e register.Entry, get func(taskID) *taskLog) {
+	for _, t := range e.Tasks {
+		if t != "" {
+			get(taskID{e.Service, t}).named = true
+		}
+	}
+	if t := taskOf(e); t != "" {
+		get(taskID{e.Service, t}).named = true
+	}
 }
 
 func countCall(d *ExactlyOnceDetails, t *taskLog, e register.Entry) {

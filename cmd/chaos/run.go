@@ -113,7 +113,7 @@ func defineWorkloadFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", cfg.OpTimeout, "time after which an operation is recorded as info")
 	fs.StringVar(&cfg.Workload, "workload", cfg.Workload, "what the clients do: "+strings.Join(workloads.Names(), ", "))
 	fs.IntVar(&cfg.Admins, "admins", cfg.Admins, "config workload: how many clients update the config (the others watch it)")
-	fs.IntVar(&cfg.Tasks, "tasks", cfg.Tasks, "election workload: tasks in the table the leaders run")
+	fs.IntVar(&cfg.Tasks, "tasks", cfg.Tasks, fmt.Sprintf("election workload: tasks the table the leaders run starts with; it grows by as many whenever fewer than half of them are left, up to %d", workloads.MaxTableTasks))
 	fs.StringVar(&cfg.Idempotency, "idempotency", cfg.Idempotency, "election workload: on (a task done is not run again: its stored result answers) or off")
 	fs.StringVar(&cfg.LockRoot, "lock-root", cfg.LockRoot, "persistent parent znode of the locks")
 	fs.StringVar(&cfg.ACL, "acl", cfg.ACL, "on: the controller creates the lock root and keys with a digest ACL and workers authenticate; off: world-writable")

@@ -257,7 +257,7 @@ func dockerCells() []Cell {
 // Curator's own expiry of a suspended session (one session timeout, 3 s,
 // after it noticed); campaigns that outwait it; leaderships of about 5 s,
 // longer than the old session's fresh timeout.
-var curator696 = []string{"--tasks", "1000", "--time-limit", "45s", "--pause", "8s", "--acquire-timeout", "30s", "--hold", "1s"}
+var curator696 = []string{"--time-limit", "45s", "--pause", "8s", "--acquire-timeout", "30s", "--hold", "1s"}
 
 // electionCells are the election workload's rows
 // (docs/background.md#leader-election and
@@ -275,20 +275,20 @@ func electionCells() []Cell {
 	gate := []string{"exactly-once", "stale-term"}
 	var cells []Cell
 	for _, f := range workloads.ElectionFaults {
-		cells = append(cells, el(Cell{Nemesis: []string{f}, Fencing: "on", Args: []string{"--tasks", "1000"}, Expect: valid(gate...),
+		cells = append(cells, el(Cell{Nemesis: []string{f}, Fencing: "on", Expect: valid(gate...),
 			Smoke: f == "pause-app-leader", Why: "fenced, idempotent leaders run every task once under " + f}))
 	}
 	cells = append(cells,
-		el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "off", Args: []string{"--tasks", "1000"}, Expect: invalid("stale-term"),
+		el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "off", Expect: invalid("stale-term"),
 			Why: "without fencing the paused leader's write of an old term is accepted"}),
-		el(Cell{Nemesis: []string{"lost-reply"}, Fencing: "on", Variant: "idempotency-off", Args: []string{"--tasks", "1000", "--idempotency", "off"},
+		el(Cell{Nemesis: []string{"lost-reply"}, Fencing: "on", Variant: "idempotency-off", Args: []string{"--idempotency", "off"},
 			Expect: invalid("exactly-once"), Why: "without idempotency the retry of a call whose reply was lost runs the task again"}))
 	// Curator's election recipes as the candidate (the Java worker):
 	// LeaderLatch (curator) and LeaderSelector (curator-selector).
 	for _, cur := range []struct{ recipe, name string }{{"curator", "LeaderLatch"}, {"curator-selector", "LeaderSelector"}} {
-		on := el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "on", Args: []string{"--tasks", "1000"}, Expect: valid(gate...),
+		on := el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "on", Expect: valid(gate...),
 			Why: "Curator's " + cur.name + ", fenced and idempotent: every task once"})
-		off := el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "off", Args: []string{"--tasks", "1000"}, Expect: invalid("stale-term"),
+		off := el(Cell{Nemesis: []string{"pause-app-leader"}, Fencing: "off", Expect: invalid("stale-term"),
 			Why: "Curator's " + cur.name + " without fencing: a deposed leader's write of its old term lands"})
 		on.Recipe, off.Recipe = cur.recipe, cur.recipe
 		cells = append(cells, on, off)
@@ -322,7 +322,7 @@ func electionCells() []Cell {
 func electionZooCells() []Cell {
 	zoo := func(recipe string, c Cell) Cell {
 		c.Workload, c.Recipe, c.Fencing = "election", recipe, "on"
-		c.Args = append(slices.Clone(long), append([]string{"--tasks", "1000"}, c.Args...)...)
+		c.Args = append(slices.Clone(long), c.Args...)
 		return c
 	}
 	quiet := []string{"term-order", "leader-overlap", "herd", "demoted-work", "exactly-once", "stale-term"}

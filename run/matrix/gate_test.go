@@ -88,7 +88,7 @@ func TestGateOf(t *testing.T) {
 			short = strings.Join(c.Args, " ")
 		}
 	}
-	if want := strings.Join(long, " ") + " --tasks 1000 --pause 1s"; short != want {
+	if want := strings.Join(long, " ") + " --pause 1s"; short != want {
 		t.Errorf("election:subject/pause-app-leader/fencing-on/pause-1s args %q, want %q", short, want)
 	}
 	if _, err := GateOf("elect", "exec:/bin/client"); err == nil || !strings.Contains(err.Error(), "known: config, election, lock") {

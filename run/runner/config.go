@@ -32,8 +32,9 @@ type Config struct {
 	Workload string `json:"workload"`
 	// Admins is how many clients update the config (config workload).
 	Admins int `json:"admins,omitempty"`
-	// Tasks is the election's task table; Idempotency is the register's
-	// task mode (on: a task done is not run again).
+	// Tasks is the size of the election's task table at the start and of
+	// each chunk it grows by; Idempotency is the register's task mode (on:
+	// a task done is not run again).
 	Tasks          int           `json:"tasks,omitempty"`
 	Idempotency    string        `json:"idempotency,omitempty"`
 	Workers        int           `json:"workers"`
@@ -140,13 +141,21 @@ const (
 	ACLOff = "off"
 )
 
+// defaultTasks is --tasks when not given. The election's table grows by
+// a chunk whenever fewer than half a chunk of it is left, so the size no
+// longer has to last the run: it only bounds what the final phase
+// completes, at most one and a half chunks at a few milliseconds a task.
+// 50 keeps that to a fraction of a second and still leaves leaders at
+// least five batches to pick from.
+const defaultTasks = 50
+
 // Defaults returns the configuration of a plain `chaos run`.
 func Defaults() Config {
 	c := Config{
 		Name:            "lock",
 		Workload:        workloads.LockName,
 		Admins:          1,
-		Tasks:           300,
+		Tasks:           defaultTasks,
 		Idempotency:     register.IdempotencyOn,
 		Workers:         6,
 		Keys:            3,

@@ -160,13 +160,38 @@ func (s *services) where() subjects.Flags {
 	return f
 }
 
-// InitTasks implements workloads.Resource through the register.
+// InitTasks implements workloads.Resource through the register. A
+// failure is logged here, where the run's log is: the election's growth
+// during the workload has no one to return it to, and keeps its table
+// (one ended by the workload's time is not worth a line).
 func (s *services) InitTasks(ctx context.Context, service string, tasks []string) error {
 	if s.reg == nil {
 		return fmt.Errorf("the task table is the register's: %s %s has none", setting.Name("Resource"), s.cfg.Resource)
 	}
 	_, err := s.reg.client(10*time.Second).InitTasks(ctx, register.InitRequest{Service: service, Tasks: tasks})
+	if err != nil {
+		err = fmt.Errorf("init %d tasks of %s: %w", len(tasks), service, err)
+		if ctx.Err() == nil && s.log != nil {
+			s.log.Warn("task table: init failed", "err", err)
+		}
+	}
 	return err
+}
+
+// Tasks implements workloads.Resource through the register's scan.
+func (s *services) Tasks(ctx context.Context, service string) (map[string]bool, error) {
+	if s.reg == nil {
+		return nil, fmt.Errorf("the task table is the register's: %s %s has none", setting.Name("Resource"), s.cfg.Resource)
+	}
+	rep, err := s.reg.client(10*time.Second).Scan(ctx, service)
+	if err != nil {
+		return nil, fmt.Errorf("scan the tasks of %s: %w", service, err)
+	}
+	done := make(map[string]bool, len(rep.Tasks))
+	for t, st := range rep.Tasks {
+		done[t] = st.State == register.TaskSucceeded
+	}
+	return done, nil
 }
 
 // nemesisResource is the register for the faults of its own (lost-reply),

@@ -29,6 +29,15 @@ func (b *Log) Init(task string) *Log {
 	return b
 }
 
+// InitTable appends an init entry as the register writes it: the tasks
+// presented listed in Tasks (a table's first chunk, or one it grew by).
+func (b *Log) InitTable(tasks ...string) *Log {
+	seq := int64(len(b.Entries) + 1)
+	b.Entries = append(b.Entries, register.Entry{Seq: seq, Wall: 1_000_000_000 + seq*1000, Op: "init", Service: Service,
+		Tasks: tasks, Token: register.NoToken, Accepted: true, Mode: register.ModeOn})
+	return b
+}
+
 // Task appends a claim or complete of task by process p with term; exec
 // is the task's executions after it.
 func (b *Log) Task(op, task string, term int64, p int, accepted bool, reason string, exec int) *Log {
