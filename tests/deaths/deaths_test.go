@@ -25,7 +25,7 @@ const cleanBound = 30 * time.Second
 // random moments in rotating ways, each checked to leave nothing and
 // never to be valid.
 //
-// Its default (make test) takes about a minute: ten runs one after
+// Its default (make test) takes about 40 s: six runs one after
 // another, each its one-server setup (about 5 s) and up to its 2 s
 // workload, teardown and check before its kill; a victim is settled
 // while the next run starts, so only the last one's sweep adds to it.

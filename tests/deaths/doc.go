@@ -6,8 +6,9 @@
 // left within a bound and that `chaos check` never calls the dead run
 // valid.
 //
-// By default it kills about ten short runs on the local backend, which
-// make test runs. ZKCHAOS_DEATHS=N kills N runs on each backend that
+// By default it kills six short runs on the local backend, which make
+// test runs: each of the three ways twice, at moments drawn anew each
+// time from a seed taken from the clock. ZKCHAOS_DEATHS=N kills N runs on each backend that
 // runs here (local, docker, external, and ssh on tests/ssh's rig:
 // chaostest.NewSSHRig), ZKCHAOS_DEATH_BACKENDS narrows them (local,docker), and ZKCHAOS_DEATH_SEED replays a campaign or one
 // death (each death's plan comes from its seed alone). The tables it

@@ -86,7 +86,7 @@ type settings struct {
 }
 
 func settingsFromEnv(t *testing.T) settings {
-	s := settings{deaths: 10, backends: []string{"local"}, seed: uint64(time.Now().UnixNano() % 1_000_000), quick: true}
+	s := settings{deaths: 6, backends: []string{"local"}, seed: uint64(time.Now().UnixNano() % 1_000_000), quick: true}
 	if v := os.Getenv("ZKCHAOS_DEATHS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

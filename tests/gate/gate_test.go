@@ -50,7 +50,8 @@ func ciBlock(t *testing.T, repo string) string {
 //
 // It is slow because it runs a CI job's commands, not a shortcut: make
 // deps-run and make build, then the quick gate's two cells at once, the
-// fenced one for GATE_TIME (20 s here, 30 s in docs/ci.md) and the
+// fenced one for GATE_TIME (12 s here, as tests/gateworkloads' gates;
+// 30 s in docs/ci.md) and the
 // unfenced one until its first double write (up to matrix.DefaultLimit),
 // each with its own ensemble. Anything shorter would test commands other
 // than the ones docs/ci.md tells a team to copy.
@@ -64,7 +65,7 @@ func TestCIJobPasses(t *testing.T) {
 	team := t.TempDir()
 	cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", ciBlock(t, repo))
 	cmd.Dir = team
-	cmd.Env = append(os.Environ(), "ZKCHAOS="+repo, "LOCK_CLIENT="+chaostest.Worker(t)+" --recipe seed", "GATE_TIME=20s")
+	cmd.Env = append(os.Environ(), "ZKCHAOS="+repo, "LOCK_CLIENT="+chaostest.Worker(t)+" --recipe seed", "GATE_TIME=12s")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if code := chaostest.ExitOf(cmd.Run()); code != 0 {
@@ -99,9 +100,12 @@ func TestGateCatchesBrokenClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	junit := filepath.Join(dir, "gate.xml")
-	// No baseline: the subject runs, and its cell is what is judged.
+	// No baseline: the subject runs, and its cell is what is judged. 10
+	// s: with one key every release fires a waiter's watch, and each such
+	// waiter takes the lock while another may hold it, a chance to
+	// overlap many times a second.
 	cmd := exec.CommandContext(t.Context(), exe, "gate", "--recipe", "exec:"+chaostest.Worker(t)+" --recipe assume-on-watch",
-		"--matrix", file, "--time-limit", "20s", "--junit", junit, "--results", filepath.Join(dir, "results"), "--progress", "off",
+		"--matrix", file, "--time-limit", "10s", "--junit", junit, "--results", filepath.Join(dir, "results"), "--progress", "off",
 		"--baseline", "0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -27,7 +27,7 @@ func TestElectionStalls(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	cmd, stdout, stderr := chaostest.Start(t, "run", "--results", results, "--name", "stalls", "--workload", "election",
-		"--nemesis", "none", "--fencing", "on", "--tasks", "1000", "--time-limit", "15s", "--seed", "5")
+		"--nemesis", "none", "--fencing", "on", "--time-limit", "15s", "--seed", "5")
 	dir := chaostest.WaitForRun(t, results, stderr, "complete in the history", func(dir string) bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "history.jsonl"))
 		return bytes.Contains(b, []byte(`"f":"complete"`))

@@ -50,12 +50,14 @@ func TestBadInputStartsNothing(t *testing.T) {
 // run folder is named for the workload. It gives no session timeout:
 // the config workload's own (workloads' DefaultTiming, 3 s, first fault
 // at 2 s) is what a user gets; the lock gate's 1 s session left a watcher
-// without any version in 1 of 4 runs.
+// without any version in 1 of 4 runs. 12 s, as the gate's config cell
+// under pause-worker: one fault cycle (first fault at 2 s, a 6 s pause)
+// and the updates of both admins around it.
 func TestConfigValidUnderPauses(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	r := chaostest.Run(t, t.TempDir(), "--workload", "config", "--admins", "2", "--nemesis", "pause-worker",
-		"--time-limit", "20s", "--nemesis-interval", "2s", "--seed", "5")
+		"--time-limit", "12s", "--nemesis-interval", "2s", "--seed", "5")
 	if r.Code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, chaostest.Tail(r.Stderr, 3000))
 	}
@@ -140,15 +142,14 @@ func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
 // up to matrix.DefaultLimit, and costs time only when the bug is slow to
 // show.
 //
-// It is slow because its two runs go one after another, each with its own
-// ensemble. In the fenced one's 20 s the workload's 3 s session
+// Its two runs are parallel subtests, each with its own ensemble and run
+// token, so that neither waits for the other. In the fenced one's 20 s
+// the workload's 3 s session
 // (DefaultTiming, first fault at 2 s) makes each pause of the leader 6 s
 // after 2 s quiet, so it holds at most three pauses; a shorter run would
 // depose fewer leaders and prove exactly-once across fewer hand-overs.
 func TestElectionFencing(t *testing.T) {
 	t.Parallel()
-	chaostest.NeedEnsemble(t)
-	results := t.TempDir()
 	for _, tc := range []struct {
 		fencing string
 		code    int
@@ -159,14 +160,18 @@ func TestElectionFencing(t *testing.T) {
 		{"off", 1, "stale-term     false", []string{"--stop-at-first", "--gate", "stale-term",
 			"--time-limit", matrix.DefaultLimit.String(), "--nemesis-interval", "1s"}},
 	} {
-		args := append([]string{"--workload", "election", "--nemesis", "pause-app-leader", "--fencing", tc.fencing,
-			"--tasks", "1000", "--seed", "11", "--name", "election-" + tc.fencing}, tc.args...)
-		r := chaostest.Run(t, results, args...)
-		if r.Code != tc.code || !strings.Contains(r.Stdout, tc.want) {
-			t.Errorf("--fencing %s: exit %d; want %d with %q\nstdout: %s\nstderr: %s", tc.fencing, r.Code, tc.code, tc.want, r.Stdout, chaostest.Tail(r.Stderr, 2000))
-		}
-		if r.Dir != "" {
-			chaostest.AssertNothingLeft(t, r.Dir)
-		}
+		t.Run("fencing-"+tc.fencing, func(t *testing.T) {
+			t.Parallel()
+			chaostest.NeedEnsemble(t)
+			args := append([]string{"--workload", "election", "--nemesis", "pause-app-leader", "--fencing", tc.fencing,
+				"--seed", "11", "--name", "election-" + tc.fencing}, tc.args...)
+			r := chaostest.Run(t, t.TempDir(), args...)
+			if r.Code != tc.code || !strings.Contains(r.Stdout, tc.want) {
+				t.Errorf("--fencing %s: exit %d; want %d with %q\nstdout: %s\nstderr: %s", tc.fencing, r.Code, tc.code, tc.want, r.Stdout, chaostest.Tail(r.Stderr, 2000))
+			}
+			if r.Dir != "" {
+				chaostest.AssertNothingLeft(t, r.Dir)
+			}
+		})
 	}
 }

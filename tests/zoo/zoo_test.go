@@ -31,7 +31,7 @@ func (c zooCase) key() string {
 
 // election is the election zoo's common settings.
 func election(args ...string) []string {
-	return append([]string{"--workload", "election", "--tasks", "1000", "--fencing", "on", "--nemesis-interval", "2s"}, args...)
+	return append([]string{"--workload", "election", "--fencing", "on", "--nemesis-interval", "2s"}, args...)
 }
 
 // zooCases is the table of docs/zoo.md.
