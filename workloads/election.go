@@ -42,9 +42,9 @@ const Service = "billing"
 // to MaxTableTasks, so it does not run out in a run's time, and the final
 // phase completes only what is left of it, never more than one and a
 // half chunks: tasks nobody touched prove nothing. Leaders pick among
-// those tasks only; two leaders at once (a deposed one and its
-// successor) pick the same task more often than in a large table, which
-// only helps catch a task run twice.
+// those tasks only, so a small chunk makes successors finish a deposed
+// leader's task before it resumes, and idempotency then hides its stale
+// call: the runner's default chunk says how large is large enough.
 type Election struct {
 	// Chunk is how many tasks the table starts with and grows by.
 	Chunk          int
@@ -159,8 +159,8 @@ func (e *Election) adopt(table map[string]bool) {
 const MaxTableTasks = 4000
 
 // growIfLow adds the next chunk when fewer than half a chunk of the
-// table is left not known done. Half a chunk (25 tasks, five batches, at
-// the default --tasks) is more than the leaders of the moment can take
+// table is left not known done. Half a chunk (500 tasks at the default
+// --tasks) is more than the leaders of the moment can take
 // while the growth, one call to the resource, is under way, and a chunk
 // at a time keeps those calls rare. A client that finds another growing
 // goes on with the table as it is. A failed growth keeps the table as it

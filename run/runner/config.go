@@ -142,12 +142,17 @@ const (
 )
 
 // defaultTasks is --tasks when not given. The election's table grows by
-// a chunk whenever fewer than half a chunk of it is left, so the size no
-// longer has to last the run: it only bounds what the final phase
-// completes, at most one and a half chunks at a few milliseconds a task.
-// 50 keeps that to a fraction of a second and still leaves leaders at
-// least five batches to pick from.
-const defaultTasks = 50
+// a chunk whenever fewer than half a chunk of it is left, so it need not
+// last the run; but it must stay large beside what leaders complete while
+// one of them is paused (about ten tasks a second at the default hold, 60
+// in a 6 s pause). A deposed leader's task that a successor completed
+// meanwhile is turned away as done when the deposed one resumes
+// (idempotency), and unfenced its stale call then shows nothing: with 50
+// tasks that took most pauses, and the unfenced election cell needed 5 to
+// 9 pauses for its first stale-term violation instead of 2 or 3. With
+// 1000 few pauses are lost so; the final phase completes at most 1500
+// tasks, at under 2 ms each.
+const defaultTasks = 1000
 
 // Defaults returns the configuration of a plain `chaos run`.
 func Defaults() Config {
