@@ -117,6 +117,11 @@ const electionWorker = "../../client/subjects/conformance/testdata/election_work
 // baseline runs first and must let it through: the election has the
 // most kinds of operation, each of which must complete (the worker
 // names no protocol version, which is logged, not refused).
+//
+// It can take over 60 s: the baseline and the quick set's two cells run
+// one after another on one run token, each with its own ensemble, and
+// the unfenced cell runs until its first stale-term violation (the end
+// of the first or a later 6 s pause of the leader).
 func TestElectionGatePasses(t *testing.T) {
 	t.Parallel()
 	out := passes(t, "election", script(t, electionWorker))
@@ -130,6 +135,10 @@ func TestElectionGatePasses(t *testing.T) {
 
 // TestElectionGateCatchesZeroTerm: the same candidate presenting term 0
 // fails the baseline on term-order.
+//
+// It can take over 60 s: its two cells run one after another on one run
+// token, and the unfenced one waits its whole gateTime, since a
+// candidate whose term is always 0 never sends a stale one.
 func TestElectionGateCatchesZeroTerm(t *testing.T) {
 	t.Parallel()
 	caught(t, "election", script(t, "testdata/election_zero_term.py"), "election:subject/none/fencing-on")
