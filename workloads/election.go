@@ -92,10 +92,13 @@ func TaskNames(n int) []string { return taskNames(1, n) }
 func taskNames(first, n int) []string {
 	out := make([]string, max(n, 0))
 	for i := range out {
-		out[i] = fmt.Sprintf("%s:2026-11-30:t%d", Service, first+i)
+		out[i] = taskName(first + i)
 	}
 	return out
 }
+
+// taskName is the key of task t<i>.
+func taskName(i int) string { return fmt.Sprintf("%s:2026-11-30:t%d", Service, i) }
 
 // Name implements Workload.
 func (e *Election) Name() string { return ElectionName }
@@ -131,7 +134,7 @@ func (e *Election) Prepare(ctx context.Context, r Resource) error {
 func (e *Election) adopt(table map[string]bool) {
 	size := e.Chunk
 	for {
-		if _, ok := table[taskNames(size+1, 1)[0]]; !ok {
+		if _, ok := table[taskName(size+1)]; !ok {
 			break
 		}
 		size++

@@ -165,8 +165,8 @@ func (s *services) where() subjects.Flags {
 // during the workload has no one to return it to, and keeps its table
 // (one ended by the workload's time is not worth a line).
 func (s *services) InitTasks(ctx context.Context, service string, tasks []string) error {
-	if s.reg == nil {
-		return fmt.Errorf("the task table is the register's: %s %s has none", setting.Name("Resource"), s.cfg.Resource)
+	if err := s.hasTaskTable(); err != nil {
+		return err
 	}
 	_, err := s.reg.client(10*time.Second).InitTasks(ctx, register.InitRequest{Service: service, Tasks: tasks})
 	if err != nil {
@@ -178,10 +178,19 @@ func (s *services) InitTasks(ctx context.Context, service string, tasks []string
 	return err
 }
 
+// hasTaskTable says why the run has no task table: only the register
+// keeps one.
+func (s *services) hasTaskTable() error {
+	if s.reg == nil {
+		return fmt.Errorf("the task table is the register's: %s %s has none", setting.Name("Resource"), s.cfg.Resource)
+	}
+	return nil
+}
+
 // Tasks implements workloads.Resource through the register's scan.
 func (s *services) Tasks(ctx context.Context, service string) (map[string]bool, error) {
-	if s.reg == nil {
-		return nil, fmt.Errorf("the task table is the register's: %s %s has none", setting.Name("Resource"), s.cfg.Resource)
+	if err := s.hasTaskTable(); err != nil {
+		return nil, err
 	}
 	rep, err := s.reg.client(10*time.Second).Scan(ctx, service)
 	if err != nil {
