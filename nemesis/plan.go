@@ -254,3 +254,19 @@ func (o *Origin) Wait(ctx context.Context) (time.Time, bool) {
 		return time.Time{}, false
 	}
 }
+
+// WritePlan writes entries as a schedule file that chaos run --schedule
+// follows: what to inject only, not what an earlier run's injections hit.
+func WritePlan(path string, entries []Entry) error {
+	l, err := CreatePlanLog(path, true)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := l.Add(Entry{Offset: e.Offset, Fault: e.Fault, Selector: e.Selector, Hold: e.Hold}); err != nil {
+			l.Close()
+			return err
+		}
+	}
+	return l.Close()
+}

@@ -93,6 +93,7 @@ func defineMatrixFlags(fs *pflag.FlagSet, m *matrixRun, resultsUsage, seedUsage,
 	fs.DurationVar(&m.stopLimit, "violation-limit", 0, fmt.Sprintf("the most a cell that expects only violations runs: it stops at its first one, and fails when it found none in this time (0: the cell's own, %s unless it names one; the table shows each first violation and the limit)", matrix.DefaultLimit))
 	fs.StringVar(&m.prog, "progress", string(progress.Auto), "the current cell's "+progressUsage)
 	fs.IntVar(&m.parallel, "parallel", 1, parallelUsage)
+	fs.BoolVar(&m.failFast, "fail-fast", false, "start no more cells once one is judged wrong, unknown or in error (what runs finishes); the cells not started are reported as skipped, saying why")
 	return listFlag{list}
 }
 
@@ -162,6 +163,7 @@ type matrixRun struct {
 	junit    string
 	mode     progress.Mode
 	parallel int
+	failFast bool
 	// prog, limit and stopLimit are --progress, --time-limit and
 	// --violation-limit as given.
 	prog      string
@@ -230,7 +232,7 @@ func runMatrix(c *cobra.Command, sel []matrix.Cell, r matrixRun) int {
 	}
 	shown := progress.Start(r.mode, os.Stderr, cell.Get) // a terminal line needs the file itself
 	opts := matrix.Options{Exe: exe, Results: dir, Repeat: r.repeat,
-		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(stdout), Skip: matrix.Missing(ctx), Progress: cell, Parallel: r.parallel}
+		PassRate: r.passRate, Seed: r.seed, Out: shown.Bypass(stdout), Skip: matrix.Missing(ctx), Progress: cell, Parallel: r.parallel, FailFast: r.failFast}
 	if code, stop := runBaseline(ctx, sel, r, opts); stop {
 		shown.Stop()
 		fmt.Fprintf(stdout, "runs: %s\n", dir)

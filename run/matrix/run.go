@@ -47,6 +47,11 @@ type Options struct {
 	// never share anything but the machine; attempts of one cell run one
 	// at a time (they share the cell's folder and its latest link).
 	Parallel int
+	// FailFast starts no more cells once one is judged anything but
+	// pass: a PR job learns at once that its client fails, and what is
+	// running finishes. The cells it did not start are reported as
+	// skipped, saying why, never as passed.
+	FailFast bool
 }
 
 // Outcome of one attempt or cell.
@@ -58,8 +63,9 @@ const (
 	Unknown Outcome = "unknown"
 	Wrong   Outcome = "wrong"
 	Error   Outcome = "error"
-	// Skipped: the cell needs what this machine lacks (a Docker engine);
-	// it neither passes nor fails the matrix, and every report says so.
+	// Skipped: the cell needs what this machine lacks (a Docker engine),
+	// or FailFast left it out; it neither passes nor fails the matrix,
+	// and every report says so.
 	Skipped Outcome = "skipped"
 )
 

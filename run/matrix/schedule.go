@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -57,6 +58,9 @@ type table struct {
 	// printed cells are done and judged; row is the next attempt row of
 	// cell printed to print.
 	printed, row int
+	// failed names the first cell judged other than pass, with its
+	// outcome, once there is one ("" until then).
+	failed string
 }
 
 func newTable(cells []Cell, o Options) *table {
@@ -87,6 +91,9 @@ func (t *table) run(ctx context.Context) {
 	running := 0
 	t.flush()
 	for {
+		if t.o.FailFast && t.failed != "" {
+			pending = t.leaveOut(pending, busy)
+		}
 		for running < t.o.Parallel && ctx.Err() == nil {
 			k := t.nextFree(pending, busy)
 			if k < 0 {
@@ -107,6 +114,25 @@ func (t *table) run(ctx context.Context) {
 		t.got[f.cell][f.attempt] = &f.a
 		t.flush()
 	}
+}
+
+// leaveOut marks the cells of pending that have not started skipped
+// (FailFast) and returns the jobs left: the rest of a cell already
+// started, so that it is judged on all its attempts.
+func (t *table) leaveOut(pending []job, busy map[int]bool) []job {
+	var keep []job
+	for _, j := range pending {
+		if busy[j.cell] || slices.ContainsFunc(t.got[j.cell], func(a *Attempt) bool { return a != nil }) {
+			keep = append(keep, j)
+			continue
+		}
+		t.res[j.cell].Outcome = Skipped
+		t.res[j.cell].SkippedBecause = "not run: --fail-fast, " + t.failed
+	}
+	if len(keep) < len(pending) {
+		t.flush()
+	}
+	return keep
 }
 
 // nextFree is the first pending job whose cell has no attempt running,
@@ -151,6 +177,9 @@ func (t *table) flush() {
 			return
 		}
 		judge(cr, o.PassRate)
+		if cr.Outcome != Pass && t.failed == "" {
+			t.failed = fmt.Sprintf("%s was judged %s", cr.Name, cr.Outcome)
+		}
 		if o.Repeat > 1 {
 			fmt.Fprintf(o.Out, "%-48s %d/%d as expected", trunc(c.Name(), 48), passes(*cr), len(cr.Attempts))
 			if c.ExpectsViolation() {

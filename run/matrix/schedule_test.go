@@ -101,6 +101,13 @@ func appendFile(path, s string) error {
 // runFake runs cells whose recipes are sleep times through the fake run.
 func runFake(t *testing.T, parallel, repeat int, sleeps ...string) ([]CellResult, string, string) {
 	t.Helper()
+	return runFakeWith(t, Options{Repeat: repeat, Parallel: parallel}, sleeps...)
+}
+
+// runFakeWith is runFake with more options: o's Exe, Results, Seed and
+// Out are the fake's own.
+func runFakeWith(t *testing.T, o Options, sleeps ...string) ([]CellResult, string, string) {
+	t.Helper()
 	t.Setenv(fakeRunEnv, "1")
 	exe, err := os.Executable()
 	if err != nil {
@@ -112,7 +119,8 @@ func runFake(t *testing.T, parallel, repeat int, sleeps ...string) ([]CellResult
 	}
 	dir := t.TempDir()
 	var table strings.Builder
-	rs, err := Run(context.Background(), cells, Options{Exe: exe, Results: dir, Repeat: repeat, Seed: 1, Out: &table, Parallel: parallel})
+	o.Exe, o.Results, o.Seed, o.Out = exe, dir, 1, &table
+	rs, err := Run(context.Background(), cells, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,5 +247,35 @@ func TestUnconfirmedStopIsUnknown(t *testing.T) {
 	a := rs[0].Attempts[0]
 	if a.Outcome != Unknown || !a.Stopped || !strings.Contains(a.Detail, "does not confirm") {
 		t.Errorf("attempt %s stopped %v %q; want unknown, stopped, saying the stop was not confirmed\n%s", a.Outcome, a.Stopped, a.Detail, table)
+	}
+}
+
+// TestFailFastSkipsTheRest: with FailFast, once a cell is judged other
+// than pass no further cell starts, the rest of a cell already started
+// still runs, and the cells left out are skipped saying why; without it
+// every cell runs.
+func TestFailFastSkipsTheRest(t *testing.T) {
+	cells := []string{"10ms", "10ms+unconfirmed", "10ms", "20ms"}
+	rs, table, dir := runFakeWith(t, Options{Repeat: 2, FailFast: true}, cells...)
+	want := []Outcome{Pass, Unknown, Skipped, Skipped}
+	for i, r := range rs {
+		if i >= len(want) || r.Outcome != want[i] {
+			t.Fatalf("cell %d: %s, want %v in order\n%s", i, r.Outcome, want, table)
+		}
+	}
+	if got := len(readSpans(t, dir)); got != 4 {
+		t.Errorf("%d runs, want 4 (both attempts of each of the first two cells)", got)
+	}
+	for _, r := range rs[2:] {
+		if !strings.Contains(r.SkippedBecause, "--fail-fast, 10ms+unconfirmed/none/fencing-off was judged unknown") {
+			t.Errorf("%s skipped because %q; want the fail-fast and the cell that stopped it", r.Name, r.SkippedBecause)
+		}
+	}
+	if !strings.Contains(table, "skipped: not run: --fail-fast") {
+		t.Errorf("the table does not show the skipped cells:\n%s", table)
+	}
+	all, _, dir := runFakeWith(t, Options{Repeat: 1}, cells...)
+	if got := len(readSpans(t, dir)); got != len(cells) || all[3].Outcome != Pass {
+		t.Errorf("without FailFast: %d runs, the last cell %s; want every cell run", got, all[3].Outcome)
 	}
 }

@@ -175,7 +175,7 @@ func (j *judge) judge(ctx context.Context, s Scenario) (Verdict, error) {
 	j.n++
 	file := filepath.Join(j.dir, fmt.Sprintf("candidate-%02d.json", j.n))
 	v := Verdict{Schedule: file, Args: argsOf(s, j.orig)}
-	if err := writePlan(file, s.Entries); err != nil {
+	if err := nemesis.WritePlan(file, s.Entries); err != nil {
 		return v, err
 	}
 	res, err := replay.Run(ctx, j.o, replay.Options{Exe: j.opt.Exe, Repeat: j.opt.Rate.Of, Need: j.opt.Rate.Need,
@@ -209,28 +209,12 @@ func argsOf(s, orig Scenario) []string {
 	return args
 }
 
-// writePlan writes entries as a schedule file: what to inject only, not
-// what the original's injections hit.
-func writePlan(path string, entries []nemesis.Entry) error {
-	l, err := nemesis.CreatePlanLog(path, true)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := l.Add(nemesis.Entry{Offset: e.Offset, Fault: e.Fault, Selector: e.Selector, Hold: e.Hold}); err != nil {
-			l.Close()
-			return err
-		}
-	}
-	return l.Close()
-}
-
 // writeMinimal writes the minimal schedule, the command that runs it and
 // the compare page, and fills them in.
 func (r *Report) writeMinimal(dir, exe string, best, orig Scenario) error {
 	r.After, r.AfterEntries = &best, len(best.Entries)
 	r.Minimal = filepath.Join(dir, MinimalFile)
-	if err := writePlan(r.Minimal, best.Entries); err != nil {
+	if err := nemesis.WritePlan(r.Minimal, best.Entries); err != nil {
 		return err
 	}
 	r.Command = shellword.Join(append([]string{exe, "run", "--schedule", r.Minimal}, argsOf(best, orig)...)...)
