@@ -127,7 +127,7 @@ func defineFaultFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.DurationVar(&cfg.NemesisInterval, "nemesis-interval", cfg.NemesisInterval, "quiet time before each fault after the first (a fault: quiet, start, hold for --pause, stop)")
 	fs.DurationVar(&cfg.FirstFault, "first-fault", cfg.FirstFault, "quiet time before the first fault, from the start of the workload (a pause-holder waits for a holder besides)")
 	fs.DurationVar(&cfg.PauseFor, "pause", 0, "how long each fault is held (default: twice the session timeout)")
-	fs.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "quiet time after healing, before teardown")
+	fs.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "the most the final phase waits, after healing, for retired workers (an operation closed as info) to act it out and exit before the final reads; it ends sooner once none is left")
 }
 
 // defineClusterFlags: where the servers run and which service they are.

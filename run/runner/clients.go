@@ -224,6 +224,30 @@ func (f *fleet) exit(l *live) {
 	f.exited = append(f.exited[max(0, len(f.exited)-maxExited+1):len(f.exited):len(f.exited)], st)
 }
 
+// retiredAlive counts the processes still alive that are no slot's
+// current one: retired, and perhaps still acting out an operation the
+// history closed as info.
+func (f *fleet) retiredAlive() int {
+	f.mu.Lock()
+	all := f.all
+	f.mu.Unlock()
+	n := 0
+	for _, l := range all {
+		if !slices.ContainsFunc(f.slots, func(s *slot) bool { return s.current() == l }) {
+			n++
+		}
+	}
+	return n
+}
+
+// current is the slot's live process (nil between a retirement and the
+// next start).
+func (s *slot) current() *live {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
 func (f *fleet) removeHost(h *netns.Host) {
 	if h == nil || f.pl.net == nil {
 		return

@@ -46,8 +46,7 @@ func (p *finalPhase) run(why string) {
 		p.st.log.Warn("run aborted: no final reads, no verdict", "why", why)
 		return
 	}
-	p.st.log.Info("workload over; recovering", "for", p.recovery.String())
-	ctxsleep.Sleep(p.st.runCtx, p.recovery)
+	p.settle()
 	p.final()
 	if p.svc.resource() != nil {
 		p.svc.finalState(p.st.hard)
@@ -55,6 +54,42 @@ func (p *finalPhase) run(why string) {
 	if p.st.runCtx.Err() == nil {
 		_ = p.st.updateStatus(func(s *store.Status) { s.FinalPhase = true })
 	}
+}
+
+// settleGrace is what settle waits after the last retired process is
+// gone: bytes such a process wrote to the resource just before it was
+// killed may still be in the resource's socket.
+const settleGrace = 250 * time.Millisecond
+
+// settle is the recovery wait. What can still act after restore is a
+// retired worker process: one whose operation the history closed as info
+// (a holder paused past its timeout, now resumed) and that may still act
+// it out, its stale write above all. Each exits once its late answer is
+// in (worker.Proc.Retire). So settle waits until no retired process is
+// left, then settleGrace, at most the recovery time in all. The current
+// processes owe nothing: the workload ended with every operation asked
+// of them completed. A run with no retired process left goes on at once
+// (after the grace) instead of waiting the whole recovery time, which a
+// stale write needs only when there is a process to make it.
+func (p *finalPhase) settle() {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(p.st.runCtx, p.recovery)
+	defer cancel()
+	p.st.log.Info("workload over; recovering", "at most", p.recovery.String())
+	waited := 0
+	for p.fleet != nil {
+		n := p.fleet.retiredAlive()
+		if n == 0 {
+			break
+		}
+		waited = max(waited, n)
+		if !ctxsleep.Sleep(ctx, 20*time.Millisecond) {
+			p.st.log.Info("recovery time over with retired processes alive", "alive", n)
+			return
+		}
+	}
+	ctxsleep.Sleep(ctx, settleGrace)
+	p.st.log.Info("recovered", "after", time.Since(start).Round(time.Millisecond), "retired processes waited for", waited)
 }
 
 // restoreWait bounds the wait for the ensemble to serve again at the end.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -78,5 +79,63 @@ func TestFinalPhaseAborted(t *testing.T) {
 	}
 	if len(hist.Events()) != 2 {
 		t.Errorf("restore not recorded: %+v", hist.Events())
+	}
+}
+
+// TestSettleWaitsForRetired: the recovery wait lasts while a retired
+// process may still act out the operation the history closed as info:
+// it ends only once that process has answered late and exited, with its
+// late answer recorded; it is bounded by the recovery time when the
+// process never answers; and with no retired process it ends at once,
+// not after the recovery time.
+func TestSettleWaitsForRetired(t *testing.T) {
+	settle := func(tf *testFleet, recovery time.Duration) time.Duration {
+		st, cancel := newRunState(context.Background(), tf.run, testlog.Logger(t), nil, store.Status{})
+		defer cancel()
+		p := &finalPhase{st: st, fleet: tf.fleet, recovery: recovery}
+		start := time.Now()
+		p.settle()
+		return time.Since(start)
+	}
+	late := func(delay time.Duration) (*testFleet, *live, *history.Memory) {
+		mem := history.NewMemory()
+		tf := newTestFleet(t, fakeworker.Script{DelayMS: map[string]int64{"acquire": delay.Milliseconds()}, DelayOnce: true},
+			mem, func(c *Config) { c.Workers = 2; c.OpTimeout = 50 * time.Millisecond })
+		tf.start(t, 1)
+		s := tf.start(t, 0)
+		l := s.cur
+		op := acquire("SKU-1")
+		op.Timeout = 0
+		if r := s.Do(context.Background(), op); r.Type != history.Info {
+			t.Fatalf("acquire past its timeout: %+v", r)
+		}
+		return tf, l, mem
+	}
+
+	tf, l, mem := late(time.Second)
+	took := settle(tf, 30*time.Second)
+	select {
+	case <-l.p.Done():
+	default:
+		t.Fatalf("settle returned after %s with the retired process still alive", took)
+	}
+	if !slices.ContainsFunc(mem.Events(), func(e history.Event) bool { return e.F == history.FLate }) {
+		t.Error("settle returned before the retired process's late answer was recorded")
+	}
+	if took >= 30*time.Second {
+		t.Errorf("settle took the whole recovery time (%s) though the retired process exited", took)
+	}
+
+	tf, l, _ = late(time.Minute)
+	if took := settle(tf, 300*time.Millisecond); took < 300*time.Millisecond || took > 10*time.Second {
+		t.Errorf("with a retired process that never answers, settle took %s; want the recovery time, 300ms", took)
+	}
+	_ = l.p.Kill()
+
+	quiet := newTestFleet(t, fakeworker.Script{}, history.NewMemory(), func(c *Config) { c.Workers = 2 })
+	quiet.start(t, 0)
+	quiet.start(t, 1)
+	if took := settle(quiet, 30*time.Second); took >= 30*time.Second {
+		t.Errorf("with no retired process, settle took %s, the whole recovery time", took)
 	}
 }
