@@ -48,7 +48,7 @@ var settingTables = []settingTable{
 		"ResultsDir": "--results",
 	}},
 	{commands: []string{"test-all", "gate"}, flags: map[string]string{
-		"Cells": "--cells", "List": "--list", "Matrix": "--matrix", "Recipe": "--recipe",
+		"Cells": "--cells", "List": "--list", "Matrix": "--matrix", "Recipe": "--recipe", "FailFast": "--fail-fast",
 	}},
 	{commands: []string{"serve"}, flags: map[string]string{"Addr": "--addr", "AllowRemote": "--allow-remote"}},
 	{commands: []string{"cleanup"}, flags: map[string]string{"CleanupAll": "--all"}},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"time"
 )
 
@@ -127,7 +129,7 @@ func (t *table) leaveOut(pending []job, busy map[int]bool) []job {
 			continue
 		}
 		t.res[j.cell].Outcome = Skipped
-		t.res[j.cell].SkippedBecause = "not run: --fail-fast, " + t.failed
+		t.res[j.cell].SkippedBecause = "not run: " + setting.Name("FailFast") + ", " + t.failed
 	}
 	if len(keep) < len(pending) {
 		t.flush()

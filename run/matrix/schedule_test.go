@@ -16,6 +16,7 @@ import (
 	"github.com/zkchaos/zkchaos/checker/integrity"
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
 // fakeRunEnv makes the test binary play `chaos run` for the scheduling
@@ -267,11 +268,11 @@ func TestFailFastSkipsTheRest(t *testing.T) {
 		t.Errorf("%d runs, want 4 (both attempts of each of the first two cells)", got)
 	}
 	for _, r := range rs[2:] {
-		if !strings.Contains(r.SkippedBecause, "--fail-fast, 10ms+unconfirmed/none/fencing-off was judged unknown") {
+		if r.SkippedBecause != "not run: "+setting.Name("FailFast")+", 10ms+unconfirmed/none/fencing-off was judged unknown" {
 			t.Errorf("%s skipped because %q; want the fail-fast and the cell that stopped it", r.Name, r.SkippedBecause)
 		}
 	}
-	if !strings.Contains(table, "skipped: not run: --fail-fast") {
+	if !strings.Contains(table, "skipped: not run: "+setting.Name("FailFast")) {
 		t.Errorf("the table does not show the skipped cells:\n%s", table)
 	}
 	all, _, dir := runFakeWith(t, Options{Repeat: 1}, cells...)
