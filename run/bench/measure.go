@@ -16,9 +16,21 @@ import (
 // failed, the loop goes on. Any other error stops the measurement.
 var errFailed = errors.New("operation failed")
 
+// A window counts at least minOps operations: on a loaded machine one
+// of its length may see none complete (a hot key's eight contenders,
+// each section five ZooKeeper round trips and two register calls), and
+// a rate of 0 says nothing about the subject, only about the machine.
+// So the window stays open past its length, up to maxStretch times it,
+// until it has counted them; the rate is over the time it was open.
+const (
+	minOps     = 10
+	maxStretch = 10
+)
+
 // window runs op on n clients in a loop and counts the operations that
 // complete inside the measured window, which opens after warmup (the
-// sessions and the servers' JIT settle) and lasts window. An operation is
+// sessions and the servers' JIT settle) and lasts length, or longer
+// until minOps have completed (ok or failed). An operation is
 // never cut short: the loops stop between operations, so a worker is
 // never left with an answer nobody waits for. ctx ending stops early with
 // its error. probe, when not nil, is read as the window opens and as it
@@ -61,6 +73,11 @@ func window(ctx context.Context, n int, warmup, length time.Duration, probe func
 	ctxsleep.Sleep(broke, warmup)
 	ok0, failed0, cpu0, t0 := sum(oks), sum(fails), probe(), time.Now()
 	ctxsleep.Sleep(broke, length)
+	for sum(oks)+sum(fails)-ok0-failed0 < minOps && time.Since(t0) < maxStretch*length {
+		if !ctxsleep.Sleep(broke, length/20) {
+			break
+		}
+	}
 	ok1, failed1, cpu1, t1 := sum(oks), sum(fails), probe(), time.Now()
 	stop.Store(true)
 	wg.Wait()
