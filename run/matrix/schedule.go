@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/zkchaos/zkchaos/internal/setting"
-	"time"
 )
 
 // Run runs the cells, o.Parallel runs at a time, and returns their
