@@ -59,13 +59,15 @@ image: build
 # paths) the tokens stood idle for the suite's first two minutes while
 # the unit packages ran alone; with eight at once the unit packages
 # waited for the integration packages' slots, and the long ones (the
-# conformance tests' ensembles, 160 s) ended the suite alone.
+# conformance tests' ensembles, 160 s) ended the suite alone. The tests
+# run the chaos and chaos-worker that build has just made
+# (ZKCHAOS_TEST_PREBUILT, chaostest.Prebuilt) unless a source is newer.
 SLOWEST := bin/slowest
 TEST_PKGS = $$($(GO) list ./tests/...) $$($(GO) list ./... | grep -v /tests/)
 test: deps build image fmt-check
 	$(GO) vet ./...
 	$(GO) build -o $(SLOWEST) ./internal/testkit/slowest/cmd
-	set -o pipefail; $(GO) test -json -count=1 -p 24 -timeout 30m $(TEST_PKGS) | ./$(SLOWEST)
+	set -o pipefail; ZKCHAOS_TEST_PREBUILT=$(CURDIR)/bin $(GO) test -json -count=1 -p 24 -timeout 30m $(TEST_PKGS) | ./$(SLOWEST)
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

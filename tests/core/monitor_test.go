@@ -69,8 +69,14 @@ func assertMonitorRecorded(t *testing.T, dir string) {
 			t.Errorf("the sample of step %d (%s) started %s after it", e.Index, monitor.StepLabel(e), late)
 		}
 	}
-	if steps == 0 || len(intervals) < 20 {
-		t.Errorf("%d nemesis steps, %d interval samples; want steps and a sample a second", steps, len(intervals))
+	st, err := store.ReadStatus(filepath.Join(dir, store.StatusFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sample a second of the workload, less one at each end.
+	if want := int(time.Duration(st.WorkloadNS)/every) - 2; steps == 0 || len(intervals) < want {
+		t.Errorf("%d nemesis steps, %d interval samples; want steps and a sample a second of the %s workload (%d)",
+			steps, len(intervals), time.Duration(st.WorkloadNS), want)
 	}
 	assertSnapshots(t, dir)
 }

@@ -54,16 +54,16 @@ func TestRunRejectsBadFlags(t *testing.T) {
 
 // TestFencedRunIsValid: a fenced run with the default pause-holder
 // schedule runs its whole time limit, is valid on every checker and
-// leaves its records. 20 s at the default timing (the first pause at
-// the start, then a 2 s pause after every 4 s quiet) hold four pauses of
-// a holder past its 1 s session, each a chance of a stale write the fence
-// must refuse: the same claim as a longer run, at half the token time of
-// the 40 s it ran before.
+// leaves its records. 14 s at the default timing (the first pause at
+// the start, then a 2 s pause after every 4 s quiet) hold three pauses
+// of a holder past its 1 s session, each a chance of a stale write the
+// fence must refuse: the same claim as a longer run, at a third of the
+// token time of the 40 s it ran before.
 func TestFencedRunIsValid(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
-	r := chaostest.Run(t, results, "--fencing", "on", "--nemesis", "pause-holder", "--time-limit", "20s", "--seed", "1", "--name", "fenced")
+	r := chaostest.Run(t, results, "--fencing", "on", "--nemesis", "pause-holder", "--time-limit", "14s", "--seed", "1", "--name", "fenced")
 	t.Logf("stdout:\n%s", r.Stdout)
 	if r.Code != 0 {
 		t.Fatalf("fenced run exited %d, want 0 (valid)\nstdout: %s\nstderr tail: %s", r.Code, r.Stdout, chaostest.Tail(r.Stderr, 3000))
@@ -72,7 +72,7 @@ func TestFencedRunIsValid(t *testing.T) {
 	if res.Valid != true {
 		t.Errorf("results.json valid = %v, want true", res.Valid)
 	}
-	if !strings.Contains(r.Stdout, "run: complete (workload 20s of 20s, final phase ran)") {
+	if !strings.Contains(r.Stdout, "run: complete (workload 14s of 14s, final phase ran)") {
 		t.Errorf("a finished run does not say it is complete:\n%s", r.Stdout)
 	}
 	if c := chaostest.ReadJSON[completionJSON](t, r.Dir, "results.json").Completion; c == nil || !c.Completed || c.StoppedBecause != "time-limit" {
@@ -98,15 +98,15 @@ func TestFencedRunIsValid(t *testing.T) {
 // TestUnfencedRunFindsDoubleWrite: an unfenced run under pause-holder is
 // invalid through double-writer and porcupine, shows its violations in
 // its progress, report and visualisations, and chaos check agrees. It
-// runs its 20 s rather than stopping at the first violation, so that the
+// runs its 14 s rather than stopping at the first violation, so that the
 // progress count and the register's failing keys are judged over a whole
 // run; the first double write comes about 2.1 s in (docs/measurements.md,
-// "Speed of the gate"), so 20 s hold several.
+// "Speed of the gate"), so 14 s (three pauses) hold several.
 func TestUnfencedRunFindsDoubleWrite(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
-	r := chaostest.Run(t, results, "--fencing", "off", "--nemesis", "pause-holder", "--time-limit", "20s", "--seed", "2", "--name", "unfenced")
+	r := chaostest.Run(t, results, "--fencing", "off", "--nemesis", "pause-holder", "--time-limit", "14s", "--seed", "2", "--name", "unfenced")
 	t.Logf("stdout:\n%s", r.Stdout)
 	if r.Code != 1 {
 		t.Fatalf("unfenced run exited %d, want 1 (invalid)\nstdout: %s\nstderr tail: %s", r.Code, r.Stdout, chaostest.Tail(r.Stderr, 3000))

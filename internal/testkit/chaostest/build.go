@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/zkchaos/zkchaos/client/subjects"
 )
@@ -38,7 +39,7 @@ func sharedBuild() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key, err := sourceKey(root)
+	key, newest, err := sourceKey(root)
 	if err != nil {
 		return "", fmt.Errorf("hash the sources: %w", err)
 	}
@@ -54,7 +55,7 @@ func sharedBuild() (string, error) {
 	dir := filepath.Join(bin, "test-"+key)
 	chaos := filepath.Join(dir, "chaos")
 	if _, err := os.Stat(subjects.WorkerPath(chaos)); err != nil {
-		if err := build(bin, dir); err != nil {
+		if err := build(bin, dir, newest); err != nil {
 			return "", err
 		}
 	}
@@ -64,16 +65,26 @@ func sharedBuild() (string, error) {
 	return chaos, nil
 }
 
+// Prebuilt is the variable by which make test names the folder it has
+// just built chaos and chaos-worker into, from this checkout.
+const Prebuilt = "ZKCHAOS_TEST_PREBUILT"
+
 // build builds the binaries into dir, and removes the other build folders
-// no test process runs from. The caller holds bin/test.lock.
-func build(bin, dir string) error {
+// no test process runs from. The caller holds bin/test.lock. Binaries of
+// Prebuilt that are newer than every source file (newest) are taken
+// instead of building: the suite's first tests then start without
+// linking the two largest binaries again, beside the links of every
+// test binary.
+func build(bin, dir string, newest time.Time) error {
 	tmp, err := os.MkdirTemp(bin, "building-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := BuildInto(tmp); err != nil {
-		return err
+	if !takePrebuilt(tmp, newest) {
+		if _, err := BuildInto(tmp); err != nil {
+			return err
+		}
 	}
 	old, _ := filepath.Glob(filepath.Join(bin, "test-*"))
 	for _, o := range old {
@@ -83,6 +94,22 @@ func build(bin, dir string) error {
 		return fmt.Errorf("keep the build: %w", err)
 	}
 	return nil
+}
+
+// takePrebuilt copies the binaries of Prebuilt into dir when both are
+// newer than newest; it says whether it did.
+func takePrebuilt(dir string, newest time.Time) bool {
+	from := os.Getenv(Prebuilt)
+	if from == "" {
+		return false
+	}
+	for _, name := range []string{"chaos", filepath.Base(subjects.WorkerPath("chaos"))} {
+		st, err := os.Stat(filepath.Join(from, name))
+		if err != nil || !st.ModTime().After(newest) || copyFile(filepath.Join(from, name), filepath.Join(dir, name)) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // removeUnused removes build folder dir unless a test process holds its
@@ -161,8 +188,10 @@ func ModuleRoot() (string, error) {
 // the module outside bin/, results/, docs/, tests/ and dot folders, test
 // files and the root's files but go.mod and go.sum left out, with its
 // path, and the Go version. Embedded files
-// (templates, the Curator and kazoo workers) count like Go files.
-func sourceKey(root string) (string, error) {
+// (templates, the Curator and kazoo workers) count like Go files. It also
+// returns the newest of those files' modification times.
+func sourceKey(root string) (string, time.Time, error) {
+	var newest time.Time
 	h := sha256.New()
 	fmt.Fprintln(h, runtime.Version())
 	skip := map[string]bool{"bin": true, "results": true, "docs": true, "tests": true, "man": true}
@@ -188,9 +217,12 @@ func sourceKey(root string) (string, error) {
 			return err
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.ModTime().After(newest) {
+			newest = st.ModTime()
+		}
 		fmt.Fprintf(h, "%s\x00", rel)
 		_, err = io.Copy(h, f)
 		return err
 	})
-	return hex.EncodeToString(h.Sum(nil))[:16], err
+	return hex.EncodeToString(h.Sum(nil))[:16], newest, err
 }

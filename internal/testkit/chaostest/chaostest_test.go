@@ -228,3 +228,34 @@ func TestBuildInUseStays(t *testing.T) {
 		}
 	}
 }
+
+// TestPrebuiltTakenWhenNewer: the binaries make test has just built are
+// taken when newer than every source file, and built afresh when a
+// source is newer (an edit after the build) or one is missing.
+func TestPrebuiltTakenWhenNewer(t *testing.T) {
+	from := t.TempDir()
+	for _, name := range []string{"chaos", "chaos-worker"} {
+		if err := os.WriteFile(filepath.Join(from, name), []byte(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(Prebuilt, from)
+	dir := t.TempDir()
+	if !takePrebuilt(dir, time.Now().Add(-time.Minute)) {
+		t.Fatal("binaries newer than every source not taken")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "chaos-worker")); err != nil || string(b) != "chaos-worker" {
+		t.Errorf("taken worker: %q, %v", b, err)
+	}
+	if takePrebuilt(t.TempDir(), time.Now().Add(time.Minute)) {
+		t.Error("binaries older than a source taken")
+	}
+	os.Remove(filepath.Join(from, "chaos-worker"))
+	if takePrebuilt(t.TempDir(), time.Now().Add(-time.Minute)) {
+		t.Error("taken with the worker missing")
+	}
+	t.Setenv(Prebuilt, "")
+	if takePrebuilt(t.TempDir(), time.Time{}) {
+		t.Error("taken with no folder named")
+	}
+}
