@@ -109,7 +109,7 @@ func TestVerdictsMatchLocal(t *testing.T) {
 // ensemble whole again, and the fenced run valid.
 //
 // The run follows a schedule (chaostest.Sequence) that injects each of
-// the three faults once, held 3 s, one second apart: each start counts
+// the three faults once, held 3 s, one after another: each start counts
 // only once verified through the engine, for a leader's fault once a new
 // leader is seen (1.0–3.1 s on docker, docs/measurements.md), which the
 // schedule's room for late entries covers. The containers' start and

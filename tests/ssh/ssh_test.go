@@ -59,7 +59,7 @@ func assertClean(t *testing.T, r *chaostest.SSHRig, dir string) {
 //
 // It is slow because it makes four real runs one after another (they
 // share the rig's hosts and their ZooKeeper ports): 12 s with every fault
-// drawn, 15 s with each server fault once, unfenced until its first
+// drawn, 20 s with each server fault once, unfenced until its first
 // violation, and one killed once its partition is verified, after which
 // the hosts' watchdogs need their 5 s lease (zkssh.LeasePeriod) to heal.
 // Every server verb goes over SSH and is verified on its host, so each

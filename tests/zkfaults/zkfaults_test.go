@@ -186,9 +186,10 @@ type zkFault struct {
 // of six more ensembles' start and end. The third run, --nemesis all,
 // shows the faults drawn at random side by side with the client faults.
 //
-// It is slow because its three runs last 25 s, 25 s and 12 s of
+// It is slow because its three runs last 30 s, 30 s and 12 s of
 // workload, at most two at once (chaostest.Tokens): each fault is held
-// 3 s, one second apart, with room for starts that wait for an election.
+// 3 s, the next injected once it is undone, with room for starts that
+// wait for an election.
 func TestZKFaults(t *testing.T) {
 	t.Parallel()
 	runs := [][]zkFault{{
