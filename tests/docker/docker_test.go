@@ -118,7 +118,7 @@ func TestVerdictsMatchLocal(t *testing.T) {
 func TestServerFaults(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedDocker(t)
-	_, sched := chaostest.Sequence(t, 3*time.Second, "pause-zk-leader", "kill-zk", "partition-zk-leader")
+	sched := chaostest.Sequence(t, 3*time.Second, "pause-zk-leader", "kill-zk", "partition-zk-leader")
 	r := chaostest.Run(t, t.TempDir(), append(sched, "--cluster", "docker", "--fencing", "on", "--seed", "3")...)
 	if r.Code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, chaostest.Tail(r.Stderr, 3000))

@@ -93,7 +93,7 @@ func TestSSH(t *testing.T) {
 	// (chaostest.Sequence), so that none is missed as a draw could miss
 	// it; each is verified on its host.
 	t.Run("server faults", func(t *testing.T) {
-		_, sched := chaostest.Sequence(t, 2*time.Second, "pause-zk", "kill-zk", "partition-zk-ring")
+		sched := chaostest.Sequence(t, 2*time.Second, "pause-zk", "kill-zk", "partition-zk-ring")
 		res := chaostest.Run(t, results, append(r.Args(), append(sched, "--fencing", "on", "--seed", "7", "--name", "ssh-server-faults")...)...)
 		if res.Code != 0 {
 			t.Fatalf("exit %d, want 0 (valid)\n%s", res.Code, chaostest.Tail(res.Stderr, 3000))

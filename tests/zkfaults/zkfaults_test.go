@@ -218,7 +218,7 @@ func TestZKFaults(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			chaostest.NeedNetns(t)
-			_, sched := chaostest.Sequence(t, 3*time.Second, names...)
+			sched := chaostest.Sequence(t, 3*time.Second, names...)
 			r := chaostest.Run(t, t.TempDir(), append(sched, "--fencing", "on", "--recovery", "1s",
 				"--seed", strconv.Itoa(i+1), "--name", fmt.Sprintf("zkfaults-%d", i+1))...)
 			ops := checkZKFaultRun(t, name, r)

@@ -10,8 +10,8 @@ import (
 
 // Sequence writes a schedule (chaos run --schedule) of faults one after
 // another, in t's own folder: the first at 1 s, each held hold, the next
-// as soon as the one before is undone. It returns the file and the flags
-// of a run that follows it: --schedule and a time limit that holds every
+// as soon as the one before is undone. It returns the flags of a run
+// that follows it: --schedule and a time limit that holds every
 // entry with room to run late.
 //
 // One run of several faults, each injected exactly once, shows each of
@@ -25,7 +25,7 @@ import (
 // out. A start that watches for a new leader and a restart take up to
 // 5 s together for a container on a loaded machine, most others well
 // under a second.
-func Sequence(t *testing.T, hold time.Duration, faults ...string) (file string, args []string) {
+func Sequence(t *testing.T, hold time.Duration, faults ...string) []string {
 	t.Helper()
 	var entries []nemesis.Entry
 	at := time.Second
@@ -33,11 +33,11 @@ func Sequence(t *testing.T, hold time.Duration, faults ...string) (file string, 
 		entries = append(entries, nemesis.Entry{Offset: nemesis.Duration(at), Fault: f, Hold: nemesis.Duration(hold)})
 		at += hold
 	}
-	file = filepath.Join(t.TempDir(), "schedule.json")
+	file := filepath.Join(t.TempDir(), "schedule.json")
 	if err := nemesis.WritePlan(file, entries); err != nil {
 		t.Fatal(err)
 	}
 	const room = 4 * time.Second
 	limit := at + time.Second + time.Duration(len(faults))*room
-	return file, []string{"--schedule", file, "--time-limit", limit.String()}
+	return []string{"--schedule", file, "--time-limit", limit.String()}
 }
