@@ -14,13 +14,16 @@ import (
 
 // harmlessThenDecisive is a schedule of three pause-holder entries: two
 // pauses of 200 ms, far under the 1 s session timeout, so that no
-// session expires, then one of 2 s (the default pause: past the session
-// timeout, not past the 2 s operation timeout, so the holder is not
-// retired before its write), which lets an unfenced holder's session
-// expire and its write land after the next holder's.
+// session expires, then one of 3 s, which lets an unfenced holder's
+// session expire and its write land after the next holder's. The next
+// holder has what is left of the pause once the session is gone (about
+// 1.1 s after the pause began) to take the lock and write: with a 2 s
+// pause that was under a second, and on a loaded machine (a make test
+// at load 10) the next holder once had not written when the paused one
+// went on, so its write was no violation.
 const harmlessThenDecisive = `{"offset":"1s","fault":"pause-holder","hold":"200ms"}
 {"offset":"2s","fault":"pause-holder","hold":"200ms"}
-{"offset":"3s","fault":"pause-holder","hold":"2s"}
+{"offset":"3s","fault":"pause-holder","hold":"3s"}
 `
 
 // TestShrinkFindsTheDecisiveEntry: an unfenced run that follows

@@ -55,6 +55,10 @@ type Summary struct {
 	// TokenTime is the run tokens' time held over the whole stream
 	// (HoldLog): tokens × time.
 	TokenTime time.Duration
+	// Holders are the top-level tests that held run tokens, each with its
+	// tokens × seconds (its subtests' holds included), most first: where
+	// the floor TokenTime puts on the suite comes from.
+	Holders []Timing
 }
 
 // line is one output line of a package, with the test it belongs to (""
@@ -72,8 +76,9 @@ type pkgState struct {
 type reader struct {
 	w io.Writer
 	// waits are the run-token waits logged by each top-level test, by
-	// package and test.
+	// package and test; holds the token time each held.
 	waits map[[2]string]time.Duration
+	holds map[[2]string]time.Duration
 	pkgs  map[string]*pkgState
 	order []string // packages in the order first seen, for the ones left at EOF
 	sum   Summary
@@ -83,7 +88,8 @@ type reader struct {
 // without -json would, and returns what it said. Lines that are not JSON
 // are written as they are. The error is r's or w's.
 func Read(r io.Reader, w io.Writer) (Summary, error) {
-	rd := &reader{w: w, pkgs: map[string]*pkgState{}, waits: map[[2]string]time.Duration{}}
+	rd := &reader{w: w, pkgs: map[string]*pkgState{},
+		waits: map[[2]string]time.Duration{}, holds: map[[2]string]time.Duration{}}
 	br := bufio.NewReader(r)
 	for {
 		b, err := br.ReadBytes('\n')
@@ -102,8 +108,12 @@ func Read(r io.Reader, w io.Writer) (Summary, error) {
 	if err := rd.unfinished(); err != nil {
 		return rd.sum, fmt.Errorf("write: %w", err)
 	}
+	for k, d := range rd.holds {
+		rd.sum.Holders = append(rd.sum.Holders, Timing{k[0], k[1], d.Seconds()})
+	}
 	rank(rd.sum.Packages)
 	rank(rd.sum.Tests)
+	rank(rd.sum.Holders)
 	return rd.sum, nil
 }
 
@@ -128,8 +138,12 @@ func (rd *reader) line(b []byte) error {
 	case "output":
 		p.lines = append(p.lines, line{ev.Test, ev.Output})
 		if ev.Test != "" {
-			rd.waits[[2]string{ev.Package, topLevel(ev.Test)}] += waitIn(ev.Output)
-			rd.sum.TokenTime += heldIn(ev.Output)
+			key := [2]string{ev.Package, topLevel(ev.Test)}
+			rd.waits[key] += waitIn(ev.Output)
+			if held := heldIn(ev.Output); held > 0 {
+				rd.holds[key] += held
+				rd.sum.TokenTime += held
+			}
 		}
 	case "pass", "fail", "skip":
 		if ev.Test != "" {

@@ -207,12 +207,21 @@ func TestTokenTimeSummed(t *testing.T) {
 	if sum.TokenTime != 80*time.Second {
 		t.Errorf("token time %v, want 80s (30 + 2×20 + 10)", sum.TokenTime)
 	}
+	wantHolders := []Timing{{"example.com/m/e", "TestTwo", 40}, {"example.com/m/e", "TestOne", 30}, {"example.com/m/f", "TestThree", 10}}
+	if !slices.Equal(sum.Holders, wantHolders) {
+		t.Errorf("holders %v, want %v (a subtest's hold is its parent's)", sum.Holders, wantHolders)
+	}
 	var b strings.Builder
 	if err := sum.writeTables(&b, 10, module, 2); err != nil {
 		t.Fatal(err)
 	}
-	if want := "run tokens held 80 s in all: at 2 real runs at once, the suite takes at least 40 s\n"; !strings.Contains(b.String(), want) {
-		t.Errorf("tables lack %q:\n%s", want, b.String())
+	for _, want := range []string{
+		"run tokens held 80 s in all: at 2 real runs at once, the suite takes at least 40 s\n",
+		"largest run-token holders (3 of 3; tokens × seconds):\n    40.0 s  e TestTwo\n    30.0 s  e TestOne\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("tables lack %q:\n%s", want, b.String())
+		}
 	}
 	b.Reset()
 	if err := (Summary{}).writeTables(&b, 10, module, 2); err != nil || strings.Contains(b.String(), "run tokens") {

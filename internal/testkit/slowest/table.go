@@ -14,7 +14,8 @@ const LongTest = 60.0 // seconds
 
 // WriteTables writes the top slowest packages and tests, names without
 // the module prefix, marking tests over LongTest (all of them are listed,
-// also beyond top), then the failed packages.
+// also beyond top), then the run tokens' time and its top holders, then
+// the failed packages.
 func (s Summary) WriteTables(w io.Writer, top int, module string) error {
 	return s.writeTables(w, top, module, RunTokens())
 }
@@ -50,6 +51,10 @@ func (s Summary) writeTables(w io.Writer, top int, module string, tokens int) er
 		floor := s.TokenTime / time.Duration(tokens)
 		fmt.Fprintf(&b, "run tokens held %.0f s in all: at %d real runs at once, the suite takes at least %.0f s\n",
 			s.TokenTime.Seconds(), tokens, floor.Seconds())
+		fmt.Fprintf(&b, "largest run-token holders (%d of %d; tokens × seconds):\n", min(top, len(s.Holders)), len(s.Holders))
+		for _, t := range s.Holders[:min(top, len(s.Holders))] {
+			fmt.Fprintf(&b, "%8.1f s  %s %s\n", t.Seconds, short(t.Package), t.Test)
+		}
 	}
 	if len(s.Failed) > 0 {
 		names := make([]string, len(s.Failed))
