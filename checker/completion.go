@@ -65,14 +65,17 @@ func CompletionOf(st store.Status, found bool, historyEndNS int64) Completion {
 	case atFirst && st.FinalPhase:
 		c.StoppedAtFirst = true
 		c.Why = fmt.Sprintf("stopped at its first violation (%s), as %s asks; %s, then the final phase ran", first, setting.Name("StopAtFirst"), reached)
-	case st.StoppedBecause != store.StopTimeLimit:
+	case st.StoppedBecause != store.StopTimeLimit && st.StoppedBecause != store.StopScheduleDone:
 		c.Why = fmt.Sprintf("the workload stopped early (%s); %s", st.StoppedBecause, reached)
 	case !st.FinalPhase:
 		c.Why = "the final phase (heal everything, final reads) did not run to its end"
 	default:
 		c.Completed = true
-		if st.Segment > 1 {
+		switch {
+		case st.Segment > 1:
 			c.Why = fmt.Sprintf("complete in %d segments: resumed after a gap, the last segment ran to its end", st.Segment)
+		case st.StoppedBecause == store.StopScheduleDone:
+			c.Why = fmt.Sprintf("complete: ended once its schedule's last entry was undone, as %s asks; %s", setting.Name("StopAfterSchedule"), reached)
 		}
 	}
 	return c

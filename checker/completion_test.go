@@ -33,6 +33,18 @@ func TestCompletionOf(t *testing.T) {
 			return s
 		}(), true, false, "stopped early (interrupted (signal interrupt)); workload reached 10s of 1m0s"},
 		{"final phase cut", func() store.Status { s := done; s.FinalPhase = false; return s }(), true, false, "final phase"},
+		{"schedule done", func() store.Status {
+			s := done
+			s.StoppedBecause = store.StopScheduleDone
+			s.WorkloadNS = int64(9 * time.Second)
+			return s
+		}(), true, true, "ended once its schedule's last entry was undone, as stopping after the schedule asks; workload reached 9s of 1m0s"},
+		{"schedule done, final phase cut", func() store.Status {
+			s := done
+			s.StoppedBecause = store.StopScheduleDone
+			s.FinalPhase = false
+			return s
+		}(), true, false, "the final phase (heal everything, final reads) did not run to its end"},
 		{"stopped at first", func() store.Status {
 			s := done
 			s.StoppedBecause = store.StoppedAtFirstBecause("double-writer")

@@ -255,6 +255,11 @@ type Config struct {
 	Origin *Origin
 	// Log, when set, gets every injection as a schedule entry.
 	Log EntryLog
+	// Followed, when set, is called once every entry of Follow has been
+	// injected and undone (not when the workload ended first and left
+	// some out): a run that lasts only as long as its schedule ends
+	// there.
+	Followed func()
 }
 
 // Scheduler runs the faults of a --nemesis list on a schedule.
@@ -405,6 +410,9 @@ func (s *Scheduler) follow(ctx context.Context) {
 		s.injectOne(ctx, e.Fault, s.faults[slices.Index(s.names, e.Fault)], hold)
 		ctxsleep.Sleep(ctx, hold)
 		s.Heal(ctx)
+	}
+	if ctx.Err() == nil && s.cfg.Followed != nil {
+		s.cfg.Followed()
 	}
 	<-ctx.Done()
 }

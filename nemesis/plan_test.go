@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,6 +210,48 @@ func TestFollowLeavesOutWhatTheRunCannotHold(t *testing.T) {
 	}
 	if n := len(log.all()); n != 1 || u.n.Load() != 1 {
 		t.Errorf("%d entries run, %d undone; want the first only", n, u.n.Load())
+	}
+}
+
+// TestFollowedOnceTheLastIsUndone: Followed is called once, after the
+// last entry is undone, while the workload still runs; a schedule whose
+// last entry was left out never calls it.
+func TestFollowedOnceTheLastIsUndone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		lastHold time.Duration
+		want     int32
+	}{{"every entry run", 20 * time.Millisecond, 1}, {"the last left out", time.Hour, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var u undoCounter
+			var followed atomic.Int32
+			var undoneAtCall int32
+			f0 := &fakeFault{start: "pause", stop: "resume", inject: func(context.Context, *Env) (*Effect, error) { return u.effect(), nil }}
+			plan := &Plan{Entries: []Entry{
+				{Offset: 0, Fault: "f0", Hold: Duration(10 * time.Millisecond)},
+				{Offset: Duration(30 * time.Millisecond), Fault: "f0", Hold: Duration(tc.lastHold)},
+			}}
+			s, err := newScheduler(Config{History: history.NewMemory(), Follow: plan, Log: &entries{},
+				Env: Env{Rand: rand.New(rand.NewPCG(1, 1))},
+				Followed: func() {
+					undoneAtCall = u.n.Load()
+					followed.Add(1)
+				}}, []string{"f0"}, []Fault{f0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			if err := s.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := followed.Load(); got != tc.want {
+				t.Fatalf("Followed called %d times, want %d", got, tc.want)
+			}
+			if tc.want == 1 && undoneAtCall != 2 {
+				t.Errorf("Followed called with %d entries undone, want both", undoneAtCall)
+			}
+		})
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/zkchaos/zkchaos/checker/fence"
 	"github.com/zkchaos/zkchaos/checker/linear"
 	"github.com/zkchaos/zkchaos/checker/stats"
+	"github.com/zkchaos/zkchaos/history/store"
+	"github.com/zkchaos/zkchaos/internal/setting"
 	"github.com/zkchaos/zkchaos/run/runner"
 	"github.com/zkchaos/zkchaos/workloads"
 )
@@ -113,6 +115,8 @@ func printCompletion(w io.Writer, c *checker.Completion) {
 	switch {
 	case c.Completed && c.Segments > 1:
 		fmt.Fprintf(w, "run: %s (last segment: workload %s of %s, final phase ran; test.json lists the segments)\n", c.Why, reached, limit)
+	case c.Completed && c.StoppedBecause == store.StopScheduleDone:
+		fmt.Fprintf(w, "run: complete (workload %s of %s, ended after its schedule's last entry as %s asks; final phase ran)\n", reached, limit, setting.Name("StopAfterSchedule"))
 	case c.Completed:
 		fmt.Fprintf(w, "run: complete (workload %s of %s, final phase ran)\n", reached, limit)
 	case c.StoppedAtFirst:

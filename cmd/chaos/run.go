@@ -42,9 +42,10 @@ func parseRunFlags(args []string, _ io.Writer) (runner.Config, error) {
 func newRunParser() runParser {
 	var schedule string
 	return runParser{cmd: "chaos run", cfg: runner.Defaults(),
-		extra: func(fs *pflag.FlagSet, _ *runner.Config) {
+		extra: func(fs *pflag.FlagSet, cfg *runner.Config) {
 			fs.StringVar(&schedule, "schedule", "", "inject exactly the faults of this schedule (a run's schedule.json: JSON lines of offset, fault, hold), not drawn from --seed; "+
 				"the other settings come from the test.json beside it (or in the folder above), the flags given here override them")
+			fs.BoolVar(&cfg.StopAfterSchedule, "stop-after-schedule", false, "with --schedule: end the workload once the schedule's last entry is undone (--time-limit still bounds it), so that every entry is injected however late the ones before made it start")
 		},
 		finish: func(fs *pflag.FlagSet, cfg *runner.Config) error { return followSchedule(fs, cfg, schedule) },
 	}

@@ -111,4 +111,18 @@ func TestScheduleRefusals(t *testing.T) {
 		!strings.HasPrefix(err.Error(), "schedule "+bad+" line 2: offsets out of order") {
 		t.Errorf("out of order: %v", err)
 	}
+	// --stop-after-schedule: with no schedule, or one with no entry,
+	// there is no last entry to stop after.
+	if _, err := parseRunFlags([]string{"--stop-after-schedule", "--results", results}, io.Discard); err == nil ||
+		!strings.HasPrefix(err.Error(), "--stop-after-schedule needs --schedule") {
+		t.Errorf("--stop-after-schedule alone: %v", err)
+	}
+	empty := writeSchedule(t, filepath.Join(t.TempDir(), "empty.json"))
+	if _, err := parseRunFlags([]string{"--schedule", empty, "--stop-after-schedule", "--results", results}, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "--stop-after-schedule with the empty schedule "+empty+" would end the workload at its first operation") {
+		t.Errorf("--stop-after-schedule with an empty schedule: %v", err)
+	}
+	if cfg, err := parseRunFlags([]string{"--schedule", sched, "--stop-after-schedule", "--results", results}, io.Discard); err != nil || !cfg.StopAfterSchedule {
+		t.Errorf("--stop-after-schedule with a schedule: %v, set %v", err, cfg.StopAfterSchedule)
+	}
 }

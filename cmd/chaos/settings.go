@@ -35,7 +35,7 @@ var settingTables = []settingTable{
 		"ResourcesInterval": "--resources-interval", "SummaryInterval": "--summary-interval",
 	}},
 	// A run's own: the schedule it follows.
-	{commands: []string{"run"}, config: runner.Config{}, flags: map[string]string{"Schedule": "--schedule"}},
+	{commands: []string{"run"}, config: runner.Config{}, flags: map[string]string{"Schedule": "--schedule", "StopAfterSchedule": "--stop-after-schedule"}},
 	// A soak's own: carrying a killed soak on, its length (TimeLimit's
 	// other flag, which the soak's figures name), its Prometheus address.
 	{commands: []string{"soak"}, flags: map[string]string{

@@ -38,6 +38,10 @@ const (
 	// run was asked to stop at its first violation (chaos run
 	// --stop-at-first) and an online check found one.
 	StopFirstViolation = "first-violation"
+	// StopScheduleDone: the run followed a schedule and was asked to end
+	// once its last entry was undone (chaos run --stop-after-schedule),
+	// and did. A complete run, as one that ran its time limit.
+	StopScheduleDone = "schedule-done"
 )
 
 // StoppedAtFirstBecause is StoppedBecause for a workload that ended at
@@ -60,10 +64,11 @@ func StoppedAtFirst(s Status) (checker string, ok bool) {
 type Status struct {
 	Phase Phase `json:"phase"`
 	// StoppedBecause is why the workload ended: StopTimeLimit when it ran
-	// its whole time, StopInterrupted (with the signal) when a person or
-	// CI stopped it, StopFirstViolation (with the checker) when it was
-	// asked to stop at its first violation and did, or the harness failure that ended it. Empty while the
-	// workload runs.
+	// its whole time, StopScheduleDone when it followed a schedule to its
+	// end as asked, StopInterrupted (with the signal) when a person or CI
+	// stopped it, StopFirstViolation (with the checker) when it was asked
+	// to stop at its first violation and did, or the harness failure that
+	// ended it. Empty while the workload runs.
 	StoppedBecause string `json:"stopped_because,omitempty"`
 	// TimeLimitNS is the workload's time limit; WorkloadNS how long it ran
 	// (set when it ended).

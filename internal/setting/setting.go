@@ -56,10 +56,11 @@ func Names(sep string, fields ...string) string {
 
 // plainNames are the settings whose field-like names read badly as words.
 var plainNames = map[string]string{
-	"PauseFor":    "pause",
-	"ResultsDir":  "results",
-	"TickTime":    "tick",
-	"StopAtFirst": "stopping at the first violation",
+	"PauseFor":          "pause",
+	"ResultsDir":        "results",
+	"TickTime":          "tick",
+	"StopAtFirst":       "stopping at the first violation",
+	"StopAfterSchedule": "stopping after the schedule",
 	// Resume is no field: it is carrying a killed soak on (chaos soak).
 	"Resume": "resuming",
 	// The addresses chaos serve and a soak's metrics listen on.

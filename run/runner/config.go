@@ -133,6 +133,13 @@ type Config struct {
 	Schedule     *nemesis.Plan `json:"schedule,omitempty"`
 	ScheduleFile string        `json:"schedule_file,omitempty"`
 	Overrides    []string      `json:"overrides,omitempty"`
+	// StopAfterSchedule ends the workload once the last entry of
+	// Schedule is undone, TimeLimit bounding it: a run that must inject
+	// every entry however late each starts (a start that waits for a new
+	// leader delays the entries after it), and lasts no longer than
+	// that. Without it the workload runs its time limit, and an entry
+	// that no longer fits is left out.
+	StopAfterSchedule bool `json:"stop_after_schedule,omitempty"`
 }
 
 // Values of Config.ACL.

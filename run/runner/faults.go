@@ -37,6 +37,9 @@ type faultEnv struct {
 	// origin is the first client operation; log is schedule.json.
 	origin *nemesis.Origin
 	log    nemesis.EntryLog
+	// followed, when set, is called once a followed schedule's last
+	// entry is undone.
+	followed func()
 }
 
 // newFaultLoop builds the scheduler of cfg's faults on env, its choices
@@ -48,7 +51,7 @@ func newFaultLoop(cfg Config, env faultEnv, log *slog.Logger) (*faultLoop, error
 		Caps:     nemesis.Caps{Cluster: env.zk.Capabilities(), WorkerNet: env.workerNet, Workload: env.workload, Service: cfg.service()},
 		Env: nemesis.Env{Cluster: env.zk, Targets: env.targets, Resource: env.resource, Logger: log,
 			Rand: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6e656d))},
-		Follow: cfg.Schedule, Origin: env.origin, Log: env.log})
+		Follow: cfg.Schedule, Origin: env.origin, Log: env.log, Followed: env.followed})
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +94,9 @@ func validateFaults(c Config, capsKnown bool) []error {
 	var errs []error
 	if c.TimeLimit <= 0 {
 		errs = append(errs, setting.Errorf("TimeLimit", c.TimeLimit.String(), "must be positive"))
+	}
+	if c.StopAfterSchedule {
+		errs = append(errs, setting.Refused("StopAfterSchedule", "%s needs a schedule to follow", setting.Name("StopAfterSchedule")))
 	}
 	if capsKnown {
 		if err := nemesis.ValidateFor(c.Nemesis, c.Caps()); err != nil {

@@ -82,5 +82,10 @@ func (f *firstStop) violation(checker string) {
 	})
 }
 
-// errStoppedAtFirst is why a workload stopped at its first violation.
-var errStoppedAtFirst = errors.New("stopped at the first violation")
+// errStoppedAtFirst is why a workload stopped at its first violation,
+// errScheduleDone why one that followed its schedule to the end stopped
+// there (Config.StopAfterSchedule).
+var (
+	errStoppedAtFirst = errors.New("stopped at the first violation")
+	errScheduleDone   = errors.New("the schedule's last entry is undone")
+)

@@ -317,8 +317,15 @@ func (c *controller) workload(ctx context.Context) {
 	obs.start()
 	defer obs.stop()
 
-	faults, err := newFaultLoop(c.cfg, faultEnv{zk: c.net.zk, workerNet: c.net.net != nil, workload: c.wl.Name(),
-		targets: c.fleet, resource: c.svc.nemesisResource(), hist: obs.nemesisHistory(), origin: c.fleet.origin, log: c.rec.plan}, c.log)
+	env := faultEnv{zk: c.net.zk, workerNet: c.net.net != nil, workload: c.wl.Name(),
+		targets: c.fleet, resource: c.svc.nemesisResource(), hist: obs.nemesisHistory(), origin: c.fleet.origin, log: c.rec.plan}
+	if c.cfg.StopAfterSchedule {
+		env.followed = func() {
+			c.log.Info("stopping the workload: the schedule's last entry is undone (" + setting.Name("StopAfterSchedule") + ")")
+			stop(errScheduleDone)
+		}
+	}
+	faults, err := newFaultLoop(c.cfg, env, c.log)
 	if err != nil {
 		c.abort(err)
 		return
@@ -349,6 +356,8 @@ func (c *controller) whyStopped(ctx, gen context.Context) string {
 		return "harness failure: " + err.Error()
 	case errors.Is(context.Cause(gen), errStoppedAtFirst):
 		return store.StoppedAtFirstBecause(c.first.checker)
+	case errors.Is(context.Cause(gen), errScheduleDone):
+		return store.StopScheduleDone
 	case ctx.Err() != nil:
 		why := store.StopInterrupted
 		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {

@@ -74,6 +74,9 @@ func validateSchedule(c Config, capsKnown bool) []error {
 	}
 	last, ok := c.Schedule.Last()
 	if !ok {
+		if c.StopAfterSchedule {
+			errs = append(errs, setting.Refused("StopAfterSchedule", "%s with the empty schedule %s would end the workload at its first operation", setting.Name("StopAfterSchedule"), c.ScheduleFile))
+		}
 		if c.TimeLimit < MinTimeLimit {
 			errs = append(errs, setting.Errorf("TimeLimit", c.TimeLimit.String(), "too short; the minimum is %s", MinTimeLimit))
 		}

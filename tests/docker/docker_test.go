@@ -111,10 +111,11 @@ func TestVerdictsMatchLocal(t *testing.T) {
 // The run follows a schedule (chaostest.Sequence) that injects each of
 // the three faults once, held 3 s, one after another: each start counts
 // only once verified through the engine, for a leader's fault once a new
-// leader is seen (1.0–3.1 s on docker, docs/measurements.md), which the
-// schedule's room for late entries covers. The containers' start and
-// removal come on top, and so does any wait for a run token held by the
-// package's other tests (all t.Parallel) or by other packages.
+// leader is seen (1.0–3.1 s on docker, docs/measurements.md), which
+// delays the entries after it; the run ends once the last is undone. The
+// containers' start and removal come on top, and so does any wait for a
+// run token held by the package's other tests (all t.Parallel) or by
+// other packages.
 func TestServerFaults(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedDocker(t)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/history"
+	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
@@ -222,6 +223,9 @@ func TestZKFaults(t *testing.T) {
 			r := chaostest.Run(t, t.TempDir(), append(sched, "--fencing", "on", "--recovery", "1s",
 				"--seed", strconv.Itoa(i+1), "--name", fmt.Sprintf("zkfaults-%d", i+1))...)
 			ops := checkZKFaultRun(t, name, r)
+			if st := chaostest.ReadJSON[store.Status](t, r.Dir, store.StatusFile); st.StoppedBecause != store.StopScheduleDone {
+				t.Errorf("the workload stopped because %q, want %q: the run ends after its schedule's last entry", st.StoppedBecause, store.StopScheduleDone)
+			}
 			if len(ops) != len(faults) {
 				t.Errorf("%d fault operations in the history, want one per entry of the schedule (%d)", len(ops), len(faults))
 			}

@@ -549,8 +549,12 @@ class Worker:
 
     def run(self):
         self.zk.start(timeout=20)
-        with self.mu:
-            sid = self.session
+        # start() returns once kazoo is connected, which it marks before
+        # it tells its listeners: on a loaded machine on_state may not yet
+        # have taken the session id, and a hello needs it.
+        sid = self.wait_connected(time.monotonic() + 20)
+        if sid is None:
+            raise SystemExit("no ZooKeeper session within 20 s of connecting")
         hello = {"event": "hello", "pid": self.pid, "session": hexid(sid), "protocol": PROTOCOL}
         pw = self.password()
         if pw:
