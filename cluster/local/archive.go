@@ -58,6 +58,18 @@ func (a *classArchive) flags(id int) []string {
 	return nil
 }
 
+// dumps says node id writes the archive as it exits.
+func (a *classArchive) dumps(id int) bool {
+	return a != nil && !a.use && a.tmp != "" && id == 1
+}
+
+// dumpGrace is how long a node that writes the archive at exit gets to
+// exit after SIGTERM: writing it is seconds of CPU, and beside a loaded
+// suite (load 10 on 2 cores) a JVM once was still writing after the 10 s
+// every other node gets, so it was killed and no archive was made. It
+// is paid once per machine, by the run that makes the archive.
+const dumpGrace = time.Minute
+
 // archiveDir is the folder of the archives, created if need be.
 func archiveDir() (string, error) {
 	cache, err := os.UserCacheDir()

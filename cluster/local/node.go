@@ -167,9 +167,9 @@ func (n *Node) Start(ctx context.Context) (string, error) {
 }
 
 // Stop ends the JVM gracefully: SIGTERM, and SIGKILL if it has not exited
-// after stopGrace (or the program's StopGrace) or when ctx ends. A paused
-// JVM is resumed first, since it
-// cannot act on SIGTERM while stopped.
+// after stopGrace (or the program's StopGrace; dumpGrace for the node that
+// writes the class archive) or when ctx ends. A paused JVM is resumed
+// first, since it cannot act on SIGTERM while stopped.
 func (n *Node) Stop(ctx context.Context) error {
 	n.mu.Lock()
 	if !n.running() {
@@ -188,6 +188,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	grace := stopGrace
 	if g, ok := n.c.cfg.Program.(interface{ StopGrace() time.Duration }); ok {
 		grace = g.StopGrace()
+	}
+	if n.c.archive.dumps(n.id) {
+		grace = max(grace, dumpGrace)
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
