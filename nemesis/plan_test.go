@@ -191,23 +191,7 @@ func TestFollowRunsTheEntries(t *testing.T) {
 // TestFollowLeavesOutWhatTheRunCannotHold: an entry after the first
 // whose hold would outlast the workload is left out, with the rest.
 func TestFollowLeavesOutWhatTheRunCannotHold(t *testing.T) {
-	var u undoCounter
-	f0 := &fakeFault{start: "pause", stop: "resume", inject: func(context.Context, *Env) (*Effect, error) { return u.effect(), nil }}
-	plan := &Plan{Entries: []Entry{
-		{Offset: 0, Fault: "f0", Hold: Duration(10 * time.Millisecond)},
-		{Offset: Duration(50 * time.Millisecond), Fault: "f0", Hold: Duration(time.Hour)},
-	}}
-	log := &entries{}
-	s, err := newScheduler(Config{History: history.NewMemory(), Follow: plan, Log: log,
-		Env: Env{Rand: rand.New(rand.NewPCG(1, 1))}}, []string{"f0"}, []Fault{f0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	if err := s.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	log, u := followTwo(t, 50*time.Millisecond, time.Hour, nil)
 	if n := len(log.all()); n != 1 || u.n.Load() != 1 {
 		t.Errorf("%d entries run, %d undone; want the first only", n, u.n.Load())
 	}
@@ -223,36 +207,48 @@ func TestFollowedOnceTheLastIsUndone(t *testing.T) {
 		want     int32
 	}{{"every entry run", 20 * time.Millisecond, 1}, {"the last left out", time.Hour, 0}} {
 		t.Run(tc.name, func(t *testing.T) {
-			var u undoCounter
-			var followed atomic.Int32
-			var undoneAtCall int32
-			f0 := &fakeFault{start: "pause", stop: "resume", inject: func(context.Context, *Env) (*Effect, error) { return u.effect(), nil }}
-			plan := &Plan{Entries: []Entry{
-				{Offset: 0, Fault: "f0", Hold: Duration(10 * time.Millisecond)},
-				{Offset: Duration(30 * time.Millisecond), Fault: "f0", Hold: Duration(tc.lastHold)},
-			}}
-			s, err := newScheduler(Config{History: history.NewMemory(), Follow: plan, Log: &entries{},
-				Env: Env{Rand: rand.New(rand.NewPCG(1, 1))},
-				Followed: func() {
-					undoneAtCall = u.n.Load()
-					followed.Add(1)
-				}}, []string{"f0"}, []Fault{f0})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			defer cancel()
-			if err := s.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
+			var followed, undoneAtCall atomic.Int32
+			followTwo(t, 30*time.Millisecond, tc.lastHold, func(undone int32) {
+				undoneAtCall.Store(undone)
+				followed.Add(1)
+			})
 			if got := followed.Load(); got != tc.want {
 				t.Fatalf("Followed called %d times, want %d", got, tc.want)
 			}
-			if tc.want == 1 && undoneAtCall != 2 {
-				t.Errorf("Followed called with %d entries undone, want both", undoneAtCall)
+			if tc.want == 1 && undoneAtCall.Load() != 2 {
+				t.Errorf("Followed called with %d entries undone, want both", undoneAtCall.Load())
 			}
 		})
 	}
+}
+
+// followTwo follows a schedule of two entries of one fault, the first at
+// once held 10 ms, the second gap later held lastHold, in a workload of
+// 300 ms, and returns what it logged and what it undid. followed, when
+// set, is Config.Followed, told how many entries were undone by then.
+func followTwo(t *testing.T, gap, lastHold time.Duration, followed func(undone int32)) (*entries, *undoCounter) {
+	t.Helper()
+	u := &undoCounter{}
+	f0 := &fakeFault{start: "pause", stop: "resume", inject: func(context.Context, *Env) (*Effect, error) { return u.effect(), nil }}
+	plan := &Plan{Entries: []Entry{
+		{Offset: 0, Fault: "f0", Hold: Duration(10 * time.Millisecond)},
+		{Offset: Duration(gap), Fault: "f0", Hold: Duration(lastHold)},
+	}}
+	log := &entries{}
+	cfg := Config{History: history.NewMemory(), Follow: plan, Log: log, Env: Env{Rand: rand.New(rand.NewPCG(1, 1))}}
+	if followed != nil {
+		cfg.Followed = func() { followed(u.n.Load()) }
+	}
+	s, err := newScheduler(cfg, []string{"f0"}, []Fault{f0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return log, u
 }
 
 // TestDrawnFaultsAreLogged: a run that draws its faults records each as
