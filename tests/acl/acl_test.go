@@ -266,10 +266,11 @@ const curatorWorkers = 4
 // otherwise) and presents the register's secret (its writes would be
 // refused otherwise): acquisitions happen and the fenced run is valid,
 // with the rogue refused, and every worker's log says it authenticated.
-// It asks for as many acquisitions and writes as there are workers, not
-// more: four JVMs beside a loaded suite (load 10) once made 4 in the 12
-// s, where a quiet machine makes dozens; a worker refused by the ACL
-// makes none.
+// One acquisition and one write are enough to show both: a worker
+// without the credential or the secret makes none. It asks no more
+// because how many fit in 12 s is the machine's: a quiet one makes
+// dozens, and four JVMs beside a loaded suite (load 10, setup 25 s) made
+// 4 acquisitions and 3 writes.
 func TestCuratorWithACL(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
@@ -284,8 +285,8 @@ func TestCuratorWithACL(t *testing.T) {
 	res := chaostest.ReadResults(t, r.Dir)
 	acq := res.Checkers["stats"].Ops["acquire"]
 	writes := res.Checkers["stats"].Ops["write"]
-	if acq.OK < curatorWorkers || writes.OK < curatorWorkers {
-		t.Errorf("%d acquisitions and %d writes ok; want at least %d of each", acq.OK, writes.OK, curatorWorkers)
+	if acq.OK == 0 || writes.OK == 0 {
+		t.Errorf("%d acquisitions and %d writes ok; want some of each", acq.OK, writes.OK)
 	}
 	starts, _ := rogueOps(t, r.Dir)
 	for _, op := range starts {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,19 +25,26 @@ func needKazoo(t *testing.T) {
 	}
 }
 
-// run is a short kazoo run: 3 workers on 2 keys, faults from the start.
+// kazooWorkers is how many workers run runs.
+const kazooWorkers = 4
+
+// run is a short kazoo run: kazooWorkers workers on 2 keys, faults from
+// the start.
 func run(t *testing.T, fencing, name string, extra ...string) chaostest.RunResult {
 	t.Helper()
 	r := chaostest.Run(t, t.TempDir(), append([]string{"--recipe", "kazoo", "--nemesis", "pause-holder", "--fencing", fencing,
-		"--time-limit", "12s", "--nemesis-interval", "2s", "--keys", "2", "--workers", "4", "--seed", "13",
+		"--time-limit", "12s", "--nemesis-interval", "2s", "--keys", "2", "--workers", strconv.Itoa(kazooWorkers), "--seed", "13",
 		"--progress", "off", "--name", name}, extra...)...)
 	t.Logf("stdout:\n%s", r.Stdout)
 	return r
 }
 
 // TestFencedValid: kazoo's Lock under pause-holder with fencing is valid,
-// after real work (dozens of grants and writes, through the ACL and the
-// register's secret), and the run leaves nothing behind.
+// after real work (grants and writes through the ACL and the register's
+// secret, as many at least as there are workers), and the run leaves
+// nothing behind. A quiet machine makes dozens in the 12 s; beside a
+// loaded suite (load 10) the four interpreters once made 12 grants and
+// 11 writes, so the floor is the workers', not a rate.
 func TestFencedValid(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
@@ -46,8 +54,8 @@ func TestFencedValid(t *testing.T) {
 		t.Fatalf("exit %d, want 0 (valid)\nstderr tail: %s", r.Code, chaostest.Tail(r.Stderr, 3000))
 	}
 	ops := chaostest.ReadResults(t, r.Dir).Checkers["stats"].Ops
-	if ops["acquire"].OK < 20 || ops["write"].OK < 20 {
-		t.Errorf("%d acquisitions and %d writes ok; want dozens of each", ops["acquire"].OK, ops["write"].OK)
+	if ops["acquire"].OK < kazooWorkers || ops["write"].OK < kazooWorkers {
+		t.Errorf("%d acquisitions and %d writes ok; want at least %d of each (one a worker)", ops["acquire"].OK, ops["write"].OK, kazooWorkers)
 	}
 	chaostest.AssertNothingLeft(t, r.Dir)
 }
