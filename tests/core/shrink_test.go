@@ -14,17 +14,18 @@ import (
 
 // harmlessThenDecisive is a schedule of three pause-holder entries: two
 // pauses of 200 ms, far under the 1 s session timeout, so that no
-// session expires, then one of 3 s, which lets an unfenced holder's
-// session expire and its write land after the next holder's. The next
-// holder has what is left of the pause once the session is gone (about
-// 1.1 s after the pause began) to take the lock and write: with a 2 s
-// pause that was under a second, and on a loaded machine (a make test
-// at load 10) the next holder once had not written when the paused one
-// went on, so its write was no violation.
+// session expires, then one of 2 s (the default pause: past the session
+// timeout, not past the 2 s operation timeout, so the holder is not
+// retired before its write), which lets an unfenced holder's session
+// expire and its write land after the next holder's.
 const harmlessThenDecisive = `{"offset":"1s","fault":"pause-holder","hold":"200ms"}
 {"offset":"2s","fault":"pause-holder","hold":"200ms"}
-{"offset":"3s","fault":"pause-holder","hold":"3s"}
+{"offset":"3s","fault":"pause-holder","hold":"2s"}
 `
+
+// originalTries is how many times the shrink test runs its original
+// before it gives up on a double write.
+const originalTries = 4
 
 // TestShrinkFindsTheDecisiveEntry: an unfenced run that follows
 // harmlessThenDecisive and stops at its first violation is invalid with
@@ -46,10 +47,22 @@ func TestShrinkFindsTheDecisiveEntry(t *testing.T) {
 	if err := os.WriteFile(sched, []byte(harmlessThenDecisive), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := chaostest.Run(t, filepath.Join(dir, "results"), "--schedule", sched, "--fencing", "off", "--workers", "2", "--keys", "1",
-		"--nodes", "1", "--time-limit", "8s", "--stop-at-first", "--seed", "2", "--progress", "off")
+	// Whether the paused holder's write is made at all is a race in the
+	// worker as it goes on (its pending read against its news that the
+	// session is gone): on a quiet machine it is, every time seen; beside
+	// a loaded suite two runs of six were valid. What is tested here is
+	// the shrink, so the original is run again until it is invalid.
+	var r chaostest.RunResult
+	for try := 1; ; try++ {
+		r = chaostest.Run(t, filepath.Join(dir, "results"), "--schedule", sched, "--fencing", "off", "--workers", "2", "--keys", "1",
+			"--nodes", "1", "--time-limit", "8s", "--stop-at-first", "--seed", "2", "--progress", "off")
+		if r.Code == 1 || try == originalTries {
+			break
+		}
+		t.Logf("the original, try %d: exit %d, no double write; running it again", try, r.Code)
+	}
 	if r.Code != 1 {
-		t.Fatalf("the original: exit %d, want 1 (invalid)\nstderr tail: %s", r.Code, chaostest.Tail(r.Stderr, 3000))
+		t.Fatalf("the original, %d tries: exit %d, want 1 (invalid)\nstderr tail: %s", originalTries, r.Code, chaostest.Tail(r.Stderr, 3000))
 	}
 	orig := assertScheduleRecorded(t, r.Dir)
 	code, stdout, stderr := runSub(t, "shrink", r.Dir, "--budget", "100s", "--rate", "1/1")

@@ -21,13 +21,17 @@ import (
 // register timeout: the leader's call in flight times out and is sent
 // again under the same term, the register applies both copies when it
 // resumes, and the integrity check must attribute the copy to the one
-// invocation (as the protocol allows), not call the run unknown.
+// invocation (as the protocol allows), not call the run unknown. The
+// stalls start at the first completed task and take 11 s; the run's 25
+// s leave room for a first task that comes late on a loaded machine
+// (with 15 s the register's stall once outlasted the workload, and no
+// call was retried).
 func TestElectionStalls(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
 	cmd, stdout, stderr := chaostest.Start(t, "run", "--results", results, "--name", "stalls", "--workload", "election",
-		"--nemesis", "none", "--fencing", "on", "--time-limit", "15s", "--seed", "5")
+		"--nemesis", "none", "--fencing", "on", "--time-limit", "25s", "--seed", "5")
 	dir := chaostest.WaitForRun(t, results, stderr, "complete in the history", func(dir string) bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "history.jsonl"))
 		return bytes.Contains(b, []byte(`"f":"complete"`))
