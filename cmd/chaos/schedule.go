@@ -26,9 +26,6 @@ var scheduleFixes = []string{"nemesis", "first-fault", "nemesis-interval", "paus
 // not read is refused naming its line.
 func followSchedule(fs *pflag.FlagSet, cfg *runner.Config, file string) error {
 	if file == "" {
-		if cfg.StopAfterSchedule {
-			return usageMistake{"--stop-after-schedule needs --schedule: without one there is no last entry to stop after"}
-		}
 		return nil
 	}
 	for _, f := range scheduleFixes {

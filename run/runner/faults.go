@@ -96,7 +96,7 @@ func validateFaults(c Config, capsKnown bool) []error {
 		errs = append(errs, setting.Errorf("TimeLimit", c.TimeLimit.String(), "must be positive"))
 	}
 	if c.StopAfterSchedule {
-		errs = append(errs, setting.Refused("StopAfterSchedule", "%s needs a schedule to follow", setting.Name("StopAfterSchedule")))
+		errs = append(errs, setting.Refused("StopAfterSchedule", "%s needs %s: without one there is no last entry to stop after", setting.Name("StopAfterSchedule"), setting.Name("Schedule")))
 	}
 	if capsKnown {
 		if err := nemesis.ValidateFor(c.Nemesis, c.Caps()); err != nil {
