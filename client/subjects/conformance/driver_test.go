@@ -121,19 +121,21 @@ type wproc struct {
 	err   error
 }
 
-// start starts n workers of sub at once (JVMs start slowly) and waits for
-// each one's hello, which must be its first line.
+// start starts n lock workers of sub at once (JVMs start slowly), with
+// sessions that no test expects to expire, and waits for each one's
+// hello, which must be its first line.
 func start(t *testing.T, sub subject, root string, n int) []*wproc {
 	t.Helper()
-	return startFor(t, sub, "", root, n)
+	return startFor(t, sub, "", root, n, steadySession)
 }
 
-// startFor is start for a workload's workers ("" is the lock workload).
-func startFor(t *testing.T, sub subject, workload, root string, n int) []*wproc {
+// startFor is start for a workload's workers ("" is the lock workload)
+// with the session timeout given.
+func startFor(t *testing.T, sub subject, workload, root string, n int, session time.Duration) []*wproc {
 	t.Helper()
 	ws := make([]*wproc, n)
 	for i := range ws {
-		ws[i] = launch(t, sub, workload, root)
+		ws[i] = launch(t, sub, workload, root, session)
 	}
 	for _, w := range ws {
 		i, h := w.await(30*time.Second, 0, func(m worker.Message) bool { return m.Event != "" || m.ID != 0 })
@@ -146,13 +148,13 @@ func startFor(t *testing.T, sub subject, workload, root string, n int) []*wproc 
 
 // launch starts one worker process as the controller would: the command
 // of subjects.Command, in a namespace of its own in netns mode.
-func launch(t *testing.T, sub subject, workload, root string) *wproc {
+func launch(t *testing.T, sub subject, workload, root string, session time.Duration) *wproc {
 	t.Helper()
 	n := int(processSeq.Add(1))
 	w := &wproc{t: t, sub: sub, n: n, grew: make(chan struct{}), done: make(chan struct{}),
 		stderr: filepath.Join(env.dir, fmt.Sprintf("w%d-%s.log", n, sub.name))}
 	prog, args, err := subjects.Command(env.chaos, sub.spec, subjects.Flags{ZK: env.zk, Register: env.reg, Process: n,
-		SessionTimeout: sessionTimeout, Token: "czxid", Root: root, Workload: workload})
+		SessionTimeout: session, Token: "czxid", Root: root, Workload: workload})
 	if err != nil {
 		t.Fatalf("command for %s: %v", sub.name, err)
 	}

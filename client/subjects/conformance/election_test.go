@@ -27,7 +27,7 @@ func campaign(service string, timeout time.Duration) worker.Request {
 func TestElection(t *testing.T) {
 	forEach(t, candidates, func(t *testing.T, sub subject) {
 		service, task := taskTable(t)
-		ws := startFor(t, sub, recipes.WorkloadElection, rootOf(t), 2)
+		ws := startFor(t, sub, recipes.WorkloadElection, rootOf(t), 2, steadySession)
 		a, b := ws[0], ws[1]
 		for _, w := range ws {
 			if h := w.snapshot()[0]; h.Workload != recipes.WorkloadElection {
@@ -101,7 +101,7 @@ func TestElectionDemoted(t *testing.T) {
 	forEach(t, candidates, func(t *testing.T, sub subject) {
 		service, task := taskTable(t)
 		obs := observer(t)
-		ws := startFor(t, sub, recipes.WorkloadElection, rootOf(t), 2)
+		ws := startFor(t, sub, recipes.WorkloadElection, rootOf(t), 2, expiringSession)
 		a, b := ws[0], ws[1]
 		ca := a.do(campaign(service, 5*time.Second), 20*time.Second)
 		expect(t, "a campaigns", ca, worker.OK)

@@ -34,9 +34,17 @@ var env struct {
 	runID string
 }
 
-// sessionTimeout is the workers' ZooKeeper session timeout: short, so that
-// expiries happen within a test, and within the server's 20-tick cap.
-const sessionTimeout = 2 * time.Second
+// The workers' ZooKeeper session timeouts. A test that waits for the
+// server to expire a session asks for expiringSession, short so that the
+// expiry comes within the test. Every other test asks for steadySession:
+// with 2 s a client reading nothing for 1.3 s (its read timeout, two
+// thirds of the session) drops the connection, and on a loaded machine a
+// stalled JVM or client did that, so a session expired under a test that
+// needs none to (a waiter's release answered revoked).
+const (
+	expiringSession = 2 * time.Second
+	steadySession   = 10 * time.Second
+)
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
@@ -89,7 +97,7 @@ func runTests(m *testing.M) int {
 	}
 	sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
 	defer scancel()
-	c, err := local.Launch(sctx, local.Config{Nodes: 1, Dir: filepath.Join(dir, "zk"), Network: env.net, Env: proc.Env(env.runID, proc.Self())})
+	c, err := local.Launch(sctx, local.Config{Nodes: 1, Dir: filepath.Join(dir, "zk"), MaxSessionTimeout: steadySession, Network: env.net, Env: proc.Env(env.runID, proc.Self())})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ensemble:", err)
 		return 1

@@ -90,7 +90,7 @@ func TestReleaseAfterConnectionLossThenExpiry(t *testing.T) {
 		}
 		key, root := keyOf(t), rootOf(t)
 		obs := observer(t)
-		w := start(t, sub, root, 1)[0]
+		w := startFor(t, sub, "", root, 1, expiringSession)[0]
 		g := w.do(acquire(key, 5*time.Second), 20*time.Second)
 		expect(t, "acquire", g, worker.OK)
 		ok, _, gone, err := obs.ExistsW(g.Node)
@@ -303,7 +303,7 @@ func TestLostExpired(t *testing.T) {
 	forEach(t, conformant, func(t *testing.T, sub subject) {
 		key, root := keyOf(t), rootOf(t)
 		obs := observer(t)
-		w := start(t, sub, root, 1)[0]
+		w := startFor(t, sub, "", root, 1, expiringSession)[0]
 		g := w.do(acquire(key, 5*time.Second), 20*time.Second)
 		expect(t, "acquire", g, worker.OK)
 		_, _, gone, err := obs.ExistsW(g.Node)

@@ -25,8 +25,10 @@ import (
 const RyukEnv = "TESTCONTAINERS_RYUK_DISABLED"
 
 // pingTimeout bounds the first contact when ctx has no deadline: an engine
-// that does not answer within it is as good as absent.
-const pingTimeout = 5 * time.Second
+// that does not answer within it is as good as absent. The first contact
+// is four requests; 5 s was too little for them on a loaded machine whose
+// engine was busy with another test's containers.
+const pingTimeout = 15 * time.Second
 
 // ErrNoEngine is wrapped by Connect's error when no engine answers, so
 // callers (tests, flag validation) can tell "no Docker here" from a
@@ -45,7 +47,7 @@ func Connect(ctx context.Context) (*testcontainers.DockerClient, error) {
 	tclog.SetDefault(debugLog{})
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	cli, err := testcontainers.NewDockerClientWithOpts(pctx)
+	cli, err := newClient(pctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w (is dockerd running? DOCKER_HOST=%q): %w", ErrNoEngine, os.Getenv("DOCKER_HOST"), err)
 	}
@@ -54,6 +56,20 @@ func Connect(ctx context.Context) (*testcontainers.DockerClient, error) {
 		return nil, fmt.Errorf("%w (is dockerd running? DOCKER_HOST=%q): %w", ErrNoEngine, os.Getenv("DOCKER_HOST"), err)
 	}
 	return cli, nil
+}
+
+// newClient is testcontainers-go's constructor with its panics made
+// errors. Its first call in a process asks the engine for its info three
+// times, and where the third fails (the context ends first, as on a
+// loaded machine with a busy engine) its Must* helpers panic. That killed
+// a local run at its start, in the sweep of leftover containers.
+func newClient(ctx context.Context) (cli *testcontainers.DockerClient, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cli, err = nil, fmt.Errorf("testcontainers-go panicked while finding the engine: %v", r)
+		}
+	}()
+	return testcontainers.NewDockerClientWithOpts(ctx)
 }
 
 // debugLog sends testcontainers-go's chatter (it prints the engine's
