@@ -162,6 +162,9 @@ type Result struct {
 	Kinds           []string       `json:"kinds"`
 	OriginalToFirst *time.Duration `json:"original_to_first_violation_ns,omitempty"`
 	Repeat          int            `json:"repeat"`
+	// Need, when above 0, is the rate's NEED: the replays stopped once
+	// Need of them reproduced or Need could no longer be reached.
+	Need int `json:"need,omitempty"`
 	// Reproduced counts the replays that showed every kind: the
 	// reproduction rate is Reproduced of Repeat.
 	Reproduced int      `json:"reproduced"`
@@ -178,7 +181,8 @@ func Run(ctx context.Context, o *Original, opt Options) (*Result, error) {
 	if kinds == nil {
 		kinds = o.Kinds
 	}
-	r := &Result{Original: o.Dir, Schedule: sched, Args: opt.Args, Kinds: kinds, OriginalToFirst: o.ToFirst, Repeat: opt.Repeat}
+	r := &Result{Original: o.Dir, Schedule: sched, Args: opt.Args, Kinds: kinds, OriginalToFirst: o.ToFirst, Repeat: opt.Repeat,
+		Need: max(0, opt.Need)}
 	if got, ok := runner.SettingsOf(sched); !ok || filepath.Clean(got) != filepath.Clean(o.Settings) {
 		return r, fmt.Errorf("schedule %s: not kept in the folder of %s (or a folder of it), so the original's settings would not apply", sched, o.Dir)
 	}
@@ -186,7 +190,7 @@ func Run(ctx context.Context, o *Original, opt Options) (*Result, error) {
 		return r, fmt.Errorf("replays' folder: %w", err)
 	}
 	args := append([]string{"--schedule", sched, "--results", opt.Results}, opt.Args...)
-	for i := 0; i < opt.Repeat && ctx.Err() == nil && !decided(opt, r, i); i++ {
+	for i := 0; i < opt.Repeat && ctx.Err() == nil && !r.Decided(); i++ {
 		c, err := child.Run(ctx, child.Spec{Exe: opt.Exe, Args: args, Log: filepath.Join(opt.Results, "replay.log"),
 			Latest: filepath.Join(opt.Results, "latest"), Progress: opt.Progress, Prefix: fmt.Sprintf("replay %d/%d ", i+1, opt.Repeat)})
 		if err != nil {
@@ -205,13 +209,14 @@ func Run(ctx context.Context, o *Original, opt Options) (*Result, error) {
 	return r, nil
 }
 
-// decided says whether the replays so far (ran of them, r.Reproduced
-// reproducing) already settle whether Need of Repeat reproduce.
-func decided(opt Options, r *Result, ran int) bool {
-	if opt.Need <= 0 {
+// Decided says whether the replays so far already settle whether Need of
+// Repeat reproduce: Need of them did, or too few are left to reach it.
+// Without a Need nothing is decided before every replay has run.
+func (r *Result) Decided() bool {
+	if r.Need <= 0 {
 		return false
 	}
-	return r.Reproduced >= opt.Need || r.Reproduced+opt.Repeat-ran < opt.Need
+	return r.Reproduced >= r.Need || r.Reproduced+r.Repeat-len(r.Replays) < r.Need
 }
 
 // judge reads one replay's verdict: its kinds, whether it reproduced
@@ -260,7 +265,15 @@ func (r *Result) Summary() string {
 	if r.OriginalToFirst != nil {
 		first = fmt.Sprintf(" (the original's first violation %.1fs after its first client operation)", r.OriginalToFirst.Seconds())
 	}
-	return fmt.Sprintf("reproduced %d of %d (rate %.2f): %s%s", r.Reproduced, len(r.Replays), r.Rate, strings.Join(r.Kinds, ","), first)
+	at := ""
+	if r.Need > 0 {
+		met := "met"
+		if r.Reproduced < r.Need {
+			met = "not met"
+		}
+		at = fmt.Sprintf("; %d of at most %d %s", r.Need, r.Repeat, met)
+	}
+	return fmt.Sprintf("reproduced %d of %d (rate %.2f%s): %s%s", r.Reproduced, len(r.Replays), r.Rate, at, strings.Join(r.Kinds, ","), first)
 }
 
 // Exit is the replays' worst exit, as chaos run's codes rank: a harness

@@ -161,8 +161,8 @@ func TestDecided(t *testing.T) {
 		{0, 3, 2, 2, false}, {2, 3, 1, 1, false}, {2, 3, 2, 2, true}, {2, 3, 2, 0, true},
 		{2, 3, 2, 1, false}, {1, 1, 0, 0, false}, {3, 3, 1, 0, true}, {1, 3, 2, 0, false},
 	} {
-		opt, r := Options{Need: tc.need, Repeat: tc.repeat}, &Result{Reproduced: tc.reproduced}
-		if got := decided(opt, r, tc.ran); got != tc.want {
+		r := &Result{Need: tc.need, Repeat: tc.repeat, Reproduced: tc.reproduced, Replays: make([]Replay, tc.ran)}
+		if got := r.Decided(); got != tc.want {
 			t.Errorf("need %d of %d, %d of %d ran reproduced: decided %v, want %v", tc.need, tc.repeat, tc.reproduced, tc.ran, got, tc.want)
 		}
 	}

@@ -299,6 +299,8 @@ func TestReplayRefusesWhatItCannotReplay(t *testing.T) {
 	}{
 		{[]string{filepath.Join(base, "none")}, 255, "chaos replay: " + filepath.Join(base, "none") + " is not a run folder"},
 		{[]string{"--repeat", "0", valid}, 255, "chaos replay: --repeat 0: must be at least 1"},
+		{[]string{"--rate", "3/2", valid}, 255, "chaos replay: --rate: rate \"3/2\": want NEED/OF"},
+		{[]string{"--rate", "2/6", "--repeat", "6", valid}, 255, "chaos replay: --rate and --repeat both given"},
 		{[]string{unchecked}, 2, "chaos replay: cannot replay " + unchecked + ": it was never checked"},
 		{[]string{valid}, 0, ""},
 		{[]string{"shrink", filepath.Join(base, "none")}, 255, "chaos shrink: " + filepath.Join(base, "none") + " is not a run folder"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,19 +73,27 @@ func assertScheduleRecorded(t *testing.T, dir string) *nemesis.Plan {
 	return p
 }
 
-// assertReplayReproduces replays the unfenced run in dir three times and
-// checks that at least two showed its violations, each replay following
+// assertReplayReproduces replays the unfenced run in dir until two
+// replays show its violations, at most six times (--rate 2/6), and checks
+// that the replays stopped at the second that did, each replay following
 // its schedule (the same faults, in order) with its settings, and leaving
-// nothing behind.
+// nothing behind. Whether the paused holder writes at all is a race in
+// the worker (docs/measurements.md, "Integration test packages"): at
+// load 8–9 a third of such runs missed, and two of three replays would
+// then fail about one time in four. Two of at most six miss about one
+// time in fifty there, and a quiet machine runs the two it needs.
 func assertReplayReproduces(t *testing.T, dir string) {
 	t.Helper()
 	orig := assertScheduleRecorded(t, dir)
 	start := time.Now()
-	code, stdout, stderr := runReplay(t, dir, "--repeat", "3")
+	code, stdout, stderr := runReplay(t, dir, "--rate", "2/6")
 	t.Logf("chaos replay (%s):\n%s", time.Since(start).Round(time.Second), stdout)
 	res := chaostest.ReadJSON[replay.Result](t, filepath.Join(dir, "replay"), store.ReplayFile)
-	if code != 1 || res.Repeat != 3 || len(res.Replays) != 3 || res.Reproduced < 2 || !strings.Contains(stdout, "reproduced ") {
-		t.Fatalf("exit %d, %d of %d replays reproduced %v; want exit 1, at least 2 of 3\nstderr: %s", code, res.Reproduced, len(res.Replays), res.Kinds, chaostest.Tail(stderr, 2000))
+	n := len(res.Replays)
+	if code != 1 || res.Repeat != 6 || res.Need != 2 || res.Reproduced != 2 || n < 2 || !res.Replays[n-1].Reproduced ||
+		!strings.Contains(stdout, fmt.Sprintf("reproduced 2 of %d (rate %.2f; 2 of at most 6 met)", n, 2/float64(n))) {
+		t.Fatalf("exit %d, %d of %d replays reproduced %v (need %d of at most %d); want exit 1, two, the last of them the second\nstdout: %s\nstderr: %s",
+			code, res.Reproduced, n, res.Kinds, res.Need, res.Repeat, stdout, chaostest.Tail(stderr, 2000))
 	}
 	for i, rp := range res.Replays {
 		if rp.Reproduced && rp.ToFirst == nil {
