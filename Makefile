@@ -14,11 +14,13 @@ GO ?= go
 export GOFLAGS ?= -trimpath
 BIN := bin/chaos
 # The built-in worker: chaos run starts it, one process per client, from
-# the folder of its own executable, so both are built into bin/ together.
+# the folder of its own executable, so they are built into bin/ together.
 # It is a binary of its own so that each start initialises only the
-# packages a worker needs: half the controller binary's start-up
-# (docs/measurements.md, "Worker start").
-WORKER_BIN := bin/chaos-worker
+# packages a worker needs (docs/measurements.md, "Worker start"):
+# chaos-worker links ZooKeeper's recipes only, and hands a worker of
+# Redis or etcd over to chaos-worker-services, which links their clients
+# too. One go build links the three at once.
+CMDS := ./cmd/chaos ./cmd/chaos-worker ./cmd/chaos-worker-services
 RUN_ARGS ?=
 STATICCHECK_VERSION := v0.8.2
 
@@ -34,8 +36,7 @@ deps:
 	@./scripts/install-deps.sh test
 
 build:
-	$(GO) build -o $(BIN) ./cmd/chaos
-	$(GO) build -o $(WORKER_BIN) ./cmd/chaos-worker
+	$(GO) build -o bin/ $(CMDS)
 
 run: deps-run build
 	./$(BIN) run $(RUN_ARGS)
@@ -60,7 +61,7 @@ image: build
 # the unit packages ran alone; with eight at once the unit packages
 # waited for the integration packages' slots, and the long ones (the
 # conformance tests' ensembles, 160 s) ended the suite alone. The tests
-# run the chaos and chaos-worker that build has just made
+# run the binaries that build has just made
 # (ZKCHAOS_TEST_PREBUILT, chaostest.Prebuilt) unless a source is newer.
 SLOWEST := bin/slowest
 TEST_PKGS = $$($(GO) list ./tests/...) $$($(GO) list ./... | grep -v /tests/)

@@ -314,7 +314,7 @@ func (c *configSeed) Update(ctx context.Context, key string, data []byte, expect
 	case definite(err):
 		return ConfigVersion{}, fmt.Errorf("update %s: %w", p, err)
 	default:
-		return ConfigVersion{}, unknown("update "+p, err)
+		return ConfigVersion{}, Unknown("update "+p, err)
 	}
 }
 

@@ -105,8 +105,9 @@ var (
 	ErrUnknown = errors.New("outcome unknown")
 )
 
-// unknown wraps err as an unknown outcome of op.
-func unknown(op string, err error) error {
+// Unknown wraps err as an unknown outcome of op: what a recipe returns
+// for a request whose answer it cannot know (ErrUnknown).
+func Unknown(op string, err error) error {
 	return fmt.Errorf("%s: %w: %w", op, ErrUnknown, err)
 }
 

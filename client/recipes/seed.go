@@ -681,7 +681,7 @@ func (s *Seed) abort(ctx context.Context, dir, prefix string, cause error) error
 	}
 	if err := s.removeUntilGone(cctx, dir, prefix); err != nil {
 		go s.removeUntilGone(s.bg, dir, prefix)
-		return unknown("acquire", fmt.Errorf("%w; queue node removal unconfirmed: %w", cause, err))
+		return Unknown("acquire", fmt.Errorf("%w; queue node removal unconfirmed: %w", cause, err))
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -799,23 +799,23 @@ func (s *Seed) deleteOwn(ctx context.Context, g Grant) error {
 				return nil // our earlier delete went through
 			}
 			if sent {
-				return unknown("release "+key, fmt.Errorf("the connection was lost after the delete of %s was sent and the session then expired: the node is gone, but whether this release deleted it is unknown", g.Node))
+				return Unknown("release "+key, fmt.Errorf("the connection was lost after the delete of %s was sent and the session then expired: the node is gone, but whether this release deleted it is unknown", g.Node))
 			}
 			s.log.Warn("release found the lock node gone: revoked", "key", key, "node", g.Node)
 			return fmt.Errorf("release %s: %w", key, ErrRevoked)
 		case ctx.Err() != nil:
 			s.deleteInBackground(g.Node)
-			return unknown("release "+key, fmt.Errorf("delete of %s not confirmed in time (sent before: %v): %w", g.Node, sent, err))
+			return Unknown("release "+key, fmt.Errorf("delete of %s not confirmed in time (sent before: %v): %w", g.Node, sent, err))
 		case errors.Is(err, zk.ErrClosing) || s.isClosed():
-			return unknown("release "+key, err)
+			return Unknown("release "+key, err)
 		case transient(err):
 			sent = sent || ambiguous(err)
 			if err := s.pause(ctx); err != nil {
 				s.deleteInBackground(g.Node)
-				return unknown("release "+key, fmt.Errorf("delete of %s not confirmed in time (sent before: %v): %w", g.Node, sent, err))
+				return Unknown("release "+key, fmt.Errorf("delete of %s not confirmed in time (sent before: %v): %w", g.Node, sent, err))
 			}
 		default:
-			return unknown("release "+key, err)
+			return Unknown("release "+key, err)
 		}
 	}
 }

@@ -183,7 +183,7 @@ func (l *ZKLock) Acquire(ctx context.Context, key string, timeout time.Duration)
 			if uerr := zl.Unlock(); uerr != nil {
 				l.log.Warn("giving back a lock whose node could not be found", "key", key, "err", uerr)
 			}
-			return Grant{}, unknown("acquire "+key, err)
+			return Grant{}, Unknown("acquire "+key, err)
 		}
 		l.mu.Lock()
 		delete(l.busy, key)
@@ -207,7 +207,7 @@ func (l *ZKLock) Acquire(ctx context.Context, key string, timeout time.Duration)
 		}
 		l.setBusy(key, false)
 	}()
-	return Grant{}, unknown("acquire "+key, errors.New("zk.Lock has no timeout: still queued, may acquire later"))
+	return Grant{}, Unknown("acquire "+key, errors.New("zk.Lock has no timeout: still queued, may acquire later"))
 }
 
 func (l *ZKLock) setBusy(key string, b bool) {
@@ -283,7 +283,7 @@ func (l *ZKLock) Release(ctx context.Context, key string) error {
 		l.mu.Lock()
 		l.unsure = append(l.unsure, h.grant)
 		l.mu.Unlock()
-		return unknown("release "+key, fmt.Errorf("unlock of %s: %w", h.grant.Node, err))
+		return Unknown("release "+key, fmt.Errorf("unlock of %s: %w", h.grant.Node, err))
 	}
 }
 

@@ -114,10 +114,10 @@ func (s *Seed) releaseSmallest(ctx context.Context, key string) error {
 			}
 		}
 		if !transient(err) || ctx.Err() != nil {
-			return unknown("release "+key, err)
+			return Unknown("release "+key, err)
 		}
 		if err := s.pause(ctx); err != nil {
-			return unknown("release "+key, err)
+			return Unknown("release "+key, err)
 		}
 	}
 }

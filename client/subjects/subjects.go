@@ -34,6 +34,9 @@ import (
 	"time"
 
 	"github.com/zkchaos/zkchaos/client/recipes"
+	// The controller knows the other services' recipes by name; the
+	// ZooKeeper worker binary does not link them (cmd/chaos-worker).
+	_ "github.com/zkchaos/zkchaos/client/recipes/leased"
 	"github.com/zkchaos/zkchaos/internal/setting"
 )
 
@@ -154,7 +157,7 @@ func Command(exe, spec string, f Flags) (string, []string, error) {
 	}
 	switch kind {
 	case kindBuiltin:
-		prog, err := builtinWorker(exe)
+		prog, err := builtinWorker(exe, f.Service)
 		if err != nil {
 			return "", nil, err
 		}
@@ -185,12 +188,27 @@ const WorkerBinary = "chaos-worker"
 // (docs/measurements.md, "Worker start").
 func WorkerPath(exe string) string { return filepath.Join(filepath.Dir(exe), WorkerBinary) }
 
-// builtinWorker is WorkerPath(exe) when it is an executable file, or
-// the error that says it is missing.
-func builtinWorker(exe string) (string, error) {
+// ServicesWorkerBinary is the file name of the built-in worker that also
+// links the recipes of the services other than ZooKeeper
+// (cmd/chaos-worker-services). Nothing starts it by name: chaos-worker
+// hands such a worker over to it, in the same process. Command only
+// checks that it is there, so that a run on such a service is refused
+// before anything starts.
+const ServicesWorkerBinary = "chaos-worker-services"
+
+// builtinWorker is WorkerPath(exe) when it is an executable file (and,
+// for a service other than ZooKeeper, ServicesWorkerBinary beside it
+// too), or the error that says which is missing.
+func builtinWorker(exe, service string) (string, error) {
 	prog := WorkerPath(exe)
-	if st, err := os.Stat(prog); err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("the built-in worker %s is missing (`make build` builds it beside %s)", prog, filepath.Base(exe))
+	need := []string{prog}
+	if service != "" && service != recipes.ServiceZooKeeper {
+		need = append(need, filepath.Join(filepath.Dir(prog), ServicesWorkerBinary))
+	}
+	for _, p := range need {
+		if st, err := os.Stat(p); err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+			return "", fmt.Errorf("the built-in worker %s is missing (`make build` builds it beside %s)", p, filepath.Base(exe))
+		}
 	}
 	return prog, nil
 }

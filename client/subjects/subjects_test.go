@@ -13,14 +13,14 @@ var flags = Flags{ZK: "127.0.0.1:2181", Register: "http://127.0.0.1:7000", Proce
 	SessionTimeout: 3 * time.Second, Token: "czxid", Root: "/locks/inventory"}
 
 // binFolder makes a folder as `make build` leaves bin/: chaos and, when
-// withWorker, chaos-worker (empty executables: nothing runs them). It
-// returns the chaos binary's path.
+// withWorker, chaos-worker and chaos-worker-services (empty executables:
+// nothing runs them). It returns the chaos binary's path.
 func binFolder(t *testing.T, withWorker bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	names := []string{"chaos"}
 	if withWorker {
-		names = append(names, WorkerBinary)
+		names = append(names, WorkerBinary, ServicesWorkerBinary)
 	}
 	for _, n := range names {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("#!/bin/sh\n"), 0o755); err != nil {
@@ -46,6 +46,7 @@ func TestBuiltinRecipe(t *testing.T) {
 // TestBuiltinWorkerMissing: without chaos-worker beside the chaos binary
 // (or with one that cannot be executed) a built-in recipe is refused,
 // naming the file and how to build it; other subjects do not need it.
+// Another service's recipe also needs chaos-worker-services there.
 func TestBuiltinWorkerMissing(t *testing.T) {
 	exe := binFolder(t, false)
 	worker := filepath.Join(filepath.Dir(exe), WorkerBinary)
@@ -63,6 +64,17 @@ func TestBuiltinWorkerMissing(t *testing.T) {
 	check("not executable")
 	if _, _, err := Command(exe, "exec:/bin/true", flags); err != nil {
 		t.Errorf("an exec: subject needs no built-in worker: %v", err)
+	}
+	if err := os.Chmod(worker, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Command(exe, "seed", flags); err != nil {
+		t.Errorf("a ZooKeeper recipe needs chaos-worker only: %v", err)
+	}
+	services := filepath.Join(filepath.Dir(exe), ServicesWorkerBinary)
+	redis := Flags{ZK: "127.0.0.1:6379", Register: "http://r", Service: "redis"}
+	if _, _, err := Command(exe, "redis-lock", redis); err == nil || !strings.Contains(err.Error(), services) {
+		t.Errorf("redis-lock without %s: %v, want an error naming it", ServicesWorkerBinary, err)
 	}
 }
 

@@ -7,15 +7,17 @@ import (
 )
 
 // controllerOnly are import paths the worker must not link: the
-// controller's folders and their heavy dependencies. Each one's package
-// initialisation would be paid again by every worker a run starts
-// (docs/measurements.md, "Worker start").
+// controller's folders and their heavy dependencies, and the other
+// services' recipes with their clients (chaos-worker-services has them).
+// Each one's package initialisation would be paid again by every worker a
+// run starts (docs/measurements.md, "Worker start").
 var controllerOnly = []string{
 	"github.com/zkchaos/zkchaos/run/", "github.com/zkchaos/zkchaos/report", "github.com/zkchaos/zkchaos/observe/",
 	"github.com/zkchaos/zkchaos/workloads", "github.com/zkchaos/zkchaos/checker", "github.com/zkchaos/zkchaos/nemesis",
 	"github.com/zkchaos/zkchaos/cluster", "github.com/zkchaos/zkchaos/history/store",
 	"github.com/testcontainers/", "github.com/docker/", "github.com/prometheus/", "github.com/spf13/cobra",
 	"gonum.org/", "encoding/gob",
+	"github.com/zkchaos/zkchaos/client/recipes/leased", "go.etcd.io/", "google.golang.org/grpc", "github.com/redis/",
 }
 
 // TestLinksNoControllerPackage lists what the worker links (go list

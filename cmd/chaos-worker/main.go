@@ -9,65 +9,53 @@
 // It is a binary of its own, not a subcommand of chaos, because a run
 // starts workers again and again (one per client, and a fresh one for
 // every retired process) and each start pays the binary's package
-// initialisation before it can say hello: this one links only the
-// protocol, the recipes and the resources' clients (docs/measurements.md,
-// "Worker start").
+// initialisation before it can say hello. So it links only the protocol,
+// ZooKeeper's recipes and the resources' clients. A worker of another
+// service (--service redis|etcd) is handed over, before anything else,
+// to chaos-worker-services beside it (cmd/chaos-worker-services), which
+// links those services' clients too: the same process (exec keeps its
+// PID, input, outputs and environment), so whoever starts a worker knows
+// one program (docs/measurements.md, "Worker start").
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"syscall"
 
-	"github.com/zkchaos/zkchaos/client/worker"
-	"github.com/zkchaos/zkchaos/internal/cpuprofile"
+	"github.com/zkchaos/zkchaos/client/recipes"
+	"github.com/zkchaos/zkchaos/cmd/internal/workercmd"
 )
 
-// Exit codes: 1 the worker stopped on an error after its hello, 255 bad
-// input (the problem on the first line of stderr; nothing connected).
-const (
-	exitFailed  = 1
-	exitBadArgs = 255
-)
+// servicesWorker is the file name of the built-in worker that also links
+// the recipes of the services other than ZooKeeper.
+const servicesWorker = "chaos-worker-services"
 
 func main() {
-	// SIGINT or SIGTERM ends the serving loop as the end of stdin does:
-	// the session is closed and the grants it ended are reported. The
-	// controller ends a worker by closing its stdin; a signal is for a
-	// worker run by hand.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	if svc := workercmd.ServiceAsked(os.Args[1:]); svc != "" && !linked(svc) {
+		handOver(svc)
+	}
+	workercmd.Main()
 }
 
-// run is the worker with its command line, input and outputs given, so
-// tests drive it without a process; it returns the exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, code, ok := parse(args, stderr)
-	if !ok {
-		return code
+// linked says whether this binary has the recipes of service: ZooKeeper's,
+// and those of any service whose recipes it imports. An unknown service
+// counts as linked, so that the worker refuses it itself.
+func linked(service string) bool {
+	names, err := recipes.NamesForService(service)
+	return err != nil || len(names) > 0
+}
+
+// handOver replaces this process with chaos-worker-services on the same
+// command line. It returns only by exiting: the exec failed, which is said
+// on the first line of stderr, exit 255.
+func handOver(service string) {
+	exe, err := os.Executable()
+	prog := filepath.Join(filepath.Dir(exe), servicesWorker)
+	if err == nil {
+		err = syscall.Exec(prog, append([]string{prog}, os.Args[1:]...), os.Environ())
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil)).With("process", cfg.Process, "pid", os.Getpid())
-	if dir := os.Getenv(worker.ProfileEnv); dir != "" {
-		// chaos bench --profile: where a worker's time goes.
-		stop, err := cpuprofile.Start(filepath.Join(dir, fmt.Sprintf("worker-%d.cpu.pprof", cfg.Process)))
-		if err != nil {
-			fmt.Fprintf(stderr, "chaos-worker: %v\n", err)
-			return exitBadArgs
-		}
-		defer stop()
-	}
-	log.Info("credentials from the environment", "zk_auth", cfg.ZKAuth, "register_secret", cfg.RegisterSecret != "")
-	cfg.Logger = log
-	if err := worker.Run(ctx, cfg, stdin, stdout); err != nil {
-		log.Error("worker stopped", "err", err)
-		return exitFailed
-	}
-	return 0
+	fmt.Fprintf(os.Stderr, "chaos-worker: --service %s runs in %s, which did not start: %v\nchaos-worker: `make build` builds it beside chaos-worker\n", service, prog, err)
+	os.Exit(workercmd.ExitBadArgs)
 }

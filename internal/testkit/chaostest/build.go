@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/zkchaos/zkchaos/client/subjects"
 )
 
 // inUse is this process's shared flock on the build folder it runs from
@@ -54,7 +52,7 @@ func sharedBuild() (string, error) {
 	defer lock.Close()
 	dir := filepath.Join(bin, "test-"+key)
 	chaos := filepath.Join(dir, "chaos")
-	if _, err := os.Stat(subjects.WorkerPath(chaos)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, binaries[len(binaries)-1])); err != nil {
 		if err := build(bin, dir, newest); err != nil {
 			return "", err
 		}
@@ -66,7 +64,7 @@ func sharedBuild() (string, error) {
 }
 
 // Prebuilt is the variable by which make test names the folder it has
-// just built chaos and chaos-worker into, from this checkout.
+// just built its binaries into, from this checkout.
 const Prebuilt = "ZKCHAOS_TEST_PREBUILT"
 
 // build builds the binaries into dir, and removes the other build folders
@@ -96,14 +94,14 @@ func build(bin, dir string, newest time.Time) error {
 	return nil
 }
 
-// takePrebuilt copies the binaries of Prebuilt into dir when both are
+// takePrebuilt copies the binaries of Prebuilt into dir when all are
 // newer than newest; it says whether it did.
 func takePrebuilt(dir string, newest time.Time) bool {
 	from := os.Getenv(Prebuilt)
 	if from == "" {
 		return false
 	}
-	for _, name := range []string{"chaos", filepath.Base(subjects.WorkerPath("chaos"))} {
+	for _, name := range binaries {
 		st, err := os.Stat(filepath.Join(from, name))
 		if err != nil || !st.ModTime().After(newest) || copyFile(filepath.Join(from, name), filepath.Join(dir, name)) != nil {
 			return false
@@ -135,8 +133,8 @@ func ownNames(shared string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, src := range []string{shared, subjects.WorkerPath(shared)} {
-		dst := filepath.Join(dir, filepath.Base(src))
+	for _, name := range binaries {
+		src, dst := filepath.Join(filepath.Dir(shared), name), filepath.Join(dir, name)
 		if os.Link(src, dst) == nil {
 			continue
 		}

@@ -67,19 +67,23 @@ func Binary(t testing.TB) string {
 	return chaosBin
 }
 
-// BuildInto builds the chaos command and the built-in worker into dir, as
-// `make build` puts them into bin/ (a run finds its workers beside its
-// own executable), and returns the chaos binary's path. It builds by
-// import path, so it works from any package's folder.
+// binaries are the programs make build puts into bin/, each built from
+// the folder of its name under cmd/: the chaos command and the built-in
+// worker's two binaries (a run finds its workers beside its own
+// executable).
+var binaries = []string{"chaos", subjects.WorkerBinary, subjects.ServicesWorkerBinary}
+
+// BuildInto builds the binaries into dir, as `make build` puts them into
+// bin/, and returns the chaos binary's path. It builds by import path, so
+// it works from any package's folder.
 func BuildInto(dir string) (string, error) {
-	chaos := filepath.Join(dir, "chaos")
-	for _, b := range []struct{ bin, pkg string }{{chaos, "cmd/chaos"}, {subjects.WorkerPath(chaos), "cmd/chaos-worker"}} {
-		out, err := exec.Command("go", "build", "-o", b.bin, "github.com/zkchaos/zkchaos/"+b.pkg).CombinedOutput()
+	for _, name := range binaries {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/zkchaos/zkchaos/cmd/"+name).CombinedOutput()
 		if err != nil {
-			return "", fmt.Errorf("build %s: %w\n%s", b.pkg, err, out)
+			return "", fmt.Errorf("build cmd/%s: %w\n%s", name, err, out)
 		}
 	}
-	return chaos, nil
+	return filepath.Join(dir, "chaos"), nil
 }
 
 // BinaryAlone is a copy of the chaos binary in a folder of its own,

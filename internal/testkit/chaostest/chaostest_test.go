@@ -234,7 +234,7 @@ func TestBuildInUseStays(t *testing.T) {
 // source is newer (an edit after the build) or one is missing.
 func TestPrebuiltTakenWhenNewer(t *testing.T) {
 	from := t.TempDir()
-	for _, name := range []string{"chaos", "chaos-worker"} {
+	for _, name := range binaries {
 		if err := os.WriteFile(filepath.Join(from, name), []byte(name), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -250,9 +250,9 @@ func TestPrebuiltTakenWhenNewer(t *testing.T) {
 	if takePrebuilt(t.TempDir(), time.Now().Add(time.Minute)) {
 		t.Error("binaries older than a source taken")
 	}
-	os.Remove(filepath.Join(from, "chaos-worker"))
+	os.Remove(filepath.Join(from, binaries[len(binaries)-1]))
 	if takePrebuilt(t.TempDir(), time.Now().Add(-time.Minute)) {
-		t.Error("taken with the worker missing")
+		t.Error("taken with a binary missing")
 	}
 	t.Setenv(Prebuilt, "")
 	if takePrebuilt(t.TempDir(), time.Time{}) {

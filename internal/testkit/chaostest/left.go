@@ -198,8 +198,8 @@ func AssertNothingStarted(t *testing.T, pid int) {
 		}
 	}
 	var exes []string
-	for _, bin := range []string{Binary(t), Worker(t)} {
-		exe, err := filepath.EvalSymlinks(bin)
+	for _, name := range binaries {
+		exe, err := filepath.EvalSymlinks(filepath.Join(filepath.Dir(Binary(t)), name))
 		if err != nil {
 			t.Fatal(err)
 		}

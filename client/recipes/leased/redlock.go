@@ -1,4 +1,4 @@
-package recipes
+package leased
 
 import (
 	"context"
@@ -12,10 +12,12 @@ import (
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/zkchaos/zkchaos/client/recipes"
 )
 
 func init() {
-	RegisterService(ServiceRedis, "redlock", newRedlock)
+	recipes.RegisterService(recipes.ServiceRedis, "redlock", newRedlock)
 }
 
 // redlock is Redlock as github.com/go-redsync/redsync/v4 implements it,
@@ -37,7 +39,7 @@ func init() {
 // counter to fence with, the majority adds nothing.
 type redlock struct {
 	*leases
-	cfg     Config
+	cfg     recipes.Config
 	rs      *redsync.Redsync
 	clients []*redis.Client
 	ttl     time.Duration
@@ -46,7 +48,7 @@ type redlock struct {
 	mutexes map[string]*redsync.Mutex
 }
 
-func newRedlock(cfg Config) (Lock, error) {
+func newRedlock(cfg recipes.Config) (recipes.Lock, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("redlock: no servers")
 	}
@@ -84,9 +86,9 @@ func (r *redlock) pingMajority(ctx context.Context) error {
 	return nil
 }
 
-func (r *redlock) Acquire(ctx context.Context, key string, timeout time.Duration) (Grant, error) {
+func (r *redlock) Acquire(ctx context.Context, key string, timeout time.Duration) (recipes.Grant, error) {
 	if err := r.busy(key); err != nil {
-		return Grant{}, err
+		return recipes.Grant{}, err
 	}
 	k := redisKey(r.cfg.Root, key)
 	m := r.rs.NewMutex(k, redsync.WithExpiry(r.ttl), redsync.WithTries(math.MaxInt32),
@@ -95,16 +97,16 @@ func (r *redlock) Acquire(ctx context.Context, key string, timeout time.Duration
 	defer cancel()
 	if err := m.LockContext(actx); err != nil {
 		if actx.Err() != nil {
-			return Grant{}, ErrTimeout
+			return recipes.Grant{}, recipes.ErrTimeout
 		}
-		return Grant{}, fmt.Errorf("redlock: %w", err)
+		return recipes.Grant{}, fmt.Errorf("redlock: %w", err)
 	}
 	tok, err := r.clients[0].Incr(ctx, k+":token").Result()
 	if err != nil {
 		_, _ = m.UnlockContext(context.WithoutCancel(ctx))
-		return Grant{}, unknown("redlock: INCR of the token on the first server", err)
+		return recipes.Grant{}, recipes.Unknown("redlock: INCR of the token on the first server", err)
 	}
-	g := Grant{Key: key, Node: k + "=" + m.Value(), Token: tok, Session: r.currentSession()}
+	g := recipes.Grant{Key: key, Node: k + "=" + m.Value(), Token: tok, Session: r.currentSession()}
 	r.mu.Lock()
 	r.mutexes[key] = m
 	r.mu.Unlock()
@@ -115,7 +117,7 @@ func (r *redlock) Acquire(ctx context.Context, key string, timeout time.Duration
 		case ok:
 			r.extend(lg, m.Until())
 		case r.expired(lg):
-			r.lose(lg, StateExpired)
+			r.lose(lg, recipes.StateExpired)
 		default:
 			r.log.Info("redlock extend failed", "key", key, "err", err)
 		}
@@ -130,7 +132,7 @@ func (r *redlock) Release(ctx context.Context, key string) error {
 	}
 	if lost {
 		r.forget(key)
-		return ErrRevoked
+		return recipes.ErrRevoked
 	}
 	return r.release(ctx, lg)
 }
@@ -140,7 +142,7 @@ func (r *redlock) Release(ctx context.Context, key string) error {
 func (r *redlock) release(ctx context.Context, lg *leaseGrant) error {
 	m := r.forget(lg.g.Key)
 	if m == nil {
-		return ErrNotHeld
+		return recipes.ErrNotHeld
 	}
 	ok, err := m.UnlockContext(ctx)
 	var taken redsync.ErrTaken
@@ -148,9 +150,9 @@ func (r *redlock) release(ctx context.Context, lg *leaseGrant) error {
 	case ok:
 		return nil
 	case errors.Is(err, redsync.ErrLockAlreadyExpired) || errors.As(err, &taken):
-		return ErrRevoked
+		return recipes.ErrRevoked
 	}
-	return unknown("redlock: release", err)
+	return recipes.Unknown("redlock: release", err)
 }
 
 func (r *redlock) forget(key string) *redsync.Mutex {

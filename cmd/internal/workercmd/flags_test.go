@@ -1,4 +1,4 @@
-package main
+package workercmd
 
 import (
 	"bytes"
@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/zkchaos/zkchaos/client/recipes"
+	_ "github.com/zkchaos/zkchaos/client/recipes/leased" // the etcd and Redis cases
 )
 
 // runWorker is the worker with args and an empty stdin: every case here
 // is refused before it connects anywhere.
 func runWorker(args ...string) (int, string) {
 	var stderr bytes.Buffer
-	code := run(context.Background(), args, strings.NewReader(""), io.Discard, &stderr)
+	code := Command(context.Background(), args, strings.NewReader(""), io.Discard, &stderr)
 	return code, stderr.String()
 }
 

@@ -1,4 +1,4 @@
-package recipes
+package leased
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/cluster/local"
 	"github.com/zkchaos/zkchaos/host/proc"
 )
@@ -54,12 +55,12 @@ func TestServiceRecipes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addrs := launchService(t, tc.prog)
-			cfg := Config{Servers: addrs, SessionTimeout: tc.ttl, Root: "/test/" + tc.name}
-			a, err := New(tc.name, cfg)
+			cfg := recipes.Config{Servers: addrs, SessionTimeout: tc.ttl, Root: "/test/" + tc.name}
+			a, err := recipes.New(tc.name, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := New(tc.name, cfg)
+			b, err := recipes.New(tc.name, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +73,7 @@ func TestServiceRecipes(t *testing.T) {
 			if _, ok := a.Held("K"); !ok {
 				t.Errorf("granted but not held")
 			}
-			if _, err := b.Acquire(ctx, "K", 300*time.Millisecond); !errors.Is(err, ErrTimeout) {
+			if _, err := b.Acquire(ctx, "K", 300*time.Millisecond); !errors.Is(err, recipes.ErrTimeout) {
 				t.Errorf("second client while held: %v, want a timeout", err)
 			}
 			if err := a.Release(ctx, "K"); err != nil {
@@ -95,7 +96,7 @@ func TestServiceRecipes(t *testing.T) {
 			for ev := range a.Events() {
 				states = append(states, ev.State)
 			}
-			if len(states) == 0 || states[0] != StateConnected || states[len(states)-1] != StateClosed {
+			if len(states) == 0 || states[0] != recipes.StateConnected || states[len(states)-1] != recipes.StateClosed {
 				t.Errorf("events %v: want connected first and closed last", states)
 			}
 		})
@@ -108,7 +109,7 @@ func TestLeaseValidity(t *testing.T) {
 	l := newLeases(nil, 7)
 	defer l.close(func(context.Context, *leaseGrant) error { return nil })
 	<-l.Events() // connected
-	l.add(Grant{Key: "K", Token: 3, Session: 7}, time.Now().Add(50*time.Millisecond), 0, nil)
+	l.add(recipes.Grant{Key: "K", Token: 3, Session: 7}, time.Now().Add(50*time.Millisecond), 0, nil)
 	if _, ok := l.Held("K"); !ok {
 		t.Fatal("not held within its validity")
 	}
@@ -119,10 +120,10 @@ func TestLeaseValidity(t *testing.T) {
 	l.mu.Lock()
 	lg := l.grants["K"]
 	l.mu.Unlock()
-	l.lose(lg, StateExpired)
-	l.lose(lg, StateExpired)
+	l.lose(lg, recipes.StateExpired)
+	l.lose(lg, recipes.StateExpired)
 	ev := <-l.Events()
-	if ev.Lost == nil || ev.Lost.Token != 3 || ev.State != StateExpired {
+	if ev.Lost == nil || ev.Lost.Token != 3 || ev.State != recipes.StateExpired {
 		t.Errorf("event %+v: want K lost, expired", ev)
 	}
 	if _, lost, err := l.take("K"); err != nil || !lost {

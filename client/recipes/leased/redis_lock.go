@@ -1,4 +1,4 @@
-package recipes
+package leased
 
 import (
 	"context"
@@ -8,11 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 )
 
 func init() {
-	RegisterService(ServiceRedis, "redis-lock", newRedisLock)
+	recipes.RegisterService(recipes.ServiceRedis, "redis-lock", newRedisLock)
 }
 
 // redisLock is the single-instance Redis lock, a lease lock with the same
@@ -29,7 +30,7 @@ func init() {
 // writes: that is what the fence is for.
 type redisLock struct {
 	*leases
-	cfg    Config
+	cfg    recipes.Config
 	client *redis.Client
 	ttl    time.Duration
 	seq    int64 // the grants' values, unique within the session
@@ -45,7 +46,7 @@ var (
 // has no queue or watch, so waiters poll.
 const redisRetry = 10 * time.Millisecond
 
-func newRedisLock(cfg Config) (Lock, error) {
+func newRedisLock(cfg recipes.Config) (recipes.Lock, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("redis-lock: no servers")
 	}
@@ -55,7 +56,7 @@ func newRedisLock(cfg Config) (Lock, error) {
 
 // newLeasesProbing starts the leases of a Redis client whose probe is a
 // PING of its servers (all of clients, or of the first server).
-func newLeasesProbing(cfg Config, ttl time.Duration, probe func(ctx context.Context) error) *leases {
+func newLeasesProbing(cfg recipes.Config, ttl time.Duration, probe func(ctx context.Context) error) *leases {
 	l := newLeases(cfg.Logger, randomSession())
 	if probe == nil {
 		c := newRedisClient(cfg.Servers[0], ttl)
@@ -78,14 +79,14 @@ func newRedisClient(addr string, ttl time.Duration) *redis.Client {
 // redisKey + ":token".
 func redisKey(root, key string) string {
 	if root == "" {
-		root = DefaultRoot
+		root = recipes.DefaultRoot
 	}
 	return root + "/" + key
 }
 
-func (r *redisLock) Acquire(ctx context.Context, key string, timeout time.Duration) (Grant, error) {
+func (r *redisLock) Acquire(ctx context.Context, key string, timeout time.Duration) (recipes.Grant, error) {
 	if err := r.busy(key); err != nil {
-		return Grant{}, err
+		return recipes.Grant{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -111,7 +112,7 @@ func (r *redisLock) Acquire(ctx context.Context, key string, timeout time.Durati
 			lastErr = err
 		}
 		if !ctxsleep.Sleep(ctx, redisRetry) {
-			return Grant{}, r.giveUp(k, value, lastErr)
+			return recipes.Grant{}, r.giveUp(k, value, lastErr)
 		}
 	}
 }
@@ -119,14 +120,14 @@ func (r *redisLock) Acquire(ctx context.Context, key string, timeout time.Durati
 // granted takes the token (INCR after the SET, so a later grant has a
 // higher token) and records the grant, valid until the TTL from before the
 // SET was sent.
-func (r *redisLock) granted(ctx context.Context, key, k, value string, start time.Time) (Grant, error) {
+func (r *redisLock) granted(ctx context.Context, key, k, value string, start time.Time) (recipes.Grant, error) {
 	tok, err := r.client.Incr(context.WithoutCancel(ctx), k+":token").Result()
 	if err != nil {
 		// Held, but with no token to fence with: give it back.
 		_ = redisRelease.Run(context.WithoutCancel(ctx), r.client, []string{k}, value).Err()
-		return Grant{}, unknown("redis-lock: INCR of the token", err)
+		return recipes.Grant{}, recipes.Unknown("redis-lock: INCR of the token", err)
 	}
-	g := Grant{Key: key, Node: k + "=" + value, Token: tok, Session: r.currentSession()}
+	g := recipes.Grant{Key: key, Node: k + "=" + value, Token: tok, Session: r.currentSession()}
 	r.add(g, start.Add(r.ttl), r.ttl/3, func(ctx context.Context, lg *leaseGrant) {
 		sent := time.Now()
 		n, err := redisRenew.Run(ctx, r.client, []string{k}, value, r.ttl.Milliseconds()).Int()
@@ -135,9 +136,9 @@ func (r *redisLock) granted(ctx context.Context, key, k, value string, start tim
 		case err == nil && n == 1:
 			r.extend(lg, sent.Add(r.ttl))
 		case err == nil:
-			r.lose(lg, StateExpired) // the value is gone or another's
+			r.lose(lg, recipes.StateExpired) // the value is gone or another's
 		case r.expired(lg):
-			r.lose(lg, StateExpired) // no renewal answered for a whole TTL
+			r.lose(lg, recipes.StateExpired) // no renewal answered for a whole TTL
 		}
 	})
 	return g, nil
@@ -150,9 +151,9 @@ func (r *redisLock) giveUp(k, value string, lastErr error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.ttl)
 	defer cancel()
 	if err := redisRelease.Run(ctx, r.client, []string{k}, value).Err(); err != nil {
-		return unknown("redis-lock: acquire timed out and its cleanup", errors.Join(lastErr, err))
+		return recipes.Unknown("redis-lock: acquire timed out and its cleanup", errors.Join(lastErr, err))
 	}
-	return ErrTimeout
+	return recipes.ErrTimeout
 }
 
 func (r *redisLock) Release(ctx context.Context, key string) error {
@@ -161,7 +162,7 @@ func (r *redisLock) Release(ctx context.Context, key string) error {
 		return err
 	}
 	if lost {
-		return ErrRevoked
+		return recipes.ErrRevoked
 	}
 	return r.release(ctx, lg)
 }
@@ -174,9 +175,9 @@ func (r *redisLock) release(ctx context.Context, lg *leaseGrant) error {
 	n, err := redisRelease.Run(ctx, r.client, []string{k}, value).Int()
 	switch {
 	case err != nil:
-		return unknown("redis-lock: release", err)
+		return recipes.Unknown("redis-lock: release", err)
 	case n == 0:
-		return ErrRevoked
+		return recipes.ErrRevoked
 	}
 	return nil
 }

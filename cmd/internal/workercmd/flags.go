@@ -1,4 +1,4 @@
-package main
+package workercmd
 
 import (
 	"errors"
@@ -59,7 +59,7 @@ func parse(args []string, stderr io.Writer) (cfg worker.Config, code int, ok boo
 // -h on the second. It returns the exit code of bad input.
 func mistake(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "chaos-worker: %v\nchaos-worker: see 'chaos-worker -h' for the flags\n", err)
-	return exitBadArgs
+	return ExitBadArgs
 }
 
 func defineFlags(fs *flag.FlagSet) *workerFlags {

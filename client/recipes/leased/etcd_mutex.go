@@ -1,4 +1,4 @@
-package recipes
+package leased
 
 import (
 	"context"
@@ -11,10 +11,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+
+	"github.com/zkchaos/zkchaos/client/recipes"
 )
 
 func init() {
-	RegisterService(ServiceEtcd, "etcd-mutex", newEtcdMutex)
+	recipes.RegisterService(recipes.ServiceEtcd, "etcd-mutex", newEtcdMutex)
 }
 
 // etcdMutex is etcd's own lock recipe, concurrency.Mutex, under a
@@ -29,7 +31,7 @@ func init() {
 // (lease) is taken for the next acquires, reported connected.
 type etcdMutex struct {
 	*leases
-	cfg Config
+	cfg recipes.Config
 	cli *clientv3.Client
 	ttl int
 
@@ -37,7 +39,7 @@ type etcdMutex struct {
 	session *concurrency.Session
 }
 
-func newEtcdMutex(cfg Config) (Lock, error) {
+func newEtcdMutex(cfg recipes.Config) (recipes.Lock, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("etcd-mutex: no servers")
 	}
@@ -102,38 +104,38 @@ func (e *etcdMutex) current(ctx context.Context) (*concurrency.Session, error) {
 	return s, nil
 }
 
-func (e *etcdMutex) Acquire(ctx context.Context, key string, timeout time.Duration) (Grant, error) {
+func (e *etcdMutex) Acquire(ctx context.Context, key string, timeout time.Duration) (recipes.Grant, error) {
 	if err := e.busy(key); err != nil {
-		return Grant{}, err
+		return recipes.Grant{}, err
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s, err := e.current(actx)
 	if err != nil {
 		if actx.Err() != nil {
-			return Grant{}, ErrTimeout
+			return recipes.Grant{}, recipes.ErrTimeout
 		}
-		return Grant{}, fmt.Errorf("etcd-mutex: new session: %w", err)
+		return recipes.Grant{}, fmt.Errorf("etcd-mutex: new session: %w", err)
 	}
 	m := concurrency.NewMutex(s, redisKey(e.cfg.Root, key))
 	if err := m.Lock(actx); err != nil {
 		// Lock deletes its key when its wait fails; a Txn whose answer was
 		// lost may still have put it, under the session's lease.
 		if actx.Err() != nil {
-			return Grant{}, ErrTimeout
+			return recipes.Grant{}, recipes.ErrTimeout
 		}
-		return Grant{}, unknown("etcd-mutex: lock", err)
+		return recipes.Grant{}, recipes.Unknown("etcd-mutex: lock", err)
 	}
 	resp, err := e.cli.Get(ctx, m.Key())
 	if err != nil || len(resp.Kvs) == 0 {
 		_ = m.Unlock(context.WithoutCancel(ctx))
-		return Grant{}, unknown("etcd-mutex: read the lock key's create revision", errors.Join(err, errors.New("key missing")))
+		return recipes.Grant{}, recipes.Unknown("etcd-mutex: read the lock key's create revision", errors.Join(err, errors.New("key missing")))
 	}
-	g := Grant{Key: key, Node: m.Key(), Token: resp.Kvs[0].CreateRevision, Session: int64(s.Lease())}
+	g := recipes.Grant{Key: key, Node: m.Key(), Token: resp.Kvs[0].CreateRevision, Session: int64(s.Lease())}
 	e.add(g, time.Time{}, 0, nil)
 	select {
 	case <-s.Done():
-		e.loseSession(g.Session, StateExpired)
+		e.loseSession(g.Session, recipes.StateExpired)
 	default:
 	}
 	return g, nil
@@ -145,7 +147,7 @@ func (e *etcdMutex) Release(ctx context.Context, key string) error {
 		return err
 	}
 	if lost {
-		return ErrRevoked
+		return recipes.ErrRevoked
 	}
 	return e.release(ctx, lg)
 }
@@ -158,9 +160,9 @@ func (e *etcdMutex) release(ctx context.Context, lg *leaseGrant) error {
 		Then(clientv3.OpDelete(lg.g.Node)).Commit()
 	switch {
 	case err != nil:
-		return unknown("etcd-mutex: release", err)
+		return recipes.Unknown("etcd-mutex: release", err)
 	case !resp.Succeeded:
-		return ErrRevoked
+		return recipes.ErrRevoked
 	}
 	return nil
 }

@@ -1,4 +1,12 @@
-package recipes
+// Package leased holds the lock recipes of the services other than
+// ZooKeeper (redis-lock, redlock, etcd-mutex), whose grants are leases a
+// client renews rather than nodes that die with a session. They register
+// with recipes.RegisterService from init, so a binary runs them by
+// importing this package: the controller does (through client/subjects),
+// and so does chaos-worker-services. chaos-worker does not, so that a
+// ZooKeeper worker's start does not initialise the etcd, gRPC and Redis
+// clients (docs/measurements.md, "Worker start").
+package leased
 
 import (
 	"context"
@@ -8,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkchaos/zkchaos/client/recipes"
 	"github.com/zkchaos/zkchaos/internal/ctxsleep"
 	"github.com/zkchaos/zkchaos/internal/queue"
 )
@@ -23,7 +32,7 @@ import (
 // probe answering, and (redis) the lease's validity not past.
 type leases struct {
 	log    *slog.Logger
-	events *queue.Queue[SessionEvent]
+	events *queue.Queue[recipes.SessionEvent]
 	ctx    context.Context // ends at Close: renewals and the probe stop
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -37,7 +46,7 @@ type leases struct {
 
 // leaseGrant is one lock held under a lease.
 type leaseGrant struct {
-	g    Grant
+	g    recipes.Grant
 	lost bool
 	// until is when the lease runs out by the client's clock (zero: the
 	// service tells, etcd's keep-alive); past it the grant is not held.
@@ -51,9 +60,9 @@ func newLeases(log *slog.Logger, session int64) *leases {
 		log = slog.Default()
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	l := &leases{log: log, events: queue.New[SessionEvent](), ctx: ctx, stop: stop, session: session, connected: true,
+	l := &leases{log: log, events: queue.New[recipes.SessionEvent](), ctx: ctx, stop: stop, session: session, connected: true,
 		grants: map[string]*leaseGrant{}}
-	l.events.Push(SessionEvent{State: StateConnected, Session: session})
+	l.events.Push(recipes.SessionEvent{State: recipes.StateConnected, Session: session})
 	return l
 }
 
@@ -66,8 +75,8 @@ func randomSession() int64 {
 	return int64(binary.BigEndian.Uint64(b[:]) >> 2)
 }
 
-// Events implements Lock.
-func (l *leases) Events() <-chan SessionEvent { return l.events.Out() }
+// Events implements recipes.Lock.
+func (l *leases) Events() <-chan recipes.SessionEvent { return l.events.Out() }
 
 // probe runs check every period until Close, and reports a session
 // change at each change of its answer (a check is bounded by period).
@@ -95,11 +104,11 @@ func (l *leases) setConnected(up bool) {
 		return
 	}
 	l.connected = up
-	st := StateDisconnected
+	st := recipes.StateDisconnected
 	if up {
-		st = StateConnected
+		st = recipes.StateConnected
 	}
-	l.events.Push(SessionEvent{State: st, Session: l.session})
+	l.events.Push(recipes.SessionEvent{State: st, Session: l.session})
 }
 
 // newSession records that the client's session was replaced (etcd: a
@@ -111,7 +120,7 @@ func (l *leases) newSession(id int64) {
 		return
 	}
 	l.session, l.connected = id, true
-	l.events.Push(SessionEvent{State: StateConnected, Session: id})
+	l.events.Push(recipes.SessionEvent{State: recipes.StateConnected, Session: id})
 }
 
 // currentSession is the session grants are taken under now.
@@ -121,19 +130,19 @@ func (l *leases) currentSession() int64 {
 	return l.session
 }
 
-// busy reports ErrAlreadyHeld for a key held (or lost and not released).
+// busy reports recipes.ErrAlreadyHeld for a key held (or lost and not released).
 func (l *leases) busy(key string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.grants[key]; ok {
-		return ErrAlreadyHeld
+		return recipes.ErrAlreadyHeld
 	}
 	return nil
 }
 
 // add records a new grant and starts its renewal (nil: none), which runs
 // every period until the grant is released or lost.
-func (l *leases) add(g Grant, until time.Time, period time.Duration, renew func(ctx context.Context, lg *leaseGrant)) {
+func (l *leases) add(g recipes.Grant, until time.Time, period time.Duration, renew func(ctx context.Context, lg *leaseGrant)) {
 	ctx, cancel := context.WithCancel(l.ctx)
 	lg := &leaseGrant{g: g, until: until, cancel: cancel}
 	l.mu.Lock()
@@ -177,7 +186,7 @@ func (l *leases) lose(lg *leaseGrant, state string) {
 	lg.lost = true
 	lg.cancel()
 	g := lg.g
-	l.events.Push(SessionEvent{State: state, Session: g.Session, Lost: &g})
+	l.events.Push(recipes.SessionEvent{State: state, Session: g.Session, Lost: &g})
 	l.log.Info("lock lost", "key", g.Key, "token", g.Token, "state", state)
 }
 
@@ -186,10 +195,10 @@ func (l *leases) lose(lg *leaseGrant, state string) {
 func (l *leases) expire(session int64) {
 	l.mu.Lock()
 	if !l.closed {
-		l.events.Push(SessionEvent{State: StateExpired, Session: session})
+		l.events.Push(recipes.SessionEvent{State: recipes.StateExpired, Session: session})
 	}
 	l.mu.Unlock()
-	l.loseSession(session, StateExpired)
+	l.loseSession(session, recipes.StateExpired)
 }
 
 // loseSession marks every grant of session lost (its lease expired).
@@ -207,25 +216,25 @@ func (l *leases) loseSession(session int64, state string) {
 	}
 }
 
-// Held implements Lock.
-func (l *leases) Held(key string) (Grant, bool) {
+// Held implements recipes.Lock.
+func (l *leases) Held(key string) (recipes.Grant, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lg, ok := l.grants[key]
 	if !ok || lg.lost || !l.connected || (!lg.until.IsZero() && time.Now().After(lg.until)) {
-		return Grant{}, false
+		return recipes.Grant{}, false
 	}
 	return lg.g, true
 }
 
 // take removes key's grant for its release: the grant, whether it was
-// lost, or ErrNotHeld.
+// lost, or recipes.ErrNotHeld.
 func (l *leases) take(key string) (*leaseGrant, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lg, ok := l.grants[key]
 	if !ok {
-		return nil, false, ErrNotHeld
+		return nil, false, recipes.ErrNotHeld
 	}
 	delete(l.grants, key)
 	lg.cancel()
@@ -259,11 +268,11 @@ func (l *leases) close(release func(ctx context.Context, lg *leaseGrant) error) 
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	l.events.Push(SessionEvent{State: StateClosed, Session: session})
+	l.events.Push(recipes.SessionEvent{State: recipes.StateClosed, Session: session})
 	for _, lg := range held {
 		if !lg.lost {
 			g := lg.g
-			l.events.Push(SessionEvent{State: StateClosed, Session: g.Session, Lost: &g})
+			l.events.Push(recipes.SessionEvent{State: recipes.StateClosed, Session: g.Session, Lost: &g})
 		}
 	}
 	l.events.Close()
