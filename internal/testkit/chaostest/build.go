@@ -52,6 +52,8 @@ func sharedBuild() (string, error) {
 	defer lock.Close()
 	dir := filepath.Join(bin, "test-"+key)
 	chaos := filepath.Join(dir, "chaos")
+	// build renames a finished folder into place, so one binary there
+	// means all are.
 	if _, err := os.Stat(filepath.Join(dir, binaries[len(binaries)-1])); err != nil {
 		if err := build(bin, dir, newest); err != nil {
 			return "", err

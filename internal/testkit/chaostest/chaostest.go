@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -74,14 +75,16 @@ func Binary(t testing.TB) string {
 var binaries = []string{"chaos", subjects.WorkerBinary, subjects.ServicesWorkerBinary}
 
 // BuildInto builds the binaries into dir, as `make build` puts them into
-// bin/, and returns the chaos binary's path. It builds by import path, so
-// it works from any package's folder.
+// bin/ (one go build, which links them at once), and returns the chaos
+// binary's path. It builds by import path, so it works from any
+// package's folder.
 func BuildInto(dir string) (string, error) {
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	for _, name := range binaries {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/zkchaos/zkchaos/cmd/"+name).CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("build cmd/%s: %w\n%s", name, err, out)
-		}
+		args = append(args, "github.com/zkchaos/zkchaos/cmd/"+name)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s: %w\n%s", strings.Join(binaries, ", "), err, out)
 	}
 	return filepath.Join(dir, "chaos"), nil
 }
