@@ -292,19 +292,29 @@ func (n *Node) remove(ctx context.Context) error {
 	return err
 }
 
-// waitUntil polls cond every 20 ms until it holds, ctx ends or limit
-// passes.
+// waitUntil polls cond every 20 ms until it holds or ctx ends. It gives
+// up only when a poll begun after limit has passed still fails. A poll is
+// a docker exec or inspect, which a loaded machine can hold for seconds
+// (a 5 s bound on the polls themselves failed a resume whose SIGCONT had
+// landed): limit bounds how long the effect may take to show, not how
+// long a look at it may take.
 func waitUntil(ctx context.Context, limit time.Duration, cond func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
+	deadline := time.Now().Add(limit)
 	var last error
 	for {
+		began := time.Now()
 		ok, err := cond(ctx)
 		if ok {
 			return nil
 		}
 		if err != nil {
 			last = err
+		}
+		if began.After(deadline) {
+			if last == nil {
+				return fmt.Errorf("not seen within %s", limit)
+			}
+			return fmt.Errorf("not seen within %s: %w", limit, last)
 		}
 		select {
 		case <-ctx.Done():
