@@ -12,31 +12,33 @@ import (
 	"github.com/zkchaos/zkchaos/run/bench"
 )
 
-// TestQuickBench runs `chaos bench --quick`, small (below): every figure
-// (the built-in worker's start each way, raw pairs and each default
-// subject, lock and whole section, hot and on 8 keys) is above zero, the
-// overhead was measured, every target has a verdict in bench.json and in
-// the output, and the bench left nothing.
+// TestQuickBench runs `chaos bench`, small (below): every figure (the
+// built-in worker's start each way, raw pairs and each default subject,
+// lock and whole section, hot and on 8 keys) is above zero, the overhead
+// was measured, every target has a verdict in bench.json and in the
+// output, and the bench left nothing.
 //
-// It is slow because even --quick measures fifteen windows one after
-// another (two raw-pair figures, four for each of the three default
-// subjects, and the overhead), each bench.QuickWarmup plus
-// bench.QuickWindow (2 s), after bench.HelloStarts (50) timed worker
-// starts each way. Every default subject is measured, as make bench does:
-// a smaller bench would leave a figure, or a target's verdict, untested.
+// It is slow because a bench measures fifteen windows one after another
+// (two raw-pair figures, four for each of the three default subjects,
+// and the overhead), after bench.HelloStarts (50) timed worker starts
+// each way. Every default subject is measured, as make bench does: a
+// smaller bench would leave a figure, or a target's verdict, untested.
 // What the figures are is not tested here, so it runs 2 clients on one
-// server instead of 8 on three: every figure and verdict is still made,
-// with a third less CPU (most of it the Curator workers' JVMs), which on
-// 2 cores is time the rest of the suite gets back.
+// server instead of 8 on three, and windows of 500 ms after 200 ms of
+// warm-up instead of --quick's 2 s: every figure and verdict is still
+// made (an empty window stays open until it counts one), with a third of
+// --quick's window time and less CPU (most of it the Curator workers'
+// JVMs), which on 2 cores is time the rest of the suite gets back.
+// --quick itself only sets those two lengths.
 func TestQuickBench(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	bin := chaostest.Binary(t)
 	results := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, "bench", "--quick", "--clients", "2", "--nodes", "1", "--results", results)
+	cmd := exec.Command(bin, "bench", "--warmup", "200ms", "--window", "500ms", "--clients", "2", "--nodes", "1", "--results", results)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("chaos bench --quick: %v\n%s\n%s", err, stdout.String(), chaostest.Tail(stderr.String(), 30))
+		t.Fatalf("chaos bench: %v\n%s\n%s", err, stdout.String(), chaostest.Tail(stderr.String(), 30))
 	}
 	_, dir, ok := strings.Cut(stdout.String(), "bench folder: ")
 	dir, _, _ = strings.Cut(dir, " ")
