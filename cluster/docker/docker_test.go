@@ -125,22 +125,16 @@ func roles(t *testing.T, ctx context.Context, c *Cluster) (leader *Node, followe
 	return leader, followers
 }
 
-// until polls cond every 50 ms and returns how long it took to hold.
+// until polls cond (waitUntil) and returns how long it took to hold.
 func until(t *testing.T, ctx context.Context, what string, limit time.Duration, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
-		// Only a look begun after the limit fails the test: a look can be
-		// slow on a loaded machine though the effect has shown.
-		began := time.Now()
-		if cond() {
-			return time.Since(start)
-		}
-		if began.Sub(start) > limit || ctx.Err() != nil {
-			t.Fatalf("%s: not within %s", what, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// waitUntil's rule: only a look begun after the limit fails the test.
+	err := waitUntil(ctx, limit, func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
+	return time.Since(start)
 }
 
 func newLeaderOther(ctx context.Context, c *Cluster, old *Node) func() bool {
