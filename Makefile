@@ -24,7 +24,7 @@ CMDS := ./cmd/chaos ./cmd/chaos-worker ./cmd/chaos-worker-services
 RUN_ARGS ?=
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run test deps deps-run build image lint staticcheck fmt-check bench clean cleanup man
+.PHONY: run test go-test deps deps-run build image lint staticcheck fmt-check bench clean cleanup man
 
 # The two sets of scripts/install-deps.sh: deps-run what a default chaos
 # run uses (Java, ZooKeeper's jars, iproute2, iptables), deps everything a
@@ -68,8 +68,14 @@ image: build
 # still print their stacks).
 SLOWEST := bin/slowest
 TEST_PKGS = $$($(GO) list ./tests/...) $$($(GO) list ./... | grep -v /tests/)
+# go vet runs beside the tests at the lowest priority (scripts/beside.sh)
+# and its report follows theirs: before them it held both run tokens idle
+# for up to two minutes on a cold cache.
 test: deps build image fmt-check
-	$(GO) vet ./...
+	./scripts/beside.sh "$(GO) vet ./..." $(MAKE) --no-print-directory go-test
+
+# The tests alone, without make test's installs, builds and go vet.
+go-test:
 	$(GO) build -o $(SLOWEST) ./internal/testkit/slowest/cmd
 	set -o pipefail; ZKCHAOS_TEST_PREBUILT=$(CURDIR)/bin $(GO) test -ldflags=-w -json -count=1 -p 24 -timeout 30m $(TEST_PKGS) | ./$(SLOWEST)
 

@@ -82,6 +82,7 @@ func defineBenchFlags(fs *pflag.FlagSet) *benchFlags {
 	fs.BoolVar(&f.quick, "quick", false, "CI: "+bench.QuickWarmup.String()+" warm-up and "+bench.QuickWindow.String()+" window per figure")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "time before each figure's window (overridden by --quick)")
 	fs.DurationVar(&cfg.Window, "window", cfg.Window, "time each figure counts, longer (up to ten times) while it has counted no operation, so that a loaded machine slows a figure instead of zeroing it (overridden by --quick)")
+	fs.IntVar(&cfg.HelloStarts, "hello-starts", cfg.HelloStarts, "times the built-in worker is started each way for its exec-to-hello figure (the target is set for the default)")
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", cfg.SessionTimeout, "ZooKeeper session timeout of every client")
 	fs.DurationVar(&cfg.TickTime, "tick", cfg.TickTime, "ZooKeeper tickTime")
 	fs.StringVar(&cfg.ResultsDir, "results", cfg.ResultsDir, "results folder (the bench goes under <results>/<name>/<timestamp>/)")

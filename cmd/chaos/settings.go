@@ -43,7 +43,7 @@ var settingTables = []settingTable{
 	}},
 	{commands: []string{"run", "soak", "test-all", "gate"}, flags: map[string]string{"Progress": "--progress"}},
 	{commands: []string{"bench"}, config: bench.Config{}, flags: map[string]string{
-		"Clients": "--clients", "Nodes": "--nodes", "Window": "--window", "Warmup": "--warmup", "Subjects": "--subjects",
+		"Clients": "--clients", "Nodes": "--nodes", "Window": "--window", "HelloStarts": "--hello-starts", "Warmup": "--warmup", "Subjects": "--subjects",
 		"SessionTimeout": "--session-timeout", "TickTime": "--tick", "Net": "--net", "Cluster": "--cluster", "Name": "--name",
 		"ResultsDir": "--results",
 	}},

@@ -51,6 +51,9 @@ type Config struct {
 	Name           string
 	// Profile writes the controller's CPU profile into the folder.
 	Profile bool
+	// HelloStarts is how many times the built-in worker is started each
+	// way for its exec-to-hello figure (HelloStarts by default).
+	HelloStarts int
 }
 
 // Defaults is a full bench; Quick shortens the windows to a few seconds
@@ -58,7 +61,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{Clients: 8, Nodes: 3, Cluster: backend.Local, Net: "auto", TickTime: 200 * time.Millisecond,
 		SessionTimeout: 10 * time.Second, Subjects: DefaultSubjects, Warmup: 2 * time.Second, Window: 8 * time.Second,
-		ResultsDir: "results", Name: "bench"}
+		ResultsDir: "results", Name: "bench", HelloStarts: HelloStarts}
 }
 
 // QuickWindows are --quick's warm-up and window.
@@ -74,6 +77,8 @@ func (c Config) Validate() error {
 		return setting.Errorf("Clients", fmt.Sprint(c.Clients), "need at least 1")
 	case c.Nodes < 1:
 		return setting.Errorf("Nodes", fmt.Sprint(c.Nodes), "need at least 1")
+	case c.HelloStarts < 1:
+		return setting.Errorf("HelloStarts", fmt.Sprint(c.HelloStarts), "need at least 1")
 	case c.Window <= 0:
 		return setting.Errorf("Window", c.Window.String(), "must be positive")
 	case c.Warmup < 0:

@@ -11,8 +11,9 @@ import (
 	"github.com/zkchaos/zkchaos/host/netns"
 )
 
-// HelloStarts is how many times the built-in worker is started for its
-// exec-to-hello figure, one after another: the number the target counts.
+// HelloStarts is how many times a bench starts the built-in worker for
+// its exec-to-hello figure, one after another, unless Config.HelloStarts
+// says otherwise: the number the target is set for.
 const HelloStarts = 50
 
 // HelloTarget is the project's target for the built-in worker's start:
@@ -130,7 +131,7 @@ func (e *env) hellos(ctx context.Context, recipe string, process int) ([]Hello, 
 	if _, err := TimeHellos(ctx, 1, starts); err != nil {
 		return nil, err
 	}
-	times, err := TimeHellos(ctx, HelloStarts, starts)
+	times, err := TimeHellos(ctx, e.cfg.HelloStarts, starts)
 	for i := range out {
 		out[i].RawNS = times[i]
 		out[i].settle()

@@ -254,12 +254,15 @@ func (r *Result) targets() []Target {
 // helloTarget judges the built-in worker's start on its direct figure:
 // the namespace's figure adds `ip netns exec`, which is no part of the
 // worker.
+// Its name gives the starts measured, as the other targets are judged on
+// whatever windows the bench had.
 func (r *Result) helloTarget() Target {
 	ms := HelloTarget.Seconds() * 1000
 	t := Target{Name: fmt.Sprintf("worker exec to hello, median ms (%d starts)", HelloStarts), Want: fmt.Sprintf("<= %g", ms)}
 	for _, h := range r.Hello {
 		if h.Way == HelloDirect && h.Starts > 0 {
 			v := float64(h.MedianNS) / 1e6
+			t.Name = fmt.Sprintf("worker exec to hello, median ms (%d starts)", h.Starts)
 			t.Value, t.Known, t.Met = v, true, v <= ms
 		}
 	}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# beside.sh CHECK COMMAND [ARG...]
+#
+# Runs COMMAND, and the shell command CHECK beside it at the lowest CPU
+# priority (nice 19), then prints CHECK's output under a header and exits
+# non-zero if either failed. make test runs go vet this way beside the
+# tests, and CI runs staticcheck beside make test: a check that is not on
+# the suite's critical path takes only the CPU the real runs leave idle,
+# instead of running before the tests (go vet alone was two minutes on a
+# cold cache, with both run tokens idle) or competing with them.
+# docs/measurements.md, "Less CPU around the runs", has the figures.
+set -uo pipefail
+if [ $# -lt 2 ]; then
+	echo "usage: beside.sh CHECK COMMAND [ARG...]" >&2
+	exit 255
+fi
+check=$1
+shift
+log=$(mktemp)
+# CHECK runs in a session of its own, so that an interrupted COMMAND
+# (Ctrl-C reaches only the foreground) takes CHECK's whole tree with it.
+setsid nice -n 19 sh -c "$check" >"$log" 2>&1 &
+pid=$!
+trap 'kill -- -"$pid" 2>/dev/null; rm -f "$log"' EXIT
+trap 'exit 130' INT TERM
+"$@"
+rc=$?
+wait "$pid"
+check_rc=$?
+echo "== $check (beside): exit $check_rc"
+cat "$log"
+if [ "$rc" -ne 0 ] || [ "$check_rc" -ne 0 ]; then
+	echo "beside.sh: $* exited $rc; $check exited $check_rc" >&2
+	exit 1
+fi
