@@ -8,7 +8,7 @@
 # the suite's critical path takes only the CPU the real runs leave idle,
 # instead of running before the tests (go vet alone was two minutes on a
 # cold cache, with both run tokens idle) or competing with them.
-# docs/measurements.md, "Less CPU around the runs", has the figures.
+# docs/measurements.md, "Integration test packages", has the figures.
 set -uo pipefail
 if [ $# -lt 2 ]; then
 	echo "usage: beside.sh CHECK COMMAND [ARG...]" >&2
