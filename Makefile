@@ -74,10 +74,13 @@ TEST_PKGS = $$($(GO) list ./tests/...) $$($(GO) list ./... | grep -v /tests/)
 test: deps build image fmt-check
 	./scripts/beside.sh "$(GO) vet ./..." $(MAKE) --no-print-directory go-test
 
-# The tests alone, without make test's installs, builds and go vet.
+# The tests alone, without make test's installs, builds and go vet. go
+# test compiles and links at nice 10 and runs each test binary back at
+# make's priority (scripts/unnice.sh): the build of the later packages
+# yields to the tests already running.
 go-test:
 	$(GO) build -o $(SLOWEST) ./internal/testkit/slowest/cmd
-	set -o pipefail; ZKCHAOS_TEST_PREBUILT=$(CURDIR)/bin $(GO) test -ldflags=-w -json -count=1 -p 24 -timeout 30m $(TEST_PKGS) | ./$(SLOWEST)
+	set -o pipefail; UNNICE_TO=$$(nice) ZKCHAOS_TEST_PREBUILT=$(CURDIR)/bin nice -n 10 $(GO) test -exec $(CURDIR)/scripts/unnice.sh -ldflags=-w -json -count=1 -p 24 -timeout 30m $(TEST_PKGS) | ./$(SLOWEST)
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
