@@ -253,9 +253,8 @@ func (r *Result) targets() []Target {
 
 // helloTarget judges the built-in worker's start on its direct figure:
 // the namespace's figure adds `ip netns exec`, which is no part of the
-// worker.
-// Its name gives the starts measured, as the other targets are judged on
-// whatever windows the bench had.
+// worker. Its name gives the starts measured (Config.HelloStarts), as
+// the other targets are judged on whatever windows the bench had.
 func (r *Result) helloTarget() Target {
 	ms := HelloTarget.Seconds() * 1000
 	t := Target{Name: fmt.Sprintf("worker exec to hello, median ms (%d starts)", HelloStarts), Want: fmt.Sprintf("<= %g", ms)}
