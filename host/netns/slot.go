@@ -144,6 +144,11 @@ func SweepSlot(ctx context.Context, s int, rule SweepRule) (owner *SlotFile, swe
 		return nil, false, fmt.Errorf("sweep slot %d: %w", s, err)
 	}
 	defer unlock()
+	return sweepSlotLocked(ctx, s, rule)
+}
+
+// sweepSlotLocked is SweepSlot for a caller that holds slot s's lock.
+func sweepSlotLocked(ctx context.Context, s int, rule SweepRule) (owner *SlotFile, swept bool, err error) {
 	owner, err = readSlotFile(s)
 	if err != nil {
 		return nil, false, fmt.Errorf("sweep slot %d: %w", s, err)
@@ -162,6 +167,30 @@ func SweepSlot(ctx context.Context, s int, rule SweepRule) (owner *SlotFile, swe
 		return owner, false, fmt.Errorf("sweep slot %d: %w", s, err)
 	}
 	return owner, true, nil
+}
+
+// InspectSlot calls look with what exists of slot s, under the slot's
+// lock (waiting for it until ctx ends): no claim or sweep is half done
+// while look runs, so a bridge, namespace or forwarding rule of a slot
+// without a slot file is a leftover, never a run being set up or torn
+// down.
+func InspectSlot(ctx context.Context, s int, look func(SlotInfo) error) error {
+	unlock, _, err := lockSlot(ctx, s, true)
+	if err != nil {
+		return fmt.Errorf("inspect slot %d: %w", s, err)
+	}
+	defer unlock()
+	slots, err := Slots()
+	if err != nil {
+		return fmt.Errorf("inspect slot %d: %w", s, err)
+	}
+	info := SlotInfo{Slot: s}
+	for _, i := range slots {
+		if i.Slot == s {
+			info = i
+		}
+	}
+	return look(info)
 }
 
 // ReleaseRun sweeps every slot whose slot file names runID: what a janitor

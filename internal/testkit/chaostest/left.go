@@ -1,6 +1,7 @@
 package chaostest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -97,15 +98,11 @@ func leftovers(runID string, slot int) ([]string, error) {
 	if os.Geteuid() != 0 {
 		return left, nil
 	}
-	// Two snapshots around the look at the rules: a slot that has no slot
-	// file in either had no claim in between (a claim writes the file
-	// first and it stays until its sweep is done), so what exists of it
-	// then is a leftover, not another run being set up.
-	before, err := netns.Slots()
+	slots, err := netns.Slots()
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range before {
+	for _, s := range slots {
 		if s.RunID == runID {
 			left = append(left, fmt.Sprintf("network slot %d of run %s left: %+v", s.Slot, runID, s))
 		}
@@ -113,36 +110,31 @@ func leftovers(runID string, slot int) ([]string, error) {
 	if slot < 0 {
 		return left, nil
 	}
-	rules := forwardRules(slot)
-	after, err := netns.Slots()
-	if err != nil {
-		return nil, err
-	}
-	b, a := slotInfo(before, slot), slotInfo(after, slot)
-	if b.HasFile || a.HasFile {
-		return left, nil // reported above if ours, another run's if not
-	}
-	for _, s := range []netns.SlotInfo{b, a} {
-		if s.HasBridge || len(s.Namespaces) > 0 {
-			left = append(left, fmt.Sprintf("network slot %d of run %s left without its slot file: %+v", slot, runID, s))
-			break
-		}
-	}
-	for _, r := range rules {
-		left = append(left, "FORWARD rule left: "+r)
-	}
-	return left, nil
+	// Under the slot's lock no claim or sweep is half done: a slot without
+	// a slot file then has nothing of any run, and what is there is left.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = netns.InspectSlot(ctx, slot, func(s netns.SlotInfo) error {
+		left = append(left, fileless(runID, s)...)
+		return nil
+	})
+	return left, err
 }
 
-// slotInfo is slot s in a Slots() snapshot (the zero SlotInfo when
-// nothing of it exists).
-func slotInfo(slots []netns.SlotInfo, s int) netns.SlotInfo {
-	for _, i := range slots {
-		if i.Slot == s {
-			return i
-		}
+// fileless lists what exists of slot s, seen under its lock, when it has
+// no slot file (with one, it belongs to whom the file names).
+func fileless(runID string, s netns.SlotInfo) []string {
+	if s.HasFile {
+		return nil
 	}
-	return netns.SlotInfo{Slot: s}
+	var left []string
+	if s.HasBridge || len(s.Namespaces) > 0 {
+		left = append(left, fmt.Sprintf("network slot %d of run %s left without its slot file: %+v", s.Slot, runID, s))
+	}
+	for _, r := range forwardRules(s.Slot) {
+		left = append(left, "FORWARD rule left: "+r)
+	}
+	return left
 }
 
 // forwardRules are the rules of slot s's bridge in the harness's FORWARD
