@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,10 +41,14 @@ func Run(t *testing.T, results string, args ...string) RunResult {
 	cmd := exec.Command(Binary(t), append([]string{"run", "--results", results}, args...)...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
+	start := time.Now()
 	err := cmd.Run()
 	if !exited(err) {
 		t.Fatalf("chaos run: %v", err)
 	}
+	// The run's own phases beside its whole time, so that the suite's
+	// stream (make test keeps it) shows where a test's run time went.
+	t.Logf("chaos run took %s, exit %d; %s", time.Since(start).Round(100*time.Millisecond), ExitOf(err), timingsLine(so.String()))
 	return RunResult{Code: ExitOf(err), Stdout: so.String(), Stderr: se.String(), Dir: LatestRun(results)}
 }
 
@@ -125,4 +130,15 @@ func StartUntilPaused(t *testing.T, results, name string, args ...string) (cmd *
 	cmd, stdout, stderr = Start(t, append([]string{"run", "--results", results, "--name", name}, args...)...)
 	dir = WaitForRun(t, results, stderr, "pause", PausedNow)
 	return cmd, stdout, stderr, dir
+}
+
+// timingsLine is the "timings:" line of a run's summary, or a note that
+// it has none (a run refused or ended before its summary).
+func timingsLine(stdout string) string {
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "timings: ") {
+			return l
+		}
+	}
+	return "no timings line"
 }
