@@ -23,7 +23,7 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/docker"
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/host/proc"
-	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/dockertest"
 )
 
 // needDockerImage skips unless namespaces can be made here, a Docker
@@ -35,7 +35,7 @@ func needDockerImage(t *testing.T) string {
 	if err := netns.Available(); err != nil {
 		t.Skipf("namespaces attached to a Docker network not tested: %v", err)
 	}
-	return chaostest.DockerImage(t)
+	return dockertest.Image(t)
 }
 
 // dockerRun is a run with a 1-server ensemble in containers and a worker

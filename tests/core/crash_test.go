@@ -23,6 +23,7 @@ import (
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/dockertest"
 )
 
 // sweepBound is how long a janitor may take to sweep a run whose
@@ -258,7 +259,7 @@ func TestWholeTreeKillIsSweptByTheNextRun(t *testing.T) {
 
 	next, _, seN := chaostest.Start(t, append([]string{"run", "--results", nextRes, "--name", "next",
 		"--time-limit", "1s", "--seed", "23"}, light...)...)
-	took := chaostest.WaitNoneLeft(t, deadDir, 30*time.Second)
+	took := dockertest.WaitNoneLeft(t, deadDir, 30*time.Second)
 	if !working(liveDir) {
 		t.Errorf("the live run was no longer in its workload when the sweep ended: it proves nothing")
 	}

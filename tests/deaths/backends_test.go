@@ -15,6 +15,7 @@ import (
 	"github.com/zkchaos/zkchaos/host/netns"
 	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/dockertest"
 )
 
 // backend is where a campaign's runs put their ensemble.
@@ -52,13 +53,13 @@ func backendFor(t *testing.T, name string, s settings) backend {
 		}
 		return backend{name: name, faults: f}
 	case "docker":
-		img := chaostest.DockerImage(t)
+		img := dockertest.Image(t)
 		if !netFaults {
 			t.Skip("docker backend: needs network namespaces (root, ip, iptables)")
 		}
 		return backend{name: name, args: []string{"--cluster", "docker", "--image", img, "--net", "netns"},
 			faults: []string{"pause-zk", "kill-zk", "partition-zk-leader", "pause-holder", "isolate-holder", "expire-holder"},
-			left:   chaostest.DockerLeft}
+			left:   dockertest.Left}
 	case "external":
 		addrs, conn := externalEnsemble(t)
 		f := []string{"pause-holder", "expire-holder"}

@@ -12,6 +12,7 @@ import (
 	"github.com/zkchaos/zkchaos/history"
 	"github.com/zkchaos/zkchaos/history/store"
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
+	"github.com/zkchaos/zkchaos/internal/testkit/dockertest"
 )
 
 // short is a run long enough for a few fault cycles: three pauses of a
@@ -45,7 +46,7 @@ func TestBadInputStartsNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			switch tc.name {
 			case "missing image":
-				chaostest.NeedDocker(t)
+				dockertest.Need(t)
 			case "no engine":
 				if _, err := os.Stat("/run/docker.sock"); err != nil {
 					t.Skipf("no /run/docker.sock to hide (%v)", err)
@@ -77,7 +78,7 @@ func TestBadInputStartsNothing(t *testing.T) {
 // pause makes a stale write land is a race in the paused worker.
 func TestVerdictsMatchLocal(t *testing.T) {
 	t.Parallel()
-	chaostest.NeedDocker(t)
+	dockertest.Need(t)
 	results := t.TempDir()
 	for _, tc := range []struct {
 		fencing string
@@ -99,7 +100,7 @@ func TestVerdictsMatchLocal(t *testing.T) {
 			t.Fatal("test.json has no run id")
 		} else {
 			chaostest.AssertNothingLeft(t, r.Dir)
-			chaostest.AssertNoDockerLeft(t, tf.RunID)
+			dockertest.AssertNoneLeft(t, tf.RunID)
 		}
 	}
 }
@@ -118,7 +119,7 @@ func TestVerdictsMatchLocal(t *testing.T) {
 // other packages.
 func TestServerFaults(t *testing.T) {
 	t.Parallel()
-	chaostest.NeedDocker(t)
+	dockertest.Need(t)
 	sched := chaostest.Sequence(t, 3*time.Second, "pause-zk-leader", "kill-zk", "partition-zk-leader")
 	r := chaostest.Run(t, t.TempDir(), append(sched, "--cluster", "docker", "--fencing", "on", "--seed", "3")...)
 	if r.Code != 0 {
@@ -143,7 +144,7 @@ func TestServerFaults(t *testing.T) {
 		t.Errorf("%d faults of %d kinds, want 3 of 3 (one each of the schedule)", starts, len(kinds))
 	}
 	chaostest.AssertNothingLeft(t, r.Dir)
-	chaostest.AssertNoDockerLeft(t, chaostest.ReadTest(t, r.Dir).RunID)
+	dockertest.AssertNoneLeft(t, chaostest.ReadTest(t, r.Dir).RunID)
 }
 
 // TestKilledControllerLeavesNothing SIGKILLs the controller while servers
@@ -159,7 +160,7 @@ func TestServerFaults(t *testing.T) {
 // build (chaostest.Binary).
 func TestKilledControllerLeavesNothing(t *testing.T) {
 	t.Parallel()
-	chaostest.NeedDocker(t)
+	dockertest.Need(t)
 	results := t.TempDir()
 	cmd, _, se := chaostest.Start(t, append([]string{"run", "--results", results, "--name", "killed"},
 		args("--time-limit", "5m", "--pause", "60s", "--nemesis", "partition-zk-halves", "--fencing", "on")...)...)
@@ -169,8 +170,8 @@ func TestKilledControllerLeavesNothing(t *testing.T) {
 	})
 	runID := chaostest.ReadTest(t, dir).RunID
 	chaostest.Crash(t, cmd)
-	took := chaostest.WaitNoneLeft(t, dir, dockerSweepBound)
-	chaostest.AssertNoDockerLeft(t, runID)
+	took := dockertest.WaitNoneLeft(t, dir, dockerSweepBound)
+	dockertest.AssertNoneLeft(t, runID)
 	chaostest.AssertNothingLeft(t, dir)
 	t.Logf("nothing left %s after the kill (bound %s); %s", took.Round(time.Millisecond), dockerSweepBound, janitorSwept(dir))
 }

@@ -22,8 +22,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/zkchaos/zkchaos/client/subjects"
 )
 
 var (
@@ -70,9 +68,12 @@ func Binary(t testing.TB) string {
 
 // binaries are the programs make build puts into bin/, each built from
 // the folder of its name under cmd/: the chaos command and the built-in
-// worker's two binaries (a run finds its workers beside its own
-// executable).
-var binaries = []string{"chaos", subjects.WorkerBinary, subjects.ServicesWorkerBinary}
+// worker's two binaries (subjects.WorkerBinary and
+// subjects.ServicesWorkerBinary, which a test of this package keeps them
+// equal to; a run finds its workers beside its own executable). Named
+// here, not taken from client/subjects, which would link every subject's
+// client into each test binary that uses this package.
+var binaries = []string{"chaos", "chaos-worker", "chaos-worker-services"}
 
 // BuildInto builds the binaries into dir, as `make build` puts them into
 // bin/ (one go build, which links them at once), and returns the chaos
@@ -109,7 +110,7 @@ func BinaryAlone(t testing.TB) string {
 // beside chaos, for tests that start it as an exec: subject.
 func Worker(t testing.TB) string {
 	t.Helper()
-	return subjects.WorkerPath(Binary(t))
+	return filepath.Join(filepath.Dir(Binary(t)), binaries[1])
 }
 
 // ExitOf is the exit code of a finished command (0 for a nil error, -1

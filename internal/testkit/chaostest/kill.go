@@ -92,13 +92,13 @@ func RunID(dir string) string {
 
 // AwaitClean waits until nothing of run runID is left on the machine
 // (AssertRunLeftNothing's view, on network slot slot, -1 for none) and
-// in what each of more reports (DockerLeft, a backend's own), or until bound
-// has passed. It returns what is left then (nothing when the wait ended
-// clean) and how long it waited; the caller judges.
+// in what each of more reports (dockertest.Left, a backend's own), or
+// until bound has passed. It returns what is left then (nothing when the
+// wait ended clean) and how long it waited; the caller judges.
 func AwaitClean(runID string, slot int, bound time.Duration, more ...func() []string) ([]string, time.Duration) {
 	start := time.Now()
 	for {
-		left, err := leftovers(runID, slot)
+		left, err := Leftovers(runID, slot)
 		if err != nil {
 			left = append(left, "leftovers not readable: "+err.Error())
 		}

@@ -45,7 +45,7 @@ func AwaitNothingLeft(t *testing.T, dir string, within time.Duration) {
 	}
 	start := time.Now()
 	for {
-		left, err := leftovers(tf.RunID, slot)
+		left, err := Leftovers(tf.RunID, slot)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func AwaitNothingLeft(t *testing.T, dir string, within time.Duration) {
 // fail them as ours.
 func AssertRunLeftNothing(t *testing.T, runID string, slot int) {
 	t.Helper()
-	left, err := leftovers(runID, slot)
+	left, err := Leftovers(runID, slot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +84,9 @@ func AssertRunLeftNothing(t *testing.T, runID string, slot int) {
 	}
 }
 
-// leftovers lists what is left of run runID on slot, one line each.
-func leftovers(runID string, slot int) ([]string, error) {
+// Leftovers lists what is left of run runID on slot, one line each: what
+// AssertRunLeftNothing reports.
+func Leftovers(runID string, slot int) ([]string, error) {
 	var left []string
 	tagged, err := proc.FindTagged(runID)
 	if err != nil {

@@ -66,10 +66,10 @@ func TestParallelBeforeToken(t *testing.T) {
 }
 
 // tokenTakers are the names of the calls that take a run token in a
-// package: chaostest's Need* and, to a fixed point, the package's own
+// package: chaostest's Need* (and dockertest.Need) and, to a fixed point, the package's own
 // functions whose bodies call one of them.
 func tokenTakers(files []*ast.File) map[string]bool {
-	takers := map[string]bool{"NeedEnsemble": true, "NeedEnsembles": true, "NeedNetns": true, "NeedDocker": true, "NewSSHRig": true}
+	takers := map[string]bool{"NeedEnsemble": true, "NeedEnsembles": true, "NeedNetns": true, "Need": true, "NewSSHRig": true}
 	for grew := true; grew; {
 		grew = false
 		for _, f := range files {

@@ -1,4 +1,8 @@
-package chaostest
+// Package dockertest is chaostest for the tests of the docker backend:
+// whether they can run here, the server image, and what the engine still
+// has of a run. It is a package of its own so that the test binaries of
+// the other packages do not link the Docker client.
+package dockertest
 
 import (
 	"context"
@@ -10,21 +14,22 @@ import (
 	"github.com/zkchaos/zkchaos/cluster/docker"
 	"github.com/zkchaos/zkchaos/cluster/docker/engine"
 	"github.com/zkchaos/zkchaos/cluster/docker/image"
+	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
-// NeedDocker is NeedNetns for a test of the docker backend: it skips,
+// Need is chaostest.NeedNetns for a test of the docker backend: it skips,
 // saying why, where no Docker engine answers or the server image is not
 // built (make test builds it once per machine: `chaos image build`).
-func NeedDocker(t *testing.T) {
+func Need(t *testing.T) {
 	t.Helper()
-	NeedNetns(t)
-	DockerImage(t)
+	chaostest.NeedNetns(t)
+	Image(t)
 }
 
-// DockerImage is the tag of this machine's server image; it skips the
+// Image is the tag of this machine's server image; it skips the
 // test, saying why, where no Docker engine answers or the image is not
-// built. It does not hold the machine lock (NeedDocker does).
-func DockerImage(t *testing.T) string {
+// built. It takes no run token (Need does).
+func Image(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("docker test (-short)")
@@ -46,9 +51,9 @@ func DockerImage(t *testing.T) string {
 	return spec.Tag()
 }
 
-// AssertNoDockerLeft checks that the engine has no container or network
+// AssertNoneLeft checks that the engine has no container or network
 // labelled with run runID.
-func AssertNoDockerLeft(t *testing.T, runID string) {
+func AssertNoneLeft(t *testing.T, runID string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -65,15 +70,15 @@ func AssertNoDockerLeft(t *testing.T, runID string) {
 }
 
 // WaitNoneLeft waits until nothing of the run in dir is left, neither
-// on this machine (AssertNothingLeft's view) nor on the Docker engine,
+// on this machine (chaostest.AssertNothingLeft's view) nor on the Docker engine,
 // or until bound has passed, and returns how long it waited. It judges
 // nothing: the asserts after it do, and say what is left.
 func WaitNoneLeft(t *testing.T, dir string, bound time.Duration) time.Duration {
 	t.Helper()
-	runID, slot := ReadTest(t, dir).RunID, RunSlot(dir)
+	runID, slot := chaostest.ReadTest(t, dir).RunID, chaostest.RunSlot(dir)
 	start := time.Now()
 	for time.Since(start) < bound {
-		left, err := leftovers(runID, slot)
+		left, err := chaostest.Leftovers(runID, slot)
 		if err == nil && len(left) == 0 && !dockerHas(runID) {
 			break
 		}
@@ -100,10 +105,10 @@ func dockerHas(runID string) bool {
 	return false
 }
 
-// DockerLeft lists what the Docker engine still has of run runID
-// (containers, networks), for AwaitClean; an engine that does not answer
+// Left lists what the Docker engine still has of run runID
+// (containers, networks), for chaostest.AwaitClean; an engine that does not answer
 // is reported, so that a wait does not end clean on an error.
-func DockerLeft(runID string) []string {
+func Left(runID string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	runs, err := docker.Runs(ctx)
