@@ -25,6 +25,14 @@ import (
 // run folder as the real one does.
 const fakeRunEnv = "ZKCHAOS_MATRIX_FAKE_RUN"
 
+// fakeAwaitEnv makes each fake run, after its sleep, wait until a run of
+// another cell has started (at most awaitBound): runs that go two at a
+// time then overlap however slowly a loaded machine starts them, and
+// runs that go one at a time do not, as the first waits in vain.
+const fakeAwaitEnv = "ZKCHAOS_MATRIX_FAKE_AWAIT"
+
+const awaitBound = 30 * time.Second
+
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeRunEnv) == "1" {
 		if err := fakeRun(os.Args[2:]); err != nil {
@@ -61,7 +69,13 @@ func fakeRun(args []string) error {
 		return err
 	}
 	start := time.Now()
+	if err := appendFile(filepath.Join(*results, "starts"), *name+"\n"); err != nil {
+		return err
+	}
 	time.Sleep(sleep)
+	if os.Getenv(fakeAwaitEnv) == "1" {
+		awaitOther(filepath.Join(*results, "starts"), *name)
+	}
 	span := fmt.Sprintf("%s %d %d %d\n", *name, *seed, start.UnixNano(), time.Now().UnixNano())
 	if err := appendFile(filepath.Join(*results, "spans"), span); err != nil {
 		return err
@@ -85,6 +99,19 @@ func fakeRun(args []string) error {
 		res.Checkers[fence.NameDoubleWriter] = checker.Result{Valid: checker.Valid}
 	}
 	return checker.WriteResults(run.Path(store.ResultsFile), res)
+}
+
+// awaitOther waits until the starts file names a run other than name, or
+// awaitBound has passed.
+func awaitOther(starts, name string) {
+	for deadline := time.Now().Add(awaitBound); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(starts)
+		for _, l := range strings.Fields(string(b)) {
+			if l != name {
+				return
+			}
+		}
+	}
 }
 
 func appendFile(path, s string) error {
@@ -154,10 +181,14 @@ func readSpans(t *testing.T, dir string) []span {
 // TestParallelKeepsCellOrder: with two runs at once, a slow first cell
 // overlaps the others, at most two runs overlap, two attempts of one cell
 // never do, and the rows, the results and their JSON come in cell order
-// and equal those of one run at a time (but for times and folders).
+// and equal those of one run at a time (but for times and folders). The
+// runs in parallel each wait, after their sleep, for a run of another
+// cell to have started (fakeAwaitEnv): a loaded machine once started the
+// slow cell's process only after the next cell's run had ended.
 func TestParallelKeepsCellOrder(t *testing.T) {
 	sleeps := []string{"900ms", "100ms", "150ms"}
 	serial, serialTable, _ := runFake(t, 1, 2, sleeps...)
+	t.Setenv(fakeAwaitEnv, "1")
 	par, parTable, dir := runFake(t, 2, 2, sleeps...)
 	spans := readSpans(t, dir)
 	overlapped := false
