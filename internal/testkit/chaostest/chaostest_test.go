@@ -92,50 +92,6 @@ func TestRunTokensWait(t *testing.T) {
 	held[0].Close()
 }
 
-// TestRunTokensAllAtOnce: a taker of two, while one token is held, waits
-// without holding the other (a taker of one still gets it at once), and
-// takes both once both are free.
-func TestRunTokensAllAtOnce(t *testing.T) {
-	defer func(d string, n int) { tokenDir, Tokens = d, n }(tokenDir, Tokens)
-	tokenDir, Tokens = t.TempDir(), 2
-	// The second token: a taker that goes in order would hold the first
-	// while it waits.
-	f, ok, err := tryToken(1)
-	if err != nil || !ok {
-		t.Fatalf("token 1: %v, %v", ok, err)
-	}
-	held := []*os.File{f}
-	got := make(chan []*os.File, 1)
-	go func() {
-		fs, err := takeTokens(2)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- fs
-	}()
-	for range 20 {
-		time.Sleep(15 * time.Millisecond)
-		if n := free(t); n != 1 {
-			t.Fatalf("%d tokens free while one is held and a taker of two waits; want 1", n)
-		}
-	}
-	select {
-	case <-got:
-		t.Fatal("a taker of two took tokens while one was held")
-	default:
-	}
-	closeAll(held)
-	select {
-	case fs := <-got:
-		if len(fs) != 2 || free(t) != 0 {
-			t.Errorf("took %d tokens, %d free; want 2 and none", len(fs), free(t))
-		}
-		closeAll(fs)
-	case <-time.After(10 * time.Second):
-		t.Fatal("a taker of two took nothing within 10 s of both being free")
-	}
-}
-
 // TestRunSlot reads the slot from a controller log line as the runner
 // writes it, and -1 from a loopback run's log.
 func TestRunSlot(t *testing.T) {

@@ -82,38 +82,37 @@ func holdRuns(t *testing.T, n int) {
 	})
 }
 
-// takeTokens waits until it holds n tokens, polled: whichever are free.
-// A taker of several takes them all at once, never holding some while it
-// waits for the rest: held idle, they would keep a run off the machine
-// for as long as the run it waits for lasted (half a minute of a token
-// per such test in a make test). While takers of one keep the tokens
-// busy, each freed token goes to one of them, so a taker of several
-// mostly goes once they have thinned, near the suite's end, where its
-// runs fill the tokens they hold.
+// takeTokens waits until it holds n tokens. One token is whichever is
+// free first, polled. More are taken in order, 0 first, each waited for
+// while holding the ones before: a taker of several never starves behind
+// takers of one (it waits at its next token in the kernel's queue), and
+// two takers of several cannot each hold part of what the other needs.
 func takeTokens(n int) ([]*os.File, error) {
-	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+	if n > 1 {
 		var got []*os.File
-		for i := 0; i < Tokens && len(got) < n; i++ {
+		for i := range n {
+			f, err := flockFile(tokenPath(i), syscall.LOCK_EX)
+			if err != nil {
+				for _, g := range got {
+					g.Close()
+				}
+				return nil, err
+			}
+			got = append(got, f)
+		}
+		return got, nil
+	}
+	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+		for i := range Tokens {
 			f, ok, err := tryToken(i)
 			if err != nil {
-				closeAll(got)
 				return nil, err
 			}
 			if ok {
-				got = append(got, f)
+				return []*os.File{f}, nil
 			}
 		}
-		if len(got) == n {
-			return got, nil
-		}
-		closeAll(got)
 		time.Sleep(backoff)
-	}
-}
-
-func closeAll(files []*os.File) {
-	for _, f := range files {
-		f.Close()
 	}
 }
 
