@@ -34,11 +34,11 @@ const expireAfterCheck = 5 * time.Millisecond
 // expireVerifyTimeout bounds the wait for the worker to report the
 // expiry: after the close the server drops its connection, the client
 // reconnects at once and is told the session is gone. That takes
-// milliseconds on a quiet machine (docs/measurements.md, "Client
-// faults"); on a loaded one, with the worker or the servers descheduled,
-// it has taken more than 5 s (the worker still "connected"). The bound
-// is generous so that load costs time, not the fault's verification; the
-// record says how long the report took.
+// milliseconds on a quiet machine (docs/measurements.md, "Faults", its
+// client faults); on a loaded one, with the worker or the servers
+// descheduled, it has taken more than 5 s (the worker still
+// "connected"). The bound is generous so that load costs time, not the
+// fault's verification; the record says how long the report took.
 const expireVerifyTimeout = 15 * time.Second
 
 // expire-holder starts with history.FExpire; its stop, history.FExpireEnd,
