@@ -30,10 +30,13 @@ import (
 // two seconds; a holder keeps its lock long enough for the forgery. Its
 // 12 s hold four attacks (2 s quiet, 1 s each): enough for the two that
 // TestRogueClientWithACL needs, when one finds no holder with a waiter.
+// One server (chaostest.OneServer): ACLs are checked by whichever server
+// a client talks to.
 func rogueRun(name, seed string, extra ...string) []string {
-	return append([]string{"--nemesis", "rogue-client", "--fencing", "on", "--time-limit", "12s",
+	args := append([]string{"--nemesis", "rogue-client", "--fencing", "on", "--time-limit", "12s",
 		"--nemesis-interval", "2s", "--pause", "1s", "--keys", "1", "--workers", "4", "--hold", "300ms",
-		"--seed", seed, "--name", name}, extra...)
+		"--seed", seed, "--name", name}, chaostest.OneServer()...)
+	return append(args, extra...)
 }
 
 // rogueOps are the rogue-client operations of a run, completions only.
@@ -275,9 +278,9 @@ func TestCuratorWithACL(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
-	r := chaostest.Run(t, results, "--recipe", "curator", "--nemesis", "rogue-client", "--fencing", "on",
+	r := chaostest.Run(t, results, append([]string{"--recipe", "curator", "--nemesis", "rogue-client", "--fencing", "on",
 		"--time-limit", "12s", "--nemesis-interval", "2s", "--pause", "1s", "--keys", "2", "--workers", strconv.Itoa(curatorWorkers),
-		"--hold", "200ms", "--seed", "23", "--name", "curator-acl")
+		"--hold", "200ms", "--seed", "23", "--name", "curator-acl"}, chaostest.OneServer()...)...)
 	t.Logf("stdout:\n%s", r.Stdout)
 	if r.Code != 0 {
 		t.Fatalf("exit %d, want 0 (valid)\nstderr tail: %s", r.Code, chaostest.Tail(r.Stderr, 3000))

@@ -19,10 +19,12 @@ import (
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
-// shortRun is the common part of the client-fault runs.
+// shortRun is the common part of the client-fault runs, on one server
+// (chaostest.OneServer).
 func shortRun(nemesis, fencing, seed string, extra ...string) []string {
-	return append([]string{"--nemesis", nemesis, "--fencing", fencing, "--time-limit", "20s",
-		"--nemesis-interval", "2s", "--seed", seed, "--name", nemesis + "-" + fencing}, extra...)
+	args := append([]string{"--nemesis", nemesis, "--fencing", fencing, "--time-limit", "20s",
+		"--nemesis-interval", "2s", "--seed", seed, "--name", nemesis + "-" + fencing}, chaostest.OneServer()...)
+	return append(args, extra...)
 }
 
 // assertFaults checks that at least one start operation f was verified,

@@ -22,10 +22,10 @@ func TestOnlineGrantOverlapStopsRun(t *testing.T) {
 	chaostest.NeedEnsemble(t)
 	limit := 30 * time.Second
 	start := time.Now()
-	r := chaostest.Run(t, t.TempDir(), "--recipe", "release-smallest", "--nemesis", "pause-holder", "--fencing", "on",
+	r := chaostest.Run(t, t.TempDir(), append([]string{"--recipe", "release-smallest", "--nemesis", "pause-holder", "--fencing", "on",
 		"--session-timeout", "1s", "--pause", "2s", "--op-timeout", "5s", "--nemesis-interval", "2s",
 		"--time-limit", limit.String(), "--seed", "1", "--name", "online-grant-overlap", "--stop-at-first", "--progress", "off",
-		"--gate", "grant-overlap")
+		"--gate", "grant-overlap"}, chaostest.OneServer()...)...)
 	took := time.Since(start)
 	t.Logf("exit %d in %s\n%s", r.Code, took.Round(time.Second), r.Stdout)
 	if r.Code != 1 {

@@ -29,12 +29,13 @@ func needKazoo(t *testing.T) {
 const kazooWorkers = 4
 
 // run is a short kazoo run: kazooWorkers workers on 2 keys, faults from
-// the start.
+// the start, on one server (chaostest.OneServer).
 func run(t *testing.T, fencing, name string, extra ...string) chaostest.RunResult {
 	t.Helper()
-	r := chaostest.Run(t, t.TempDir(), append([]string{"--recipe", "kazoo", "--nemesis", "pause-holder", "--fencing", fencing,
+	args := append([]string{"--recipe", "kazoo", "--nemesis", "pause-holder", "--fencing", fencing,
 		"--time-limit", "12s", "--nemesis-interval", "2s", "--keys", "2", "--workers", strconv.Itoa(kazooWorkers), "--seed", "13",
-		"--progress", "off", "--name", name}, extra...)...)
+		"--progress", "off", "--name", name}, chaostest.OneServer()...)
+	r := chaostest.Run(t, t.TempDir(), append(args, extra...)...)
 	t.Logf("stdout:\n%s", r.Stdout)
 	return r
 }

@@ -30,8 +30,8 @@ func TestElectionStalls(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()
-	cmd, stdout, stderr := chaostest.Start(t, "run", "--results", results, "--name", "stalls", "--workload", "election",
-		"--nemesis", "none", "--fencing", "on", "--time-limit", "25s", "--seed", "5")
+	cmd, stdout, stderr := chaostest.Start(t, append([]string{"run", "--results", results, "--name", "stalls", "--workload", "election",
+		"--nemesis", "none", "--fencing", "on", "--time-limit", "25s", "--seed", "5"}, chaostest.OneServer()...)...)
 	dir := chaostest.WaitForRun(t, results, stderr, "complete in the history", func(dir string) bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "history.jsonl"))
 		return bytes.Contains(b, []byte(`"f":"complete"`))

@@ -56,8 +56,8 @@ func TestBadInputStartsNothing(t *testing.T) {
 func TestConfigValidUnderPauses(t *testing.T) {
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
-	r := chaostest.Run(t, t.TempDir(), "--workload", "config", "--admins", "2", "--nemesis", "pause-worker",
-		"--time-limit", "12s", "--nemesis-interval", "2s", "--seed", "5")
+	r := chaostest.Run(t, t.TempDir(), append([]string{"--workload", "config", "--admins", "2", "--nemesis", "pause-worker",
+		"--time-limit", "12s", "--nemesis-interval", "2s", "--seed", "5"}, chaostest.OneServer()...)...)
 	if r.Code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, chaostest.Tail(r.Stderr, 3000))
 	}
@@ -164,7 +164,8 @@ func TestElectionFencing(t *testing.T) {
 			t.Parallel()
 			chaostest.NeedEnsemble(t)
 			args := append([]string{"--workload", "election", "--nemesis", "pause-app-leader", "--fencing", tc.fencing,
-				"--seed", "11", "--name", "election-" + tc.fencing}, tc.args...)
+				"--seed", "11", "--name", "election-" + tc.fencing}, chaostest.OneServer()...)
+			args = append(args, tc.args...)
 			r := chaostest.Run(t, t.TempDir(), args...)
 			if r.Code != tc.code || !strings.Contains(r.Stdout, tc.want) {
 				t.Errorf("--fencing %s: exit %d; want %d with %q\nstdout: %s\nstderr: %s", tc.fencing, r.Code, tc.code, tc.want, r.Stdout, chaostest.Tail(r.Stderr, 2000))

@@ -28,6 +28,15 @@ func UntilViolation() []string {
 // into each test binary that uses this package.
 const UntilViolationLimit = 2 * time.Minute
 
+// OneServer are the flags of a run on one ZooKeeper server instead of
+// three, for a test of what clients do (client faults, recipes,
+// workloads, ACLs): nothing it shows depends on how many servers
+// replicate the client's writes, and one server starts in half the time
+// with a third of the servers' CPU, which the suite's other runs get
+// instead (docs/measurements.md, "Integration test packages"). Tests of
+// server faults, backends and the default run keep three.
+func OneServer() []string { return []string{"--nodes", "1"} }
+
 // RunResult is what a finished `chaos run` left: its exit code (the
 // verdict), its output, and its run folder.
 type RunResult struct {
