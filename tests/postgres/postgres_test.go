@@ -14,7 +14,10 @@ import (
 )
 
 // short is test-all's short cell (15 s, a fault every 2 s after the first).
-var short = []string{"--resource", "postgres", "--nemesis", "pause-holder", "--time-limit", "15s", "--nemesis-interval", "2s"}
+// short is a run against PostgreSQL, on one ZooKeeper server
+// (chaostest.OneServer): what these tests show is the resource's.
+var short = append([]string{"--resource", "postgres", "--nemesis", "pause-holder", "--time-limit", "15s", "--nemesis-interval", "2s"},
+	chaostest.OneServer()...)
 
 // TestFencedValidUnfencedCaught: the same run with the textbook conditional
 // UPDATE (docs/background.md#why-a-lock-needs-a-fence) is valid and without the token condition is caught by
