@@ -61,6 +61,7 @@ func (r auditRow) entry() register.Entry {
 // a hole. Rows of different resources are merged by their commit-time
 // wall clock; Seq is the export's order, from 1 without gaps.
 type Exporter struct {
+	cfg  *pgx.ConnConfig
 	conn *pgx.Conn
 	f    *os.File
 	seq  int64
@@ -78,7 +79,7 @@ func NewExporter(ctx context.Context, cfg *pgx.ConnConfig, path string) (*Export
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("postgres export: %w", err)
 	}
-	return &Exporter{conn: conn, f: f, last: map[string]int64{}}, nil
+	return &Exporter{cfg: cfg, conn: conn, f: f, last: map[string]int64{}}, nil
 }
 
 // Poll appends every row committed since the last poll and fsyncs; it
@@ -157,17 +158,37 @@ func merge(rows []auditRow) []auditRow {
 	return out
 }
 
-// pollTimeout bounds one poll: a server that stopped answering is an
-// error, not a teardown that waits forever.
-const pollTimeout = 10 * time.Second
+// pollTimeout bounds one poll, and stallLimit the time without a
+// successful one: a server that stopped answering is an error, not a
+// teardown that waits forever. A poll that outlasts its bound changed
+// nothing (the log and the rows exported so far are written only after
+// the query), so it is tried again until stallLimit: a loaded machine
+// once held a poll's query past 10 s, and the run was a harness failure.
+var (
+	pollTimeout = 10 * time.Second
+	stallLimit  = time.Minute
+)
 
-// Follow polls every poll until ctx ends, then once more (everything
-// committed by then is in the log). The first error stops it.
+// Follow polls every poll until ctx ends, then until one more poll has
+// succeeded (everything committed by then is in the log). A poll or a
+// reconnection that times out is tried again, on a new connection if the
+// timeout closed this one, until no poll has succeeded for stallLimit;
+// any other error stops it.
 func (x *Exporter) Follow(ctx context.Context, poll time.Duration) error {
+	lastOK := time.Now()
 	once := func() error {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pollTimeout)
-		defer cancel()
-		_, err := x.Poll(pctx)
+		err := x.reconnect()
+		if err == nil {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pollTimeout)
+			_, err = x.Poll(pctx)
+			cancel()
+		}
+		switch {
+		case err == nil:
+			lastOK = time.Now()
+		case errors.Is(err, context.DeadlineExceeded) && time.Since(lastOK) < stallLimit:
+			return nil // tried again at the next poll
+		}
 		return err
 	}
 	for {
@@ -175,9 +196,32 @@ func (x *Exporter) Follow(ctx context.Context, poll time.Duration) error {
 			return err
 		}
 		if !ctxsleep.Sleep(ctx, poll) {
-			return once()
+			break
 		}
 	}
+	// The last poll must succeed: it is what makes the log whole.
+	for {
+		last := lastOK
+		if err := once(); err != nil || lastOK != last {
+			return err
+		}
+	}
+}
+
+// reconnect replaces a connection that a timed-out query closed; it
+// connects for at most pollTimeout.
+func (x *Exporter) reconnect() error {
+	if !x.conn.IsClosed() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pollTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, x.cfg)
+	if err != nil {
+		return fmt.Errorf("postgres export: reconnect: %w", err)
+	}
+	x.conn = conn
+	return nil
 }
 
 // Close closes the log and the connection.

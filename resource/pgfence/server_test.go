@@ -1,6 +1,7 @@
 package pgfence
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -230,4 +231,92 @@ func TestServerTagged(t *testing.T) {
 		t.Fatalf("postmaster runs as root")
 	}
 	t.Logf("tagged processes: %d", len(tagged))
+}
+
+// TestFollowOutlastsAStalledServer: a server that answers no poll for a
+// while (its processes stopped, as a loaded machine stalls them) costs
+// the export time, not the run: the polls that time out are tried again
+// and the log ends whole. With the bounds shortened, a stall of four
+// poll bounds shows it in seconds.
+func TestFollowOutlastsAStalledServer(t *testing.T) {
+	s := testServer(t, register.ModeStrict)
+	c := testClient(t, s)
+	defer func(p, l time.Duration) { pollTimeout, stallLimit = p, l }(pollTimeout, stallLimit)
+	pollTimeout, stallLimit = 500*time.Millisecond, 20*time.Second
+	ctx := context.Background()
+	write := func(v int64) {
+		t.Helper()
+		if _, err := c.Write(ctx, register.WriteRequest{Key: "k", Value: v, Token: tok(10 + v), Process: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := s.ConnConfig(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "register.jsonl")
+	x, err := NewExporter(ctx, cfg, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	fctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- x.Follow(fctx, 50*time.Millisecond) }()
+	write(1)
+	// Postgres puts each of its processes in a session of its own: the
+	// postmaster and every child of it are stopped one by one.
+	procs := append(childrenOf(t, s.PID()), s.PID())
+	for _, p := range procs {
+		if err := syscall.Kill(p, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(4 * pollTimeout)
+	for _, p := range procs {
+		if err := syscall.Kill(p, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(2)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("the export failed over a stall of %s: %v", 4*pollTimeout, err)
+	}
+	entries, err := register.ReadApplyLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Fatalf("exported %d entries, want 2: %+v", len(entries), entries)
+	}
+}
+
+// childrenOf are the PIDs whose parent is pid.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // ended since the glob
+		}
+		// After the command's closing parenthesis: state, then the parent.
+		var state string
+		var child, parent int
+		if _, err := fmt.Sscanf(string(b[bytes.LastIndexByte(b, ')')+1:]), " %s %d", &state, &parent); err != nil || parent != pid {
+			continue
+		}
+		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(path)), "%d", &child); err == nil {
+			kids = append(kids, child)
+		}
+	}
+	if len(kids) == 0 {
+		t.Fatalf("no child of postgres %d", pid)
+	}
+	return kids
 }

@@ -250,6 +250,14 @@ func AddUser(t *testing.T, prefix string) string {
 	user := fmt.Sprintf("%s%d", prefix, os.Getpid()%100000)
 	mustRun(t, "useradd", "-M", "-d", "/tmp", "-s", "/bin/sh", "-p", "*", user)
 	t.Cleanup(func() {
+		// userdel refuses a user who still has a process, and the
+		// user's last session (sshd's child for it) may still be ending
+		// after the client has gone: seen on a loaded machine.
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if exec.Command("pgrep", "-u", user).Run() != nil {
+				break
+			}
+		}
 		if out, err := exec.Command("userdel", user).CombinedOutput(); err != nil {
 			t.Errorf("userdel %s: %v\n%s", user, err, out)
 		}
