@@ -13,9 +13,9 @@ import (
 	"github.com/zkchaos/zkchaos/resource/register"
 )
 
-// short is test-all's short cell (15 s, a fault every 2 s after the first).
-// short is a run against PostgreSQL, on one ZooKeeper server
-// (chaostest.OneServer): what these tests show is the resource's.
+// short is test-all's short cell (15 s, a fault every 2 s after the
+// first) on one ZooKeeper server (chaostest.OneServer): what these tests
+// show is the resource's.
 var short = append([]string{"--resource", "postgres", "--nemesis", "pause-holder", "--time-limit", "15s", "--nemesis-interval", "2s"},
 	chaostest.OneServer()...)
 
