@@ -112,7 +112,7 @@ func TestAttachLeavesTheExternalBridge(t *testing.T) {
 	}
 	addr := net.JoinHostPort(a.IP, "7000")
 	listen(t, a, addr)
-	if !dial(t, b, addr) || !dial(t, nil, addr) {
+	if !reaches(t, b, addr) || !reaches(t, nil, addr) {
 		t.Fatal("hosts on the external bridge do not reach each other or the gateway")
 	}
 	if !strings.Contains(forwardRulesOf(t, br), "-i "+br+" -o "+br+" -j ACCEPT") {
