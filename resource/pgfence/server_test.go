@@ -182,19 +182,27 @@ func TestFencedWritesAndExport(t *testing.T) {
 	}
 }
 
-// export writes the audit table to a fresh apply log and reads it back.
-func export(t *testing.T, s *Server) []register.Entry {
+// newExporter is an exporter of s's audit table into a fresh apply log,
+// and the log's path.
+func newExporter(t *testing.T, s *Server) (*Exporter, string) {
 	t.Helper()
-	ctx := context.Background()
 	cfg, err := s.ConnConfig(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "register.jsonl")
-	x, err := NewExporter(ctx, cfg, path)
+	x, err := NewExporter(context.Background(), cfg, path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return x, path
+}
+
+// export writes the audit table to a fresh apply log and reads it back.
+func export(t *testing.T, s *Server) []register.Entry {
+	t.Helper()
+	ctx := context.Background()
+	x, path := newExporter(t, s)
 	if _, err := x.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -250,15 +258,7 @@ func TestFollowOutlastsAStalledServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := s.ConnConfig(5 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "register.jsonl")
-	x, err := NewExporter(ctx, cfg, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, path := newExporter(t, s)
 	defer x.Close()
 	fctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
