@@ -176,7 +176,9 @@ var (
 // any other error stops it.
 func (x *Exporter) Follow(ctx context.Context, poll time.Duration) error {
 	lastOK := time.Now()
-	once := func() error {
+	// once polls; it says whether the poll succeeded, and errs only when
+	// the poll may not be tried again.
+	once := func() (bool, error) {
 		err := x.reconnect()
 		if err == nil {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pollTimeout)
@@ -186,13 +188,14 @@ func (x *Exporter) Follow(ctx context.Context, poll time.Duration) error {
 		switch {
 		case err == nil:
 			lastOK = time.Now()
+			return true, nil
 		case errors.Is(err, context.DeadlineExceeded) && time.Since(lastOK) < stallLimit:
-			return nil // tried again at the next poll
+			return false, nil
 		}
-		return err
+		return false, err
 	}
 	for {
-		if err := once(); err != nil {
+		if _, err := once(); err != nil {
 			return err
 		}
 		if !ctxsleep.Sleep(ctx, poll) {
@@ -201,8 +204,7 @@ func (x *Exporter) Follow(ctx context.Context, poll time.Duration) error {
 	}
 	// The last poll must succeed: it is what makes the log whole.
 	for {
-		last := lastOK
-		if err := once(); err != nil || lastOK != last {
+		if ok, err := once(); ok || err != nil {
 			return err
 		}
 	}
