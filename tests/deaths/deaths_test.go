@@ -3,6 +3,7 @@ package deaths
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -42,6 +43,11 @@ func TestDeaths(t *testing.T) {
 			c := &campaign{t: t, s: s, b: b, results: t.TempDir(), chaos: chaostest.Binary(t)}
 			c.run()
 			c.table()
+			// The failures come last, after the tables, where a log that
+			// shows only its tail (CI's) still shows them.
+			for _, f := range c.failures {
+				t.Error(f)
+			}
 		})
 	}
 }
@@ -56,6 +62,8 @@ type campaign struct {
 	mu      sync.Mutex
 	deaths  []death
 	missed  int // runs that ended before their kill came
+	// failures are what failed the campaign, reported after its tables.
+	failures []string
 }
 
 // victim is a run the campaign killed.
@@ -107,7 +115,7 @@ func (c *campaign) run() {
 		cmd, _, se := chaostest.Start(c.t, append(append(args, c.b.args...), "--nemesis", "none", "--time-limit", "1s")...)
 		c.settle(*pending, time.Now())
 		if code := chaostest.ExitOf(cmd.Wait()); code != 0 {
-			c.t.Errorf("the last victim's sweeper run: exit %d, want 0\n%s", code, chaostest.Tail(se.String(), 2000))
+			c.fail("the last victim's sweeper run: exit %d, want 0\n%s", code, chaostest.Tail(se.String(), 2000))
 		}
 	}
 }
@@ -228,20 +236,27 @@ func (c *campaign) settle(v victim, nextStart time.Time) {
 	c.judge(d)
 }
 
-// judge fails the test on a death that left something or that chaos
-// check did not judge as a dead run, naming it so that it can be
-// replayed.
+// judge logs a death and records a failure when it left something or
+// chaos check did not judge it as a dead run, naming it so that it can
+// be replayed.
 func (c *campaign) judge(d death) {
 	t := c.t
 	name := d.plan.String() + " backend=" + c.b.name + " phase=" + d.reached + " run=" + d.runID
 	t.Logf("death %s: clean after %s, chaos check exit %d", name, d.took.Round(10*time.Millisecond), d.code)
 	for _, l := range d.left {
-		t.Errorf("death %s: left after %s: %s\n  replay: %s", name, cleanBound, l, c.s.rerun(d.plan, c.b.name))
+		c.fail("death %s: left after %s: %s\n  replay: %s", name, cleanBound, l, c.s.rerun(d.plan, c.b.name))
 	}
 	if !slices.Contains(wantCodes(d.reached), d.code) {
-		t.Errorf("death %s: chaos check %s exit %d, want one of %v\n%s\n  replay: %s", name, d.dir, d.code, wantCodes(d.reached),
+		c.fail("death %s: chaos check %s exit %d, want one of %v\n%s\n  replay: %s", name, d.dir, d.code, wantCodes(d.reached),
 			chaostest.Tail(d.out, 1500), c.s.rerun(d.plan, c.b.name))
 	}
+}
+
+// fail records a failure of the campaign, reported after its tables.
+func (c *campaign) fail(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failures = append(c.failures, fmt.Sprintf(format, args...))
 }
 
 // wantCodes are the exits chaos check may give a run that died at
