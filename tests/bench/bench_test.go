@@ -34,6 +34,7 @@ import (
 // 2 cores took up to a second: 100 of them were most of this test's time
 // under load (107 s, against 25 s alone).
 func TestQuickBench(t *testing.T) {
+	chaostest.LongRun(t)
 	const helloStarts = 10
 	chaostest.NeedEnsemble(t)
 	bin := chaostest.Binary(t)

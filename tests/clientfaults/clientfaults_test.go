@@ -136,6 +136,7 @@ func TestExpireHolder(t *testing.T) {
 // hold makes one possible at all, and whether an isolation makes one is a
 // race.
 func TestIsolateHolder(t *testing.T) {
+	chaostest.LongRun(t)
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	chaostest.NeedRoot(t)

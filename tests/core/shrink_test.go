@@ -40,6 +40,7 @@ const originalTries = 4
 // candidate that misses once (the next subset holding the decisive entry
 // is tried).
 func TestShrinkFindsTheDecisiveEntry(t *testing.T) {
+	chaostest.LongRun(t)
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	dir := t.TempDir()

@@ -91,6 +91,7 @@ func assertOnlyTestsLeft(t *testing.T, conn *zk.Conn, runID string) {
 }
 
 func TestExternal(t *testing.T) {
+	chaostest.LongRun(t)
 	chaostest.NeedEnsemble(t)
 	addrs, conn := ensemble(t)
 	results := t.TempDir()

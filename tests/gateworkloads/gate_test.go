@@ -126,6 +126,7 @@ const electionWorker = "../../client/subjects/conformance/testdata/election_work
 // the unfenced cell runs until its first stale-term violation (the end
 // of the first or a later 6 s pause of the leader).
 func TestElectionGatePasses(t *testing.T) {
+	chaostest.LongRun(t)
 	t.Parallel()
 	out := passes(t, "election", script(t, electionWorker))
 	_, line, _ := strings.Cut(out, "baseline (")
@@ -148,6 +149,7 @@ func TestElectionGateCatchesZeroTerm(t *testing.T) {
 // baseline is TestElectionGatePasses's to show: here it would only cost
 // its seconds.
 func TestConfigGatePasses(t *testing.T) {
+	chaostest.LongRun(t)
 	t.Parallel()
 	passes(t, "config", script(t, "testdata/config_worker.py"), "--baseline", "0")
 }

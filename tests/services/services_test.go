@@ -44,6 +44,7 @@ func runArgs(s service, fencing string) []string {
 // turned away and the run is valid (exit 0); its servers were the
 // service's, tagged and gone after the run.
 func TestFencedValid(t *testing.T) {
+	chaostest.LongRun(t)
 	t.Parallel()
 	for _, s := range services {
 		t.Run(s.name, func(t *testing.T) {

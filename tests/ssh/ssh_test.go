@@ -66,6 +66,7 @@ func assertClean(t *testing.T, r *chaostest.SSHRig, dir string) {
 // run costs well beyond its workload (docs/measurements.md, "Backends,
 // services, resources").
 func TestSSH(t *testing.T) {
+	chaostest.LongRun(t)
 	r := chaostest.NewSSHRig(t)
 	results := t.TempDir()
 

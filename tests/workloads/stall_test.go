@@ -27,6 +27,7 @@ import (
 // (with 15 s the register's stall once outlasted the workload, and no
 // call was retried).
 func TestElectionStalls(t *testing.T) {
+	chaostest.LongRun(t)
 	t.Parallel()
 	chaostest.NeedEnsemble(t)
 	results := t.TempDir()

@@ -149,6 +149,7 @@ func TestWorkerOfAnotherWorkloadStopsTheRun(t *testing.T) {
 // after 2 s quiet, so it holds at most three pauses; a shorter run would
 // depose fewer leaders and prove exactly-once across fewer hand-overs.
 func TestElectionFencing(t *testing.T) {
+	chaostest.LongRun(t)
 	t.Parallel()
 	for _, tc := range []struct {
 		fencing string

@@ -192,6 +192,7 @@ type zkFault struct {
 // 3 s, the next injected once it is undone, with room for starts that
 // wait for an election.
 func TestZKFaults(t *testing.T) {
+	chaostest.LongRun(t)
 	t.Parallel()
 	runs := [][]zkFault{{
 		{"pause-zk-leader", history.FPause, []string{"new leader"}},

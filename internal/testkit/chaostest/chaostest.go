@@ -15,6 +15,7 @@ package chaostest
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,6 +35,7 @@ var (
 // for the binaries (ownNames). A test package's TestMain calls it: func
 // TestMain(m *testing.M) { chaostest.Main(m) }.
 func Main(m *testing.M) {
+	waitAtTokens()
 	code := m.Run()
 	if chaosBin != "" {
 		os.RemoveAll(filepath.Dir(chaosBin))
@@ -42,6 +44,23 @@ func Main(m *testing.M) {
 		inUse.Close() // the build may go once every process is done with it
 	}
 	os.Exit(code)
+}
+
+// waitAtTokens lets every parallel test of the package start at once
+// (-test.parallel 64 unless the command line sets it): the run tokens
+// bound the real runs machine-wide, so a parallel test beyond
+// GOMAXPROCS (the default) only waits for one, and it had better wait
+// in the tokens' queue, where a long test (LongRun) goes first, than in
+// the package's, behind tests that wait for a token themselves.
+func waitAtTokens() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", "64")
+	}
 }
 
 // Binary returns the chaos command, with the built-in worker beside it,

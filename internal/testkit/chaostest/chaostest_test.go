@@ -65,13 +65,13 @@ func TestRunTokens(t *testing.T) {
 func TestRunTokensWait(t *testing.T) {
 	defer func(d string, n int) { tokenDir, Tokens = d, n }(tokenDir, Tokens)
 	tokenDir, Tokens = t.TempDir(), 2
-	held, err := takeTokens(2)
+	held, err := takeTokens(2, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan []*os.File, 1)
 	go func() {
-		fs, err := takeTokens(1)
+		fs, err := takeTokens(1, false)
 		if err != nil {
 			t.Error(err)
 		}
@@ -88,6 +88,61 @@ func TestRunTokensWait(t *testing.T) {
 		fs[0].Close()
 	case <-time.After(10 * time.Second):
 		t.Fatal("no token within 10 s of one being given back")
+	}
+	held[0].Close()
+}
+
+// TestRunTokensLongFirst: while a long test's taker (LongRun) waits,
+// a short test's takes no token, not even a free one, and it takes one
+// once the long one has; another long test's taker is not held back.
+func TestRunTokensLongFirst(t *testing.T) {
+	defer func(d string, n int) { tokenDir, Tokens = d, n }(tokenDir, Tokens)
+	tokenDir, Tokens = t.TempDir(), 2
+	held, err := takeTokens(2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	longGot := make(chan []*os.File, 1)
+	go func() {
+		fs, err := takeTokens(1, true)
+		if err != nil {
+			t.Error(err)
+		}
+		longGot <- fs
+	}()
+	// A second long test waiting beside the first: it shows itself as
+	// the first does, and both wait on the tokens alone.
+	other, err := flockFile(firstPath(), syscall.LOCK_SH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held[1].Close()
+	var long []*os.File
+	select {
+	case long = <-longGot:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a long test's taker took no token within 10 s of one being given back")
+	}
+	long[0].Close() // token 1 is free again, and a long test still waits
+	shortGot := make(chan []*os.File, 1)
+	go func() {
+		fs, err := takeTokens(1, false)
+		if err != nil {
+			t.Error(err)
+		}
+		shortGot <- fs
+	}()
+	select {
+	case <-shortGot:
+		t.Fatal("a short test's taker took a free token while a long test's waited")
+	case <-time.After(500 * time.Millisecond):
+	}
+	other.Close()
+	select {
+	case fs := <-shortGot:
+		fs[0].Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("a short test's taker took no free token within 10 s of the long ones' end")
 	}
 	held[0].Close()
 }

@@ -41,7 +41,33 @@ var Tokens = slowest.RunTokens()
 // their subtests.
 var holds struct {
 	sync.Mutex
-	byTest map[string]int // test name -> tokens held
+	byTest map[string]int  // test name -> tokens held
+	long   map[string]bool // tests marked by LongRun
+}
+
+// LongRun marks t as a test that holds its run token for half a minute
+// or more. Such a test, and a subtest of it, takes a token before the
+// shorter tests waiting for one (as does a taker of several), so that
+// the long ones start early and the suite does not end on one of them
+// running alone beside an idle token. Call it before the test's first
+// run.
+func LongRun(t *testing.T) {
+	holds.Lock()
+	defer holds.Unlock()
+	if holds.long == nil {
+		holds.long = map[string]bool{}
+	}
+	holds.long[t.Name()] = true
+}
+
+// under reports whether test name is one of names or runs under one.
+func under(name string, names map[string]bool) bool {
+	for n := range names {
+		if name == n || strings.HasPrefix(name, n+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // holdRuns takes n tokens for t until it ends, unless t or a test it runs
@@ -49,15 +75,17 @@ var holds struct {
 func holdRuns(t *testing.T, n int) {
 	t.Helper()
 	holds.Lock()
+	held := map[string]bool{}
 	for name := range holds.byTest {
-		if t.Name() == name || strings.HasPrefix(t.Name(), name+"/") {
-			holds.Unlock()
-			return
-		}
+		held[name] = true
 	}
+	first := n > 1 || under(t.Name(), holds.long)
 	holds.Unlock()
+	if under(t.Name(), held) {
+		return
+	}
 	start := time.Now()
-	files, err := takeTokens(min(n, Tokens))
+	files, err := takeTokens(min(n, Tokens), first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +112,21 @@ func holdRuns(t *testing.T, n int) {
 
 // takeTokens waits until it holds n tokens. One token is whichever is
 // free first, polled. More are taken in order, 0 first, each waited for
-// while holding the ones before: a taker of several never starves behind
-// takers of one (it waits at its next token in the kernel's queue), and
-// two takers of several cannot each hold part of what the other needs.
-func takeTokens(n int) ([]*os.File, error) {
+// while holding the ones before: two takers of several cannot each hold
+// part of what the other needs. A taker first (a long test's, or one of
+// several) shows itself on the first file while it waits, and the others
+// take no token meanwhile: a taker of several never starves behind
+// takers of one, and long tests go before short ones.
+func takeTokens(n int, first bool) ([]*os.File, error) {
+	if first {
+		// Shared, so that takers first wait side by side; the others
+		// look for it with a non-blocking exclusive lock (othersFirst).
+		mark, err := flockFile(firstPath(), syscall.LOCK_SH)
+		if err != nil {
+			return nil, err
+		}
+		defer mark.Close()
+	}
 	if n > 1 {
 		var got []*os.File
 		for i := range n {
@@ -103,6 +142,15 @@ func takeTokens(n int) ([]*os.File, error) {
 		return got, nil
 	}
 	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+		if first {
+			backoff = 20 * time.Millisecond
+		} else if wait, err := othersFirst(); err != nil || wait {
+			if err != nil {
+				return nil, err
+			}
+			time.Sleep(backoff)
+			continue
+		}
 		for i := range Tokens {
 			f, ok, err := tryToken(i)
 			if err != nil {
@@ -116,12 +164,25 @@ func takeTokens(n int) ([]*os.File, error) {
 	}
 }
 
+// othersFirst reports whether a taker first is waiting (takeTokens).
+func othersFirst() (bool, error) {
+	f, ok, err := tryLock(firstPath())
+	if ok {
+		f.Close()
+	}
+	return !ok && err == nil, err
+}
+
+func firstPath() string { return filepath.Join(tokenDir, "zkchaos-run-token.first") }
+
 func tokenPath(i int) string { return filepath.Join(tokenDir, fmt.Sprintf("zkchaos-run-token.%d", i)) }
 
 // tryToken takes token i if nobody holds it; closing the file releases it
 // (as does the process's death).
-func tryToken(i int) (*os.File, bool, error) {
-	path := tokenPath(i)
+func tryToken(i int) (*os.File, bool, error) { return tryLock(tokenPath(i)) }
+
+// tryLock takes an exclusive flock on path if nobody holds one.
+func tryLock(path string) (*os.File, bool, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		return nil, false, fmt.Errorf("run token: %w", err)
