@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,6 +171,10 @@ func (c *campaign) kill(p plan, cmd *exec.Cmd, se *bytes.Buffer) *victim {
 		chaostest.KillWholeRun(t, cmd, v.runID)
 	}
 	v.killedAt = time.Now()
+	// Read again now that the controller is dead and writes nothing
+	// more: the moment seen before the kill may have ended in the
+	// instant before it landed (a teardown done, its run complete).
+	v.reached = chaostest.RunPhase(dir)
 	return v
 }
 
@@ -236,9 +241,10 @@ func (c *campaign) settle(v victim, nextStart time.Time) {
 	c.judge(d)
 }
 
-// judge logs a death and records a failure when it left something or
-// chaos check did not judge it as a dead run, naming it so that it can
-// be replayed.
+// judge logs a death and records a failure, naming it so that it can be
+// replayed, when it left something or chaos check judged it otherwise
+// than its moment says: killed before its check, incomplete and never
+// valid; after, complete.
 func (c *campaign) judge(d death) {
 	t := c.t
 	name := d.plan.String() + " backend=" + c.b.name + " phase=" + d.reached + " run=" + d.runID
@@ -246,9 +252,10 @@ func (c *campaign) judge(d death) {
 	for _, l := range d.left {
 		c.fail("death %s: left after %s: %s\n  replay: %s", name, cleanBound, l, c.s.rerun(d.plan, c.b.name))
 	}
-	if !slices.Contains(wantCodes(d.reached), d.code) {
-		c.fail("death %s: chaos check %s exit %d, want one of %v\n%s\n  replay: %s", name, d.dir, d.code, wantCodes(d.reached),
-			chaostest.Tail(d.out, 1500), c.s.rerun(d.plan, c.b.name))
+	complete := order[d.reached] >= order[chaostest.MomentCheck]
+	if !slices.Contains(wantCodes(d.reached), d.code) || complete != strings.Contains(d.out, "\nrun: complete") {
+		c.fail("death %s: chaos check %s exit %d, want one of %v, the run judged complete: %v\n%s\n  replay: %s", name, d.dir, d.code,
+			wantCodes(d.reached), complete, chaostest.Tail(d.out, 1500), c.s.rerun(d.plan, c.b.name))
 	}
 }
 
@@ -262,10 +269,12 @@ func (c *campaign) fail(format string, args ...any) {
 // wantCodes are the exits chaos check may give a run that died at
 // moment m: unknown, or invalid where the run recorded a violation
 // before it died. A run killed once its history was closed and its
-// teardown done (check, report) is complete: its check gives its verdict.
+// teardown done (check, report) is complete: its check gives its own
+// verdict, which may be unknown (a checker that could not decide), and
+// judge requires it to say the run was complete.
 func wantCodes(m string) []int {
 	if order[m] >= order[chaostest.MomentCheck] {
-		return []int{0, 1}
+		return []int{0, 1, 2}
 	}
 	return []int{2, 1}
 }
