@@ -60,23 +60,38 @@ func TestRunTokens(t *testing.T) {
 	}
 }
 
-// TestRunTokensWait: a taker waits while every token is held and goes on
-// once one is given back.
-func TestRunTokensWait(t *testing.T) {
-	defer func(d string, n int) { tokenDir, Tokens = d, n }(tokenDir, Tokens)
+// allHeld points the tokens at a folder of t's, two of them, and takes
+// both.
+func allHeld(t *testing.T) []*os.File {
+	d, n := tokenDir, Tokens
+	t.Cleanup(func() { tokenDir, Tokens = d, n })
 	tokenDir, Tokens = t.TempDir(), 2
 	held, err := takeTokens(2, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return held
+}
+
+// takeLater takes one token (first: as a long test's taker) in the
+// background and hands it over once it has it.
+func takeLater(t *testing.T, first bool) <-chan []*os.File {
 	got := make(chan []*os.File, 1)
 	go func() {
-		fs, err := takeTokens(1, false)
+		fs, err := takeTokens(1, first)
 		if err != nil {
 			t.Error(err)
 		}
 		got <- fs
 	}()
+	return got
+}
+
+// TestRunTokensWait: a taker waits while every token is held and goes on
+// once one is given back.
+func TestRunTokensWait(t *testing.T) {
+	held := allHeld(t)
+	got := takeLater(t, false)
 	select {
 	case <-got:
 		t.Fatal("took a token while all were held")
@@ -96,20 +111,8 @@ func TestRunTokensWait(t *testing.T) {
 // a short test's takes no token, not even a free one, and it takes one
 // once the long one has; another long test's taker is not held back.
 func TestRunTokensLongFirst(t *testing.T) {
-	defer func(d string, n int) { tokenDir, Tokens = d, n }(tokenDir, Tokens)
-	tokenDir, Tokens = t.TempDir(), 2
-	held, err := takeTokens(2, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	longGot := make(chan []*os.File, 1)
-	go func() {
-		fs, err := takeTokens(1, true)
-		if err != nil {
-			t.Error(err)
-		}
-		longGot <- fs
-	}()
+	held := allHeld(t)
+	longGot := takeLater(t, true)
 	// A second long test waiting beside the first: it shows itself as
 	// the first does, and both wait on the tokens alone.
 	other, err := flockFile(firstPath(), syscall.LOCK_SH)
@@ -124,14 +127,7 @@ func TestRunTokensLongFirst(t *testing.T) {
 		t.Fatal("a long test's taker took no token within 10 s of one being given back")
 	}
 	long[0].Close() // token 1 is free again, and a long test still waits
-	shortGot := make(chan []*os.File, 1)
-	go func() {
-		fs, err := takeTokens(1, false)
-		if err != nil {
-			t.Error(err)
-		}
-		shortGot <- fs
-	}()
+	shortGot := takeLater(t, false)
 	select {
 	case <-shortGot:
 		t.Fatal("a short test's taker took a free token while a long test's waited")
