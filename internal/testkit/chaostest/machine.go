@@ -61,7 +61,7 @@ func LongRun(t *testing.T) {
 }
 
 // under reports whether test name is one of names or runs under one.
-func under(name string, names map[string]bool) bool {
+func under[V any](name string, names map[string]V) bool {
 	for n := range names {
 		if name == n || strings.HasPrefix(name, n+"/") {
 			return true
@@ -75,13 +75,10 @@ func under(name string, names map[string]bool) bool {
 func holdRuns(t *testing.T, n int) {
 	t.Helper()
 	holds.Lock()
-	held := map[string]bool{}
-	for name := range holds.byTest {
-		held[name] = true
-	}
+	inside := under(t.Name(), holds.byTest)
 	first := n > 1 || under(t.Name(), holds.long)
 	holds.Unlock()
-	if under(t.Name(), held) {
+	if inside {
 		return
 	}
 	start := time.Now()
