@@ -42,13 +42,11 @@ func TestDeaths(t *testing.T) {
 			chaostest.NeedEnsemble(t)
 			b := backendFor(t, name, s)
 			c := &campaign{t: t, s: s, b: b, results: t.TempDir(), chaos: chaostest.Binary(t)}
-			c.run()
-			c.table()
 			// The failures come last, after the tables, where a log that
-			// shows only its tail (CI's) still shows them.
-			for _, f := range c.failures {
-				t.Error(f)
-			}
+			// shows only its tail (CI's) still shows them; deferred, so
+			// that a campaign cut short by a fatal error reports them too.
+			defer c.report()
+			c.run()
 		})
 	}
 }
@@ -254,8 +252,23 @@ func (c *campaign) judge(d death) {
 	}
 	complete := order[d.reached] >= order[chaostest.MomentCheck]
 	if !slices.Contains(wantCodes(d.reached), d.code) || complete != strings.Contains(d.out, "\nrun: complete") {
-		c.fail("death %s: chaos check %s exit %d, want one of %v, the run judged complete: %v\n%s\n  replay: %s", name, d.dir, d.code,
-			wantCodes(d.reached), complete, chaostest.Tail(d.out, 1500), c.s.rerun(d.plan, c.b.name))
+		// Its verdict and completion lines, the head of what it said:
+		// the failure stays a few lines, which a log's tail still shows.
+		lines := strings.SplitN(strings.TrimSpace(d.out), "\n", 3)
+		head := strings.Join(lines[:min(2, len(lines))], "\n  ")
+		c.fail("death %s: chaos check %s exit %d, want one of %v, the run judged complete: %v\n  %s\n  replay: %s", name, d.dir, d.code,
+			wantCodes(d.reached), complete, head, c.s.rerun(d.plan, c.b.name))
+	}
+}
+
+// report logs the campaign's tables, then fails the test with each of
+// its failures.
+func (c *campaign) report() {
+	c.table()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.failures {
+		c.t.Error(f)
 	}
 }
 
