@@ -87,16 +87,11 @@ func FindTagged(run string) ([]Tagged, error) {
 // State returns the state letter of /proc/PID/stat ('R', 'S', 'T' for
 // stopped, 'Z', ...).
 func State(pid int) (byte, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, fmt.Errorf("read state of pid %d: %w", pid, err)
 	}
-	// The command name is in parentheses and may contain spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	return b[i+2], nil
+	return f[0][0], nil
 }
 
 // StartTime returns when pid started, in clock ticks after boot (field 22
@@ -105,16 +100,10 @@ func State(pid int) (byte, error) {
 // with a later start time, so a record of (PID, start) can tell its
 // process from the stranger that now has the number.
 func StartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, fmt.Errorf("read start time of pid %d: %w", pid, err)
 	}
-	// Fields after the command name start at field 3 (state).
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
 		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
 	}
@@ -123,6 +112,47 @@ func StartTime(pid int) (uint64, error) {
 		return 0, fmt.Errorf("parse start time in /proc/%d/stat: %w", pid, err)
 	}
 	return st, nil
+}
+
+// Children returns the PIDs whose parent is pid (field 4 of
+// /proc/PID/stat), in no particular order; a process that ends while
+// they are read is left out.
+func Children(pid int) ([]int, error) {
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	parent := strconv.Itoa(pid)
+	var kids []int
+	for _, d := range dirs {
+		child, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		if f, err := statFields(child); err == nil && len(f) > 1 && f[1] == parent {
+			kids = append(kids, child)
+		}
+	}
+	return kids, nil
+}
+
+// statFields are the fields of /proc/PID/stat from the third (the state)
+// on: they follow the command name, which is in parentheses and may
+// contain spaces.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) == 0 || f[0] == "" {
+		return nil, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	return f, nil
 }
 
 // Alive reports whether pid exists and is not a zombie.

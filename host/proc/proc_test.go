@@ -127,6 +127,19 @@ func TestStartTimeNamesOneProcess(t *testing.T) {
 	}
 }
 
+// TestChildren: a process started by this one is among its children,
+// and this process is not among its own.
+func TestChildren(t *testing.T) {
+	a := startSleeper(t, "proc-test-children")
+	kids, err := Children(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(kids, a.Process.Pid) || slices.Contains(kids, os.Getpid()) {
+		t.Errorf("Children(%d) = %v, want %d among them and not %d", os.Getpid(), kids, a.Process.Pid, os.Getpid())
+	}
+}
+
 // TestResumeContextEndsWithItsContext: a process in a tracing stop stays
 // stopped after SIGCONT, the case where an unbounded resume polled
 // forever. The resume must give up when its context ends, and say so.

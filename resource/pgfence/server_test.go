@@ -1,7 +1,6 @@
 package pgfence
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -295,25 +294,9 @@ func TestFollowOutlastsAStalledServer(t *testing.T) {
 // childrenOf are the PIDs whose parent is pid.
 func childrenOf(t *testing.T, pid int) []int {
 	t.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	kids, err := proc.Children(pid)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var kids []int
-	for _, path := range stats {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue // ended since the glob
-		}
-		// After the command's closing parenthesis: state, then the parent.
-		var state string
-		var child, parent int
-		if _, err := fmt.Sscanf(string(b[bytes.LastIndexByte(b, ')')+1:]), " %s %d", &state, &parent); err != nil || parent != pid {
-			continue
-		}
-		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(path)), "%d", &child); err == nil {
-			kids = append(kids, child)
-		}
 	}
 	if len(kids) == 0 {
 		t.Fatalf("no child of postgres %d", pid)

@@ -2,14 +2,15 @@ package workloads
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zkchaos/zkchaos/host/proc"
 	"github.com/zkchaos/zkchaos/internal/testkit/chaostest"
 )
 
@@ -74,20 +75,13 @@ func stall(t *testing.T, pid int, d time.Duration) {
 // childWith is the PID of parent's child whose command line holds word.
 func childWith(t *testing.T, parent int, word string) int {
 	t.Helper()
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, s := range stats {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			continue
-		}
-		// The fields after the command's closing parenthesis: state, ppid.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(parent) {
-			continue
-		}
-		args, _ := os.ReadFile(filepath.Join(filepath.Dir(s), "cmdline"))
+	kids, err := proc.Children(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range kids {
+		args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if bytes.Contains(args, []byte("\x00"+word+"\x00")) {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
 			return pid
 		}
 	}
